@@ -1,0 +1,132 @@
+#pragma once
+/// TOML configuration -> validated structs (SPEC.md "Config file").
+///
+/// load_file() never throws for bad input: it returns every error of the file at once
+/// (each naming file, line, column, key, what was expected and what was found) and the
+/// warnings (unknown keys, with their line). A secret (the Redis password) is resolved
+/// here and never appears in a Diagnostic or in render_effective().
+
+#include <chrono>
+#include <csignal>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redisgo::config {
+
+using Millis = std::chrono::milliseconds;
+
+enum class PasswordSource { kNone, kInline, kEnv, kFile };
+
+struct RedisConfig {
+  /// Each "host:port" or "unix:///path/redis.sock". One entry = single instance
+  /// (from `host`), several = Redlock (from `nodes`). Never empty after validation.
+  std::vector<std::string> nodes;
+  std::string key;                 ///< required
+  bool monitor_try_all = true;     ///< true: contend forever; false: at most retries_count attempts
+  int retries_count = 4;           ///< attempts when monitor_try_all = false (>= 1)
+  Millis expire{5000};             ///< lease TTL
+  Millis cron{0};                  ///< renewal interval; 0 in the file means "unset": expire/3
+  std::string value;               ///< holder id; empty = generated at start (hostname:pid:random)
+  std::string username;            ///< ACL user; empty = none (plain AUTH password)
+  std::string password;            ///< resolved secret; empty = no AUTH. Never print.
+  PasswordSource password_source = PasswordSource::kNone;
+  std::string password_origin;     ///< env var name or file path (printable), empty for inline
+  int db = 0;
+  Millis connect_timeout{500};
+  Millis io_timeout{500};
+  double drift_factor = 0.01;      ///< clock drift allowance as a fraction of expire (Redlock)
+  Millis drift_fixed{2};           ///< plus this constant
+};
+
+enum class Strategy { kExponential, kConstant, kSimple, kZero, kStop, kAdaptive };
+enum class Jitter { kNone, kFull, kEqual, kDecorrelated };
+
+struct BackoffConfig {
+  Strategy strategy = Strategy::kExponential;
+  Millis initial{30};
+  Millis max{1000};
+  double factor = 2.0;
+  Jitter jitter = Jitter::kFull;
+  std::vector<Millis> intervals;   ///< strategy = simple
+};
+
+enum class Mode { kOneshot, kSupervise };
+enum class Restart { kAlways, kOnFailure, kNever };
+
+struct TaskConfig {
+  /// The argv to exec. A string command in the file becomes {"/bin/sh", "-c", string}.
+  /// May be empty in the file when the command comes after `--` on the command line;
+  /// the CLI checks that one of them gives a command.
+  std::vector<std::string> command;
+  bool command_is_shell = false;   ///< came from a string
+  Mode mode = Mode::kOneshot;
+  Restart restart = Restart::kOnFailure;
+  Millis restart_delay{1000};
+  int kill_signal = SIGTERM;
+  Millis kill_grace{2000};
+  std::optional<Millis> timeout;   ///< oneshot only; nullopt = none
+  std::string workdir;             ///< empty = inherit
+  std::map<std::string, std::string> env;
+};
+
+enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
+enum class LogFormat { kText, kJson };
+
+struct LogConfig {
+  LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kText;
+};
+
+struct Config {
+  std::string source;  ///< file path it was read from
+  RedisConfig redis;
+  BackoffConfig backoff;
+  TaskConfig task;
+  LogConfig log;
+};
+
+/// One problem found in a file.
+struct Diagnostic {
+  std::string file;
+  int line = 0;       ///< 0 = unknown
+  int column = 0;     ///< 0 = unknown
+  std::string key;    ///< dotted, e.g. "redis.expire"; empty for a syntax error
+  std::string message;///< e.g. "expected a duration such as \"5s\", found \"5 seconds\""
+  /// "file:line:col: key: message" (parts that are unknown are left out).
+  std::string str() const;
+};
+
+struct LoadResult {
+  std::optional<Config> config;     ///< set only when errors is empty
+  std::vector<Diagnostic> errors;
+  std::vector<Diagnostic> warnings;
+};
+
+/// Looks up an environment variable (injected so tests need not touch the real one).
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup process_env();
+
+/// Reads and validates a file. A file that cannot be read is one error.
+LoadResult load_file(const std::string& path, const EnvLookup& env = process_env());
+/// Same, from text; `source` names it in diagnostics.
+LoadResult load_string(const std::string& text, const std::string& source,
+                       const EnvLookup& env = process_env());
+
+/// The effective configuration (defaults filled in) as TOML, password masked as
+/// "********" with where it came from noted in a comment. For `validate`.
+std::string render_effective(const Config& config);
+
+/// Name <-> value helpers shared with the CLI and logs.
+std::optional<int> parse_signal(const std::string& name);   ///< "SIGTERM", "TERM", "15"
+std::string signal_name(int sig);                            ///< "SIGTERM"
+const char* to_string(Strategy);
+const char* to_string(Jitter);
+const char* to_string(Mode);
+const char* to_string(Restart);
+const char* to_string(LogLevel);
+const char* to_string(LogFormat);
+
+}  // namespace redisgo::config

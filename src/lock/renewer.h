@@ -1,0 +1,56 @@
+#pragma once
+/// The renewal thread (STYLE.md "Time"): renews every `interval` through its own
+/// backend (its own connections), moving the local lease deadline forward only on a
+/// quorum-confirmed renewal, measured from when the renewal was sent. A lost lease is an
+/// event, not an exception: lost() becomes true and `wake` is triggered.
+///
+/// The deadline itself is enforced by the daemon's main loop from valid_until(), which is
+/// an atomic read that never waits on Redis, so a hung Redis cannot delay it.
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "lock/lease.h"
+#include "util/interrupt.h"
+
+namespace redisgo::lock {
+
+class Renewer {
+ public:
+  /// Starts the thread. `initial` is the deadline from the acquisition. `wake` is
+  /// triggered on every change the main loop must look at (lost, deadline moved).
+  Renewer(std::unique_ptr<LeaseBackend> backend, Millis interval, Clock::time_point initial,
+          const Interrupt& wake, const Clock& clock = SystemClock::instance());
+  ~Renewer();  ///< stop() and join
+  Renewer(const Renewer&) = delete;
+  Renewer& operator=(const Renewer&) = delete;
+
+  Clock::time_point valid_until() const noexcept;
+  bool lost() const noexcept { return lost_.load(); }
+  std::string lost_reason() const;
+  /// Renewals confirmed so far.
+  std::uint64_t renewals() const noexcept { return renewals_.load(); }
+  /// Stops renewing (idempotent) and joins. Does not release.
+  void stop() noexcept;
+
+ private:
+  void run();
+
+  std::unique_ptr<LeaseBackend> backend_;
+  Millis interval_;
+  const Interrupt& wake_;
+  const Clock& clock_;
+  std::atomic<Clock::duration::rep> valid_until_ns_;
+  std::atomic<bool> lost_{false};
+  std::atomic<std::uint64_t> renewals_{0};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;   // guarded by mu_
+  std::string lost_reason_; // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace redisgo::lock

@@ -1,0 +1,15 @@
+#include <cstdio>
+#include <exception>
+
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  try {
+    return redisgo::cli::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "redisgo_task: fatal: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "redisgo_task: fatal: unknown exception\n");
+  }
+  return 70;  // EX_SOFTWARE
+}

@@ -1,0 +1,50 @@
+#pragma once
+/// Time behind an interface so lease arithmetic can be tested with a fake clock.
+///
+/// The real clock reads CLOCK_BOOTTIME: monotonic like steady_clock, but it keeps
+/// counting while the machine is suspended. A lease on a remote Redis keeps expiring
+/// while this host sleeps, so the local lease deadline must not stand still then.
+
+#include <atomic>
+#include <chrono>
+
+namespace redisgo {
+
+/// A monotonic clock. time_points are only meaningful relative to each other.
+class Clock {
+ public:
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<Clock, duration>;
+
+  virtual ~Clock() = default;
+  virtual time_point now() const = 0;
+};
+
+/// CLOCK_BOOTTIME.
+class SystemClock final : public Clock {
+ public:
+  time_point now() const override;
+  /// A process-wide instance.
+  static const SystemClock& instance();
+};
+
+/// A clock that only moves when told to. Thread-safe.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(duration start = std::chrono::seconds(1000)) : now_ns_(start.count()) {}
+  time_point now() const override { return time_point(duration(now_ns_.load())); }
+  void advance(duration d) { now_ns_ += d.count(); }
+
+ private:
+  std::atomic<long long> now_ns_;
+};
+
+using Millis = std::chrono::milliseconds;
+
+/// Milliseconds from `now` until `deadline`, never negative.
+inline Millis until(Clock::time_point deadline, Clock::time_point now) {
+  if (deadline <= now) return Millis(0);
+  return std::chrono::ceil<Millis>(deadline - now);
+}
+
+}  // namespace redisgo

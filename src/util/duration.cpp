@@ -1,0 +1,53 @@
+#include "util/duration.h"
+
+#include <cctype>
+#include <cstdint>
+#include <limits>
+
+namespace redisgo {
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<std::chrono::milliseconds> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (text.empty()) return fail("empty duration");
+  constexpr std::int64_t kMaxMs = std::numeric_limits<std::int64_t>::max() / 4;
+  std::int64_t total = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      return fail(text[i] == '-' ? "negative duration" : "expected a number at '" + std::string(text.substr(i)) + "'");
+    }
+    std::int64_t number = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      number = number * 10 + (text[i] - '0');
+      if (number > kMaxMs) return fail("duration too large");
+      ++i;
+    }
+    std::size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    std::int64_t scale;
+    if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60'000;
+    else if (unit == "h") scale = 3'600'000;
+    else if (unit.empty()) return fail("missing unit (use ms, s, m or h)");
+    else return fail("unknown unit '" + std::string(unit) + "' (use ms, s, m or h)");
+    if (number > kMaxMs / scale) return fail("duration too large");
+    total += number * scale;
+    if (total > kMaxMs) return fail("duration too large");
+  }
+  return std::chrono::milliseconds(total);
+}
+
+std::string format_duration(std::chrono::milliseconds d) {
+  auto ms = d.count();
+  if (ms != 0 && ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
+  if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+  if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace redisgo

@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/interrupt.h"
+#include "util/unique_fd.h"
+
+#include <fcntl.h>
+
+using namespace std::chrono_literals;
+using redisgo::format_duration;
+using redisgo::parse_duration;
+
+TEST(Duration, ParsesUnitsAndCompounds) {
+  EXPECT_EQ(parse_duration("500ms"), 500ms);
+  EXPECT_EQ(parse_duration("5s"), 5s);
+  EXPECT_EQ(parse_duration("1m"), 1min);
+  EXPECT_EQ(parse_duration("1h"), 1h);
+  EXPECT_EQ(parse_duration("1m30s"), 90s);
+  EXPECT_EQ(parse_duration("0ms"), 0ms);
+}
+
+TEST(Duration, RejectsWithReason) {
+  std::string why;
+  EXPECT_FALSE(parse_duration("5", &why));
+  EXPECT_NE(why.find("missing unit"), std::string::npos) << why;
+  EXPECT_FALSE(parse_duration("5sec", &why));
+  EXPECT_NE(why.find("unknown unit 'sec'"), std::string::npos) << why;
+  EXPECT_FALSE(parse_duration("-5s", &why));
+  EXPECT_NE(why.find("negative"), std::string::npos) << why;
+  EXPECT_FALSE(parse_duration("", &why));
+  EXPECT_FALSE(parse_duration("5 s", &why));
+  EXPECT_FALSE(parse_duration("99999999999999999999h", &why));
+  EXPECT_NE(why.find("too large"), std::string::npos) << why;
+}
+
+TEST(Duration, FormatsShortestExactForm) {
+  EXPECT_EQ(format_duration(1h), "1h");
+  EXPECT_EQ(format_duration(90s), "90s");
+  EXPECT_EQ(format_duration(1500ms), "1500ms");
+  EXPECT_EQ(format_duration(0ms), "0ms");
+}
+
+TEST(Clock, UntilNeverNegative) {
+  redisgo::FakeClock clock;
+  auto now = clock.now();
+  EXPECT_EQ(redisgo::until(now - 1s, now), 0ms);
+  EXPECT_EQ(redisgo::until(now + 1500us, now), 2ms);  // rounds up: never wake early
+  clock.advance(5s);
+  EXPECT_EQ(clock.now() - now, 5s);
+}
+
+TEST(Interrupt, WakesSleepingWaiterAtOnce) {
+  redisgo::Interrupt interrupt;
+  EXPECT_FALSE(interrupt.wait_for(1ms));
+  auto start = std::chrono::steady_clock::now();
+  std::thread t([&] {
+    std::this_thread::sleep_for(20ms);
+    interrupt.trigger();
+  });
+  EXPECT_TRUE(interrupt.wait_for(10s));
+  t.join();
+  // Bounded well below the 10 s timeout: the waiter did not sleep it out.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(interrupt.triggered());
+  interrupt.clear();
+  EXPECT_FALSE(interrupt.triggered());
+}
+
+TEST(UniqueFd, PipeIsCloexecAndClosesOnDestruction) {
+  int raw;
+  {
+    auto [r, w] = redisgo::pipe_cloexec();
+    raw = r.get();
+    EXPECT_TRUE(fcntl(raw, F_GETFD) & FD_CLOEXEC);
+  }
+  EXPECT_EQ(fcntl(raw, F_GETFD), -1);
+}
