@@ -1,1 +1,167 @@
-// placeholder: being written
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "daemon/daemon.h"
+#include "daemon/state_machine.h"
+#include "daemon/status.h"
+#include "log/logging.h"
+#include "process/signals.h"
+#include "util/error.h"
+
+#ifndef REDISGO_VERSION
+#define REDISGO_VERSION "unknown"
+#endif
+
+namespace redisgo::cli {
+namespace {
+
+constexpr const char* kMainFooter = R"(Examples:
+  redisgo_task validate --config /etc/redisgo_task/backup.toml
+  redisgo_task task --config /etc/redisgo_task/backup.toml
+  redisgo_task task --config job.toml --no-wait -- /usr/local/bin/nightly-report
+  redisgo_task status --config job.toml --json
+
+Exit status: the child's own (oneshot), 75 lease not acquired or lost, 124 child timed out,
+78 bad configuration or command line, 69 no Redis node reachable (status), 0 supervise stopped.
+Configuration reference: the commented example config/redisgo_task.toml.)";
+
+constexpr const char* kTaskFooter = R"(Examples:
+  # run the configured command on exactly one host, waiting for the lease:
+  redisgo_task task --config /etc/redisgo_task/backup.toml
+  # from cron on every host: run on whichever host gets the lease, skip (exit 75) elsewhere:
+  redisgo_task task --config job.toml --no-wait -- /usr/local/bin/job --full
+
+The child gets REDISGO_TASK_KEY, REDISGO_TASK_TOKEN (fencing token), REDISGO_TASK_HOLDER and
+REDISGO_TASK_EXPIRE_MS in its environment.)";
+
+constexpr const char* kStatusFooter = R"(Example:
+  redisgo_task status --config /etc/redisgo_task/backup.toml --json
+Exit 0 when the state could be read from at least one node, 69 when no node answered.)";
+
+constexpr const char* kValidateFooter = R"(Example:
+  redisgo_task validate --config /etc/redisgo_task/backup.toml
+Prints the effective configuration (defaults filled in, secrets masked) and exits 0, or
+prints every problem with its file, line and column and exits 78.)";
+
+void print_diagnostics(const config::LoadResult& loaded) {
+  for (const auto& w : loaded.warnings) std::cerr << "redisgo_task: warning: " << w.str() << "\n";
+  for (const auto& e : loaded.errors) std::cerr << "redisgo_task: error: " << e.str() << "\n";
+}
+
+/// Loads the file and applies command-line overrides. Prints problems; nullopt on error.
+std::optional<config::Config> load(const std::string& path, const std::string& key_override) {
+  config::LoadResult loaded = config::load_file(path);
+  print_diagnostics(loaded);
+  if (!loaded.config) {
+    std::cerr << "redisgo_task: " << path << ": " << loaded.errors.size() << " error(s); nothing was started\n";
+    return std::nullopt;
+  }
+  if (!key_override.empty()) loaded.config->redis.key = key_override;
+  return loaded.config;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  // Before any thread exists, so every thread inherits the mask and signals reach only
+  // the daemon's signalfd (STYLE.md "Child process").
+  process::block_handled_signals();
+
+  CLI::App app{"redisgo_task " REDISGO_VERSION " - run a command as a cluster-wide singleton on Redis"};
+  app.footer(kMainFooter);
+  app.require_subcommand(1);
+
+  std::string config_path, key;
+  bool wait = false, no_wait = false, json = false;
+  std::vector<std::string> command;
+
+  auto* task = app.add_subcommand("task", "Contend for the lease and run the command while holding it");
+  task->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  task->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
+  auto* wait_flag = task->add_flag("--wait", wait, "Wait for the lease as configured (default)");
+  task->add_flag("--no-wait", no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
+  task->add_option("command", command, "Command to run, after --; overrides [task] command");
+  task->footer(kTaskFooter);
+
+  auto* status = app.add_subcommand("status", "Show who holds the lease, its TTL and fencing token, per node");
+  status->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  status->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
+  status->add_flag("--json", json, "Print one JSON object");
+  status->footer(kStatusFooter);
+
+  auto* validate = app.add_subcommand("validate", "Check a configuration file and print the effective settings");
+  validate->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  validate->footer(kValidateFooter);
+
+  auto* version = app.add_subcommand("version", "Print the version");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the usage hint
+    return daemon::kExitConfig;
+  }
+
+  if (*version) {
+    std::cout << "redisgo_task " << REDISGO_VERSION << "\n";
+    return 0;
+  }
+
+  if (*validate) {
+    config::LoadResult loaded = config::load_file(config_path);
+    print_diagnostics(loaded);
+    if (!loaded.config) {
+      std::cerr << "redisgo_task: " << config_path << ": " << loaded.errors.size() << " error(s)\n";
+      return daemon::kExitConfig;
+    }
+    std::cout << "# " << config_path << ": valid\n" << config::render_effective(*loaded.config);
+    return 0;
+  }
+
+  auto cfg = load(config_path, key);
+  if (!cfg) return daemon::kExitConfig;
+  log::setup(cfg->log.level, cfg->log.format);
+
+  if (*status) {
+    try {
+      return daemon::run_status(*cfg, json, std::cout);
+    } catch (const Error& e) {
+      std::cerr << "redisgo_task: status: " << e.what() << "\n";
+      return daemon::kExitUnavailable;
+    }
+  }
+
+  // task
+  if (!command.empty()) {
+    cfg->task.command = command;
+    cfg->task.command_is_shell = false;
+  }
+  if (cfg->task.command.empty()) {
+    std::cerr << "redisgo_task: " << config_path
+              << ": no command: set [task] command or give one after -- (redisgo_task task --config F -- CMD ARGS)\n";
+    return daemon::kExitConfig;
+  }
+  daemon::TaskOptions options;
+  options.config = std::move(*cfg);
+  options.wait = !no_wait;
+  options.holder = options.config.redis.value.empty() ? daemon::default_holder_id() : options.config.redis.value;
+  try {
+    return daemon::run_task(options);
+  } catch (const Error& e) {
+    log::get("daemon")->error("fatal: {}", e.what());
+    return daemon::kExitTempFail;
+  }
+}
+
+}  // namespace redisgo::cli

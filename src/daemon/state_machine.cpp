@@ -1,1 +1,74 @@
-// placeholder: being written
+#include "daemon/state_machine.h"
+
+#include <algorithm>
+
+namespace redisgo::daemon {
+
+const char* to_string(State s) {
+  switch (s) {
+    case State::kIdle: return "idle";
+    case State::kAcquiring: return "acquiring";
+    case State::kWaiting: return "waiting";
+    case State::kRunning: return "running";
+    case State::kRestartWait: return "restart-wait";
+    case State::kDraining: return "draining";
+    case State::kReleasing: return "releasing";
+    case State::kStopped: return "stopped";
+  }
+  return "?";
+}
+
+AfterMiss after_miss(const MissContext& c) {
+  AfterMiss out;
+  if (c.mode == config::Mode::kOneshot) {
+    if (!c.wait_flag) return {true, Millis(0)};
+    if (!c.monitor_try_all && c.attempts >= c.retries_count) return {true, Millis(0)};
+    if (!c.backoff) return {true, Millis(0)};
+  }
+  Millis backoff = c.backoff.value_or(c.backoff_max);
+  if (c.holder_ttl_ms >= 0) {
+    Millis until_expiry(c.holder_ttl_ms + 1);
+    out.wait = c.subscribed ? until_expiry : std::min(backoff, until_expiry);
+  } else {
+    out.wait = backoff;
+  }
+  return out;
+}
+
+AfterExit after_exit(const ExitContext& c) {
+  using Kind = AfterExit::Kind;
+  if (c.mode == config::Mode::kOneshot) {
+    switch (c.cause) {
+      case StopCause::kLeaseLost:
+      case StopCause::kDeadline: return {Kind::kExit, kExitTempFail, Millis(0)};
+      case StopCause::kTimeout: return {Kind::kExit, kExitTimeout, Millis(0)};
+      case StopCause::kShutdown:
+      case StopCause::kNone: return {Kind::kExit, c.child_code, Millis(0)};
+    }
+  }
+  switch (c.cause) {
+    case StopCause::kShutdown: return {Kind::kExit, 0, Millis(0)};
+    case StopCause::kLeaseLost:
+    case StopCause::kDeadline: return {Kind::kRecontend, 0, c.restart_delay};
+    case StopCause::kTimeout:  // timeout is oneshot-only; treat like a failure
+    case StopCause::kNone: break;
+  }
+  bool restart = c.restart == config::Restart::kAlways ||
+                 (c.restart == config::Restart::kOnFailure && c.child_code != 0);
+  return {restart ? Kind::kRestart : Kind::kRecontend, 0, c.restart_delay};
+}
+
+Millis kill_margin(Millis ttl) { return std::clamp(ttl / 20, Millis(5), Millis(100)); }
+
+StopSchedule stop_schedule(Clock::time_point deadline, Millis kill_grace, Millis ttl) {
+  StopSchedule s;
+  s.kill_at = deadline - kill_margin(ttl);
+  s.term_at = s.kill_at - kill_grace;
+  return s;
+}
+
+bool can_start_child(Clock::time_point now, Clock::time_point deadline, Millis kill_grace, Millis ttl) {
+  return now < stop_schedule(deadline, kill_grace, ttl).term_at;
+}
+
+}  // namespace redisgo::daemon

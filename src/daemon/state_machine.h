@@ -1,0 +1,95 @@
+#pragma once
+/// The daemon's decisions as pure functions of its state (STYLE.md: pure transitions,
+/// carried out by daemon.cpp's event loop). Nothing here touches Redis, processes or
+/// clocks, so every rule of SPEC.md "Modes" and "Exit status" is unit-tested directly.
+///
+///   Idle -> Acquiring -> (Waiting -> Acquiring)* -> Running -> Draining -> Releasing
+///        -> Running (restart) | Waiting (supervise) | Stopped (exit code)
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "util/clock.h"
+
+namespace redisgo::daemon {
+
+using Millis = std::chrono::milliseconds;
+
+/// sysexits codes and conventions of SPEC.md "Exit status".
+inline constexpr int kExitTempFail = 75;     ///< lease not acquired, or lost
+inline constexpr int kExitConfig = 78;       ///< bad configuration or command line
+inline constexpr int kExitUnavailable = 69;  ///< status: no node reachable
+inline constexpr int kExitTimeout = 124;     ///< oneshot child ran past [task] timeout
+
+enum class State { kIdle, kAcquiring, kWaiting, kRunning, kRestartWait, kDraining, kReleasing, kStopped };
+const char* to_string(State);
+
+/// Why the child is being stopped (first cause wins).
+enum class StopCause { kNone, kShutdown, kLeaseLost, kDeadline, kTimeout };
+
+/// What to do after an attempt that did not get the lease.
+struct AfterMiss {
+  bool give_up = false;  ///< oneshot: exit kExitTempFail
+  Millis wait{0};        ///< otherwise: wait this long (a release message ends it early)
+};
+
+/// Inputs of after_miss().
+struct MissContext {
+  config::Mode mode = config::Mode::kOneshot;
+  bool wait_flag = true;         ///< --wait (default) / --no-wait
+  bool monitor_try_all = true;
+  int retries_count = 4;
+  int attempts = 0;              ///< attempts made so far, including this one
+  /// From the backoff strategy; nullopt = the strategy says give up ("stop").
+  std::optional<Millis> backoff;
+  std::int64_t holder_ttl_ms = -1;  ///< from the failed attempt; -1 unknown
+  bool subscribed = false;       ///< a release message will wake the waiter
+  Millis backoff_max{1000};
+};
+
+/// oneshot: --no-wait tries once; monitor_try_all=false tries retries_count times; else
+/// forever. supervise: forever. The wait: when the holder's TTL is known and a release
+/// message will wake us, sleep until that lease could expire (+1 ms) and no longer —
+/// a crashed holder is taken over as its lease ends, and a quiet standby costs Redis
+/// about one request per lease period. Without the subscription, poll no slower than the
+/// backoff. A "stop" strategy gives up in oneshot; in supervise it waits backoff_max.
+AfterMiss after_miss(const MissContext& c);
+
+/// What to do when the child has ended.
+struct AfterExit {
+  enum class Kind { kExit, kRestart, kRecontend } kind = Kind::kExit;
+  int exit_code = 0;     ///< kExit
+  Millis delay{0};       ///< kRestart / kRecontend: wait restart_delay first
+};
+
+struct ExitContext {
+  config::Mode mode = config::Mode::kOneshot;
+  config::Restart restart = config::Restart::kOnFailure;
+  Millis restart_delay{1000};
+  int child_code = 0;    ///< exit code (128+N for signal N)
+  StopCause cause = StopCause::kNone;
+};
+
+/// oneshot: the child's code, 75 when the lease was lost/deadline, 124 on timeout, the
+/// child's code on shutdown (the signal was forwarded). supervise: exit 0 on shutdown;
+/// restart while still leader per `restart`; after a lost lease or no restart, release
+/// and contend again after restart_delay.
+AfterExit after_exit(const ExitContext& c);
+
+/// Local lease deadline arithmetic (SPEC.md invariant 2). The child must be dead before
+/// `deadline`: SIGKILL goes at deadline - margin, kill_signal kill_grace earlier.
+struct StopSchedule {
+  Clock::time_point term_at;  ///< send kill_signal when reached without a renewal
+  Clock::time_point kill_at;  ///< SIGKILL the group
+};
+/// margin covers signal delivery and reaping: 1/20 of the TTL, at least 5 ms, at most 100 ms.
+Millis kill_margin(Millis ttl);
+StopSchedule stop_schedule(Clock::time_point deadline, Millis kill_grace, Millis ttl);
+
+/// Whether a child may be started under this deadline: not once the stop time is reached.
+bool can_start_child(Clock::time_point now, Clock::time_point deadline, Millis kill_grace, Millis ttl);
+
+}  // namespace redisgo::daemon

@@ -1,0 +1,143 @@
+#include <gtest/gtest.h>
+
+#include "daemon/state_machine.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::daemon;
+using redisgo::config::Mode;
+using redisgo::config::Restart;
+
+namespace {
+
+MissContext miss(Mode mode, int attempts) {
+  MissContext c;
+  c.mode = mode;
+  c.attempts = attempts;
+  c.backoff = 30ms;
+  return c;
+}
+
+}  // namespace
+
+TEST(AfterMiss, NoWaitTriesOnce) {
+  auto c = miss(Mode::kOneshot, 1);
+  c.wait_flag = false;
+  EXPECT_TRUE(after_miss(c).give_up);
+}
+
+TEST(AfterMiss, RetriesCountBoundsOneshotWithoutMonitor) {
+  auto c = miss(Mode::kOneshot, 3);
+  c.monitor_try_all = false;
+  c.retries_count = 4;
+  EXPECT_FALSE(after_miss(c).give_up);
+  c.attempts = 4;
+  EXPECT_TRUE(after_miss(c).give_up);
+  c.monitor_try_all = true;  // contend forever
+  c.attempts = 1000;
+  EXPECT_FALSE(after_miss(c).give_up);
+}
+
+TEST(AfterMiss, SuperviseNeverGivesUp) {
+  auto c = miss(Mode::kSupervise, 1000);
+  c.wait_flag = false;
+  c.monitor_try_all = false;
+  c.backoff = std::nullopt;  // "stop" strategy
+  c.backoff_max = 700ms;
+  auto next = after_miss(c);
+  EXPECT_FALSE(next.give_up);
+  EXPECT_EQ(next.wait, 700ms);
+}
+
+TEST(AfterMiss, StopStrategyGivesUpInOneshot) {
+  auto c = miss(Mode::kOneshot, 1);
+  c.backoff = std::nullopt;
+  EXPECT_TRUE(after_miss(c).give_up);
+}
+
+TEST(AfterMiss, SubscribedWaiterSleepsUntilTheLeaseCouldExpire) {
+  auto c = miss(Mode::kSupervise, 1);
+  c.holder_ttl_ms = 4200;
+  c.subscribed = true;
+  EXPECT_EQ(after_miss(c).wait, 4201ms);
+  c.subscribed = false;  // no release message will come: keep polling at the backoff
+  EXPECT_EQ(after_miss(c).wait, 30ms);
+  c.holder_ttl_ms = 5;  // but never past the holder's expiry
+  EXPECT_EQ(after_miss(c).wait, 6ms);
+  c.holder_ttl_ms = -1;  // unknown (errors): backoff
+  c.subscribed = true;
+  EXPECT_EQ(after_miss(c).wait, 30ms);
+}
+
+TEST(AfterExit, OneshotExitCodes) {
+  ExitContext c;
+  c.mode = Mode::kOneshot;
+  c.child_code = 3;
+  EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kExit);
+  EXPECT_EQ(after_exit(c).exit_code, 3);
+  c.cause = StopCause::kLeaseLost;
+  EXPECT_EQ(after_exit(c).exit_code, kExitTempFail);
+  c.cause = StopCause::kDeadline;
+  EXPECT_EQ(after_exit(c).exit_code, kExitTempFail);
+  c.cause = StopCause::kTimeout;
+  EXPECT_EQ(after_exit(c).exit_code, kExitTimeout);
+  c.cause = StopCause::kShutdown;
+  c.child_code = 143;
+  EXPECT_EQ(after_exit(c).exit_code, 143);
+}
+
+TEST(AfterExit, SuperviseRestartPolicy) {
+  ExitContext c;
+  c.mode = Mode::kSupervise;
+  c.restart_delay = 1500ms;
+  struct Row {
+    Restart restart;
+    int code;
+    AfterExit::Kind expected;
+  };
+  for (const Row& row : {Row{Restart::kAlways, 0, AfterExit::Kind::kRestart},
+                         Row{Restart::kAlways, 1, AfterExit::Kind::kRestart},
+                         Row{Restart::kOnFailure, 0, AfterExit::Kind::kRecontend},
+                         Row{Restart::kOnFailure, 2, AfterExit::Kind::kRestart},
+                         Row{Restart::kOnFailure, 137, AfterExit::Kind::kRestart},
+                         Row{Restart::kNever, 2, AfterExit::Kind::kRecontend}}) {
+    c.restart = row.restart;
+    c.child_code = row.code;
+    auto next = after_exit(c);
+    EXPECT_EQ(next.kind, row.expected) << redisgo::config::to_string(row.restart) << " code " << row.code;
+    EXPECT_EQ(next.delay, 1500ms);
+  }
+}
+
+TEST(AfterExit, SuperviseShutdownExitsZeroAndLostLeaseRecontends) {
+  ExitContext c;
+  c.mode = Mode::kSupervise;
+  c.restart = Restart::kAlways;
+  c.child_code = 143;
+  c.cause = StopCause::kShutdown;
+  EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kExit);
+  EXPECT_EQ(after_exit(c).exit_code, 0);
+  c.cause = StopCause::kLeaseLost;
+  EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kRecontend);
+}
+
+TEST(StopSchedule, ChildIsKilledBeforeTheDeadline) {
+  redisgo::FakeClock clock;
+  auto deadline = clock.now() + 4950ms;
+  auto s = stop_schedule(deadline, 2000ms, 5000ms);
+  EXPECT_EQ(kill_margin(5000ms), 100ms);
+  EXPECT_EQ(s.kill_at, deadline - 100ms);
+  EXPECT_EQ(s.term_at, deadline - 2100ms);
+  EXPECT_LT(s.kill_at, deadline);
+  EXPECT_EQ(kill_margin(60ms), 5ms);
+  EXPECT_EQ(kill_margin(1000ms), 50ms);
+}
+
+TEST(StopSchedule, NoChildStartsPastTheStopTime) {
+  redisgo::FakeClock clock;
+  auto deadline = clock.now() + 3000ms;
+  EXPECT_TRUE(can_start_child(clock.now(), deadline, 1000ms, 5000ms));
+  clock.advance(1800ms);
+  EXPECT_TRUE(can_start_child(clock.now(), deadline, 1000ms, 5000ms));
+  clock.advance(100ms);  // 1100 ms before the deadline: within grace + margin
+  EXPECT_FALSE(can_start_child(clock.now(), deadline, 1000ms, 5000ms));
+}
