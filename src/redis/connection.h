@@ -11,8 +11,10 @@
 /// - Not thread-safe: one Connection per thread.
 
 #include <hiredis/hiredis.h>
+#include <signal.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -115,7 +117,17 @@ class Connection {
   /// Reads the reply of a send_eval() if complete. Returns nullopt if more bytes are
   /// needed (poll fd() for POLLIN and call again). Handles NOSCRIPT by re-sending with
   /// EVAL transparently (then returns nullopt until that reply arrives).
+  ///
+  /// Reads at most once from the socket per call, and only if no complete reply is
+  /// already buffered: call it when poll() reported POLLIN on fd(), or right after
+  /// send_eval(). Called without POLLIN it blocks for up to io_timeout (the socket is
+  /// blocking with SO_RCVTIMEO) and then throws TimeoutError.
+  /// An error reply is thrown as ReplyError (the context stays usable).
   std::optional<Reply> read_reply();
+  /// True between send_eval() and the read_reply() that returns or throws its reply.
+  /// Any other command while a reply is pending drops the connection first (the stale
+  /// reply could otherwise be taken for the new command's).
+  bool reply_pending() const noexcept { return pending_; }
   /// The socket, or -1 when not connected.
   int fd() const noexcept;
 
@@ -124,12 +136,62 @@ class Connection {
   std::string describe() const;
 
  private:
+  // Transparent hashing so a string_view source finds its owned key without a copy.
+  struct SourceHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  void ensure_connected();
+  const std::string& script_sha(std::string_view source);
+  ReplyPtr run(const std::vector<std::string>& argv);
+  void append_and_flush(const std::vector<std::string>& argv);
+  [[noreturn]] void fail(int err, Millis timeout);
+
   ConnectionOptions options_;
   ContextPtr ctx_;
-  std::unordered_map<std::string_view, std::string> sha_by_source_;  // keyed by source address
-  // state for send_eval/read_reply NOSCRIPT fallback
-  const Script* pending_script_ = nullptr;
+  // source text -> SHA1 from SCRIPT LOAD. Kept across reconnects on purpose: the SHA is a
+  // property of the text, and a restarted server answers NOSCRIPT, which falls back to
+  // EVAL (issue: "a restarted Redis has none"); a server that merely dropped our socket
+  // still has the script and EVALSHA just works.
+  std::unordered_map<std::string, std::string, SourceHash, std::equal_to<>> sha_by_source_;
+  // State of the send_eval()/read_reply() in flight, for the NOSCRIPT fallback. The
+  // source is copied: the caller's Script may be a temporary.
+  bool pending_ = false;
+  bool pending_retried_ = false;
+  std::string pending_source_;
   std::vector<std::string> pending_keys_, pending_args_;
 };
+
+namespace detail {
+/// Shared by Connection and Subscriber (one place for connect, AUTH, SELECT and the
+/// mapping of hiredis errors to the Error tree).
+
+/// Connects, sets FD_CLOEXEC, the I/O timeout and keepalive, AUTHs and SELECTs. Throws
+/// IoError/TimeoutError/ClosedError/ReplyError prefixed by describe(endpoint).
+ContextPtr open_context(const ConnectionOptions& options);
+/// "redis " + endpoint.str()
+std::string describe(const Endpoint& endpoint);
+/// Sends argv and waits for its reply (bounded by the socket's I/O timeout), with
+/// SIGPIPE suppressed for this thread. Returns the reply, which may be an error reply;
+/// on an I/O or protocol error returns nullptr and stores the errno seen in *err.
+ReplyPtr run_argv(redisContext* c, const std::vector<std::string>& argv, int* err);
+/// Throws the exception for c->err (after a failed hiredis call that saw errno `err`):
+/// TimeoutError ("timed out after <timeout>"), IoError (errstr and errno), ClosedError
+/// (EOF) or IoError (protocol). `who` is the describe() prefix.
+[[noreturn]] void throw_context_error(const redisContext* c, int err, const std::string& who, Millis timeout);
+/// Blocks SIGPIPE for the calling thread while alive and swallows one raised meanwhile:
+/// hiredis write()s to sockets, and a peer that went away must be an error, not a kill.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() noexcept;
+  ~SigpipeGuard();
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t old_{};
+  bool was_pending_ = false;
+};
+}  // namespace detail
 
 }  // namespace redisgo::redis
