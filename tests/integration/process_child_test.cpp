@@ -1,0 +1,399 @@
+// Child process with real programs (/bin/true, sh, sleep), as folly's SubprocessTest does:
+// exit codes, exec failures, environment, workdir, process group, fd leaks, SIGKILL
+// escalation, leftovers of the group, parent death, destructor.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process/child.h"
+#include "support/redis_server.h"
+
+using namespace std::chrono_literals;
+using redisgo::process::Child;
+using redisgo::process::SpawnError;
+using redisgo::process::SpawnOptions;
+using redisgo::testing::TempDir;
+using redisgo::testing::wait_until;
+
+namespace {
+
+SpawnOptions command(std::vector<std::string> argv) {
+  SpawnOptions options;
+  options.argv = std::move(argv);
+  return options;
+}
+
+// `sh -c script sh arg`: the script sees the file path as $1, so no quoting games.
+SpawnOptions shell(const std::string& script, const std::string& arg = "") {
+  return command({"/bin/sh", "-c", script, "sh", arg});
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Waits (bounded) until the child wrote a whole line to `path`, e.g. a pid.
+std::string wait_for_line(const std::string& path) {
+  std::string content;
+  bool ok = wait_until(
+      [&] {
+        content = read_file(path);
+        return !content.empty() && content.back() == '\n';
+      },
+      5s);
+  EXPECT_TRUE(ok) << "nothing written to " << path;
+  return content;
+}
+
+// Dead, whether or not someone reaped it yet: our orphaned grandchildren are reaped by
+// init (or a subreaper) at its own pace, so a zombie counts as gone.
+bool process_gone(pid_t pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return true;
+  char state = stat[close + 2];
+  return state == 'Z' || state == 'X';
+}
+
+int spawn_and_wait(const SpawnOptions& options) { return Child::spawn(options).wait(); }
+
+}  // namespace
+
+TEST(ExitCode, FromWaitStatus) {
+  EXPECT_EQ(redisgo::process::exit_code_from_wait_status(W_EXITCODE(0, 0)), 0);
+  EXPECT_EQ(redisgo::process::exit_code_from_wait_status(W_EXITCODE(42, 0)), 42);
+  EXPECT_EQ(redisgo::process::exit_code_from_wait_status(W_EXITCODE(0, SIGKILL)), 137);
+  EXPECT_EQ(redisgo::process::exit_code_from_wait_status(W_EXITCODE(0, SIGTERM)), 143);
+}
+
+TEST(Child, PropagatesExitCodes) {
+  struct Case {
+    SpawnOptions options;
+    int expected;
+  };
+  const std::vector<Case> cases = {
+      {command({"/bin/true"}), 0},
+      {command({"/bin/false"}), 1},
+      {shell("exit 42"), 42},
+      {command({"sh", "-c", "exit 3"}), 3},  // found through PATH
+      {shell("kill -TERM $$"), 128 + SIGTERM},
+      {shell("kill -KILL $$"), 128 + SIGKILL},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(spawn_and_wait(c.options), c.expected) << c.options.argv.back();
+  }
+}
+
+TEST(Child, SignalledChildIs128PlusN) {
+  Child child = Child::spawn(command({"sleep", "30"}));
+  EXPECT_TRUE(child.running());
+  child.signal_group(SIGTERM);
+  EXPECT_EQ(child.wait(), 128 + SIGTERM);
+  EXPECT_FALSE(child.running());
+  EXPECT_EQ(child.try_wait(), 128 + SIGTERM);  // stays known after the reap
+}
+
+TEST(Child, MissingProgramIs127) {
+  try {
+    Child::spawn(command({"redisgo-no-such-program-xyz"}));
+    FAIL() << "spawn succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 127);
+    EXPECT_EQ(e.error_number(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("cannot run 'redisgo-no-such-program-xyz'"), std::string::npos) << e.what();
+  }
+  // With a '/', the failure comes from execve in the child, over the error pipe.
+  try {
+    Child::spawn(command({"/nonexistent/redisgo-prog"}));
+    FAIL() << "spawn succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 127);
+    EXPECT_EQ(e.error_number(), ENOENT);
+  }
+}
+
+TEST(Child, NotExecutableIs126) {
+  TempDir dir;
+  std::string script = dir.write("script", "#!/bin/sh\nexit 0\n");
+  ASSERT_EQ(::chmod(script.c_str(), 0644), 0);
+  try {
+    Child::spawn(command({script}));
+    FAIL() << "spawn succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_EQ(e.error_number(), EACCES);
+  }
+  // Found on PATH (from the child's environment) but not executable: 126 as in a shell.
+  SpawnOptions options = command({"script"});
+  options.env["PATH"] = dir.path();
+  try {
+    Child::spawn(options);
+    FAIL() << "spawn succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_EQ(e.error_number(), EACCES);
+  }
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  EXPECT_EQ(spawn_and_wait(options), 0);
+}
+
+TEST(Child, UnusableWorkdirIs126) {
+  SpawnOptions options = command({"/bin/true"});
+  options.workdir = "/nonexistent/redisgo-workdir";
+  try {
+    Child::spawn(options);
+    FAIL() << "spawn succeeded";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_EQ(e.error_number(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/redisgo-workdir"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Child, GetsEnvironmentWithOverridesAndTaskVariables) {
+  TempDir dir;
+  const std::string out = dir.path() + "/env";
+  ASSERT_EQ(::setenv("RGT_INHERITED", "from-daemon", 1), 0);
+  ASSERT_EQ(::setenv("RGT_OVERRIDDEN", "old", 1), 0);
+  SpawnOptions options = shell("env > \"$1\"", out);
+  options.env = {{"REDISGO_TASK_KEY", "jobs:backup"},
+                 {"REDISGO_TASK_TOKEN", "1700000000000001"},
+                 {"REDISGO_TASK_HOLDER", "host:42:abc"},
+                 {"REDISGO_TASK_EXPIRE_MS", "5000"},
+                 {"RGT_OVERRIDDEN", "new"}};
+  int code = spawn_and_wait(options);
+  ::unsetenv("RGT_INHERITED");
+  ::unsetenv("RGT_OVERRIDDEN");
+  ASSERT_EQ(code, 0);
+
+  auto lines = lines_of(read_file(out));
+  std::multiset<std::string> env(lines.begin(), lines.end());
+  EXPECT_EQ(env.count("REDISGO_TASK_KEY=jobs:backup"), 1u);
+  EXPECT_EQ(env.count("REDISGO_TASK_TOKEN=1700000000000001"), 1u);
+  EXPECT_EQ(env.count("REDISGO_TASK_HOLDER=host:42:abc"), 1u);
+  EXPECT_EQ(env.count("REDISGO_TASK_EXPIRE_MS=5000"), 1u);
+  EXPECT_EQ(env.count("RGT_INHERITED=from-daemon"), 1u);
+  EXPECT_EQ(env.count("RGT_OVERRIDDEN=new"), 1u);
+  EXPECT_EQ(env.count("RGT_OVERRIDDEN=old"), 0u);
+}
+
+TEST(Child, RunsInWorkdir) {
+  TempDir dir;
+  const std::string work = dir.path() + "/work";
+  ASSERT_TRUE(std::filesystem::create_directory(work));
+  const std::string out = dir.path() + "/pwd";
+  SpawnOptions options = shell("pwd -P > \"$1\"", out);
+  options.workdir = work;
+  ASSERT_EQ(spawn_and_wait(options), 0);
+  EXPECT_EQ(read_file(out), std::filesystem::canonical(work).string() + "\n");
+}
+
+TEST(Child, OwnProcessGroupAndCloexecPidfd) {
+  Child child = Child::spawn(command({"sleep", "30"}));
+  EXPECT_EQ(::getpgid(child.pid()), child.pid());
+  EXPECT_NE(::getpgid(child.pid()), ::getpgrp());
+  ASSERT_GE(child.exit_fd(), 0);
+  int flags = ::fcntl(child.exit_fd(), F_GETFD);
+  ASSERT_GE(flags, 0);
+  EXPECT_TRUE(flags & FD_CLOEXEC);
+  EXPECT_EQ(child.terminate_group(SIGTERM, 2s), 128 + SIGTERM);
+}
+
+TEST(Child, StartsWithEmptyMaskAndDefaultDispositions) {
+  TempDir dir;
+  const std::string out = dir.path() + "/status";
+  // As the daemon does: handled signals blocked, SIGPIPE ignored.
+  sigset_t block;
+  sigset_t old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGUSR1);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &block, &old_mask), 0);
+  struct sigaction ignore {};
+  struct sigaction old_pipe {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+
+  int code = spawn_and_wait(shell("exec grep -E '^Sig(Blk|Ign)' /proc/self/status > \"$1\"", out));
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(read_file(out), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
+TEST(Child, InheritsNoFdAboveStderr) {
+  TempDir dir;
+  const std::string out = dir.path() + "/fds";
+  // fds that are NOT close-on-exec, as a library socket opened by another thread could be.
+  int leaked = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(leaked, 0);
+  ASSERT_EQ(::dup2(leaked, 100), 100);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+
+  int code = spawn_and_wait(shell("exec ls /proc/self/fd > \"$1\"", out));
+  ::close(leaked);
+  ::close(100);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  ASSERT_EQ(code, 0);
+  // 0-2 are inherited; 3 is the directory ls itself opened to list /proc/self/fd.
+  EXPECT_EQ(lines_of(read_file(out)), (std::vector<std::string>{"0", "1", "2", "3"}));
+}
+
+TEST(Child, TerminateGroupEscalatesToSigkill) {
+  TempDir dir;
+  const std::string ready = dir.path() + "/ready";
+  Child child = Child::spawn(shell("trap '' TERM; echo ready > \"$1\"; sleep 30", ready));
+  wait_for_line(ready);  // the trap is in place
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(child.terminate_group(SIGTERM, 200ms), 128 + SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_FALSE(child.running());
+}
+
+TEST(Child, TerminateGroupKillsGrandchildren) {
+  TempDir dir;
+  const std::string pid_file = dir.path() + "/pid";
+  // The background sleep inherits the ignored SIGTERM, so only the group SIGKILL ends it.
+  Child child = Child::spawn(shell("trap '' TERM; sleep 30 & echo $! > \"$1\"; wait", pid_file));
+  pid_t grandchild = std::stoi(wait_for_line(pid_file));
+  ASSERT_FALSE(process_gone(grandchild));
+  EXPECT_EQ(child.terminate_group(SIGTERM, 200ms), 128 + SIGKILL);
+  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, 5s));
+}
+
+TEST(Child, EveryReapPathKillsLeftoversOfTheGroup) {
+  // A leader that backgrounds a copy of the job and exits must not leave it running.
+  enum class Reap { kWait, kTryWait, kWaitFor };
+  for (Reap how : {Reap::kWait, Reap::kTryWait, Reap::kWaitFor}) {
+    TempDir dir;
+    const std::string pid_file = dir.path() + "/pid";
+    Child child = Child::spawn(shell("sleep 30 & echo $! > \"$1\"; exit 0", pid_file));
+    pid_t grandchild = std::stoi(wait_for_line(pid_file));
+    std::optional<int> code;
+    switch (how) {
+      case Reap::kWait:
+        code = child.wait();
+        break;
+      case Reap::kTryWait:
+        wait_until([&] { return (code = child.try_wait()).has_value(); }, 5s);
+        break;
+      case Reap::kWaitFor:
+        code = child.wait_for(5s);
+        break;
+    }
+    EXPECT_EQ(code, 0) << static_cast<int>(how);
+    EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, 5s)) << static_cast<int>(how);
+  }
+}
+
+TEST(Child, WaitForTimesOutWhileRunning) {
+  Child child = Child::spawn(command({"sleep", "30"}));
+  EXPECT_EQ(child.wait_for(50ms), std::nullopt);
+  EXPECT_EQ(child.try_wait(), std::nullopt);
+  EXPECT_TRUE(child.running());
+  EXPECT_EQ(child.terminate_group(SIGKILL, 0ms), 128 + SIGKILL);
+}
+
+TEST(Child, ExitFdBecomesReadableOnExit) {
+  TempDir dir;
+  const std::string go = dir.path() + "/go";
+  // Exits once the test has started polling, so the poll is what sees the exit.
+  Child child = Child::spawn(shell("while [ ! -e \"$1\" ]; do sleep 0.01; done; exit 3", go));
+  pollfd p{child.exit_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 0), 0);  // still running
+  dir.write("go", "");
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  EXPECT_EQ(child.try_wait(), 3);
+}
+
+TEST(Child, DiesWithTheDaemon) {
+  // An intermediate process stands in for the daemon: it spawns `sleep 30`, reports the
+  // pid, and is then SIGKILLed. PR_SET_PDEATHSIG must take the sleep down with it.
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  pid_t daemon = ::fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    try {
+      Child child = Child::spawn(command({"sleep", "30"}));
+      pid_t pid = child.pid();
+      if (::write(report[1], &pid, sizeof pid) != sizeof pid) ::_exit(2);
+      for (;;) ::pause();
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  ::close(report[1]);
+  pollfd p{report[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(report[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  ::close(report[0]);
+  ASSERT_FALSE(process_gone(grandchild));
+
+  ASSERT_EQ(::kill(daemon, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(daemon, &status, 0), daemon);
+  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, 5s));
+  if (!process_gone(grandchild)) ::kill(grandchild, SIGKILL);  // don't leave it behind
+}
+
+TEST(Child, DestructorKillsAndReaps) {
+  pid_t pid = -1;
+  {
+    Child child = Child::spawn(command({"sleep", "30"}));
+    pid = child.pid();
+  }
+  int status = 0;
+  errno = 0;
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);  // reaped: no zombie left
+}
+
+TEST(Child, MoveTransfersOwnership) {
+  Child first = Child::spawn(command({"sleep", "30"}));
+  pid_t pid = first.pid();
+  Child second(std::move(first));
+  EXPECT_FALSE(first.running());  // NOLINT(bugprone-use-after-move): checking moved-from state
+  EXPECT_EQ(first.terminate_group(SIGKILL, 0ms), -1);
+  EXPECT_EQ(second.pid(), pid);
+  EXPECT_TRUE(second.running());
+
+  // Assigning over a running child stops that one first.
+  Child third = Child::spawn(command({"sleep", "30"}));
+  pid_t replaced = third.pid();
+  third = std::move(second);
+  errno = 0;
+  int status = 0;
+  EXPECT_EQ(::waitpid(replaced, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_EQ(third.pid(), pid);
+  EXPECT_EQ(third.terminate_group(SIGTERM, 2s), 128 + SIGTERM);
+}
