@@ -38,6 +38,12 @@ struct LeaseOptions {
   /// Time one operation may take on one node before it counts as a "no" vote. 0 = each
   /// connection's io_timeout. Kept well below ttl so one slow node cannot eat the lease.
   Millis node_timeout{0};
+  /// A node that failed (refused, timed out, broken) is not contacted by acquire/renew
+  /// again before its own retry time: node_retry_initial after the first failure,
+  /// doubling up to node_retry_max, reset by a success. So a dead node costs the others'
+  /// renewals nothing. Release and inspect still try every node.
+  Millis node_retry_initial{100};
+  Millis node_retry_max{2000};
 };
 
 /// Outcome of one acquisition attempt.
@@ -51,6 +57,10 @@ struct Acquisition {
   std::int64_t holder_ttl_ms = -1;
   std::string holder;                   ///< not acquired: current holder if a node told us
   std::vector<std::string> errors;      ///< per-node failures ("redis 127.0.0.1:7001: timeout")
+  /// Per node, in LeaseOptions::nodes order: the token that node's acquire script
+  /// returned (before the quorum raise), 0 where it did not grant. For diagnostics and
+  /// for the test that shows why the plain per-node maximum is not enough.
+  std::vector<std::uint64_t> node_tokens;
 };
 
 /// Outcome of one renewal round.

@@ -23,7 +23,7 @@ class Renewer {
   /// Starts the thread. `initial` is the deadline from the acquisition. `wake` is
   /// triggered on every change the main loop must look at (lost, deadline moved).
   Renewer(std::unique_ptr<LeaseBackend> backend, Millis interval, Clock::time_point initial,
-          const Interrupt& wake, const Clock& clock = SystemClock::instance());
+          Interrupt& wake, const Clock& clock = SystemClock::instance());
   ~Renewer();  ///< stop() and join
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -41,7 +41,7 @@ class Renewer {
 
   std::unique_ptr<LeaseBackend> backend_;
   Millis interval_;
-  const Interrupt& wake_;
+  Interrupt& wake_;  // trigger() writes the eventfd, hence not const
   const Clock& clock_;
   std::atomic<Clock::duration::rep> valid_until_ns_;
   std::atomic<bool> lost_{false};

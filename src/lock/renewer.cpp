@@ -1,0 +1,114 @@
+#include "lock/renewer.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace redisgo::lock {
+namespace {
+
+// After an unconfirmed (but not lost) round, retry sooner than the normal tick: the
+// deadline is approaching and each round is bounded by node_timeout anyway.
+constexpr Millis kMinRetry{10};
+
+Millis retry_interval(Millis interval) { return std::max(kMinRetry, interval / 4); }
+
+std::string join_errors(const std::vector<std::string>& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!out.empty()) out += "; ";
+    out += e;
+  }
+  return out;
+}
+
+}  // namespace
+
+Renewer::Renewer(std::unique_ptr<LeaseBackend> backend, Millis interval, Clock::time_point initial,
+                 Interrupt& wake, const Clock& clock)
+    : backend_(std::move(backend)),
+      interval_(std::max(interval, Millis(1))),
+      wake_(wake),
+      clock_(clock),
+      valid_until_ns_(initial.time_since_epoch().count()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Renewer::~Renewer() { stop(); }
+
+Clock::time_point Renewer::valid_until() const noexcept {
+  return Clock::time_point(Clock::duration(valid_until_ns_.load()));
+}
+
+std::string Renewer::lost_reason() const {
+  std::lock_guard lk(mu_);
+  return lost_reason_;
+}
+
+void Renewer::stop() noexcept {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Renewer::run() {
+  // The waits are real time (condition_variable); the deadline is on clock_, which only
+  // differs from real time in tests (FakeClock) and across a suspend (boot time).
+  Millis wait = interval_;
+  std::unique_lock lk(mu_);
+  auto declare_lost = [&](std::string reason) {
+    lost_reason_ = std::move(reason);
+    lost_.store(true);
+    wake_.trigger();
+  };
+  for (;;) {
+    cv_.wait_for(lk, wait, [this] { return stopping_; });
+    if (stopping_) return;
+    // After a pause (SIGSTOP, a stalled VM) the deadline is checked before anything
+    // else: a renewal that succeeds now would not undo the time the lease was unguarded.
+    if (clock_.now() >= valid_until()) {
+      declare_lost("lease deadline passed without a confirmed renewal");
+      return;
+    }
+    lk.unlock();
+    Renewal r;
+    try {
+      r = backend_->renew();
+    } catch (const std::exception& e) {
+      r = Renewal{};
+      r.errors.push_back(e.what());
+    } catch (...) {
+      r = Renewal{};
+      r.errors.push_back("unknown error during renewal");
+    }
+    lk.lock();
+    if (r.confirmed) {
+      // Never move the deadline backwards (a slow round confirmed after a faster one).
+      if (r.valid_until > valid_until()) valid_until_ns_.store(r.valid_until.time_since_epoch().count());
+      renewals_.fetch_add(1);
+      wake_.trigger();
+      wait = interval_;
+      continue;
+    }
+    if (r.lost) {
+      std::string why = "lease lost: a quorum can no longer confirm it (" + std::to_string(r.votes) +
+                        " node(s) renewed it)";
+      if (!r.errors.empty()) why += "; " + join_errors(r.errors);
+      declare_lost(std::move(why));
+      return;
+    }
+    const auto now = clock_.now();
+    if (now >= valid_until()) {
+      std::string why = "lease deadline passed without a confirmed renewal";
+      if (!r.errors.empty()) why += " (" + join_errors(r.errors) + ")";
+      declare_lost(std::move(why));
+      return;
+    }
+    // Retry soon, but wake at the deadline at the latest to report it.
+    wait = std::min(retry_interval(interval_), std::max(Millis(1), until(valid_until(), now)));
+  }
+}
+
+}  // namespace redisgo::lock

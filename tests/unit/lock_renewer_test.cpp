@@ -1,0 +1,169 @@
+// The renewal thread against a scripted fake backend and a FakeClock: when the local
+// deadline moves, when the lease is reported lost, and that stop() is prompt.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+
+#include "lock/renewer.h"
+#include "support/redis_server.h"
+#include "util/clock.h"
+#include "util/interrupt.h"
+
+using namespace std::chrono_literals;
+using redisgo::Clock;
+using redisgo::FakeClock;
+using redisgo::Interrupt;
+using redisgo::lock::Acquisition;
+using redisgo::lock::LeaseBackend;
+using redisgo::lock::NodeView;
+using redisgo::lock::Renewal;
+using redisgo::lock::Renewer;
+using redisgo::testing::wait_until;
+
+namespace {
+
+// What the fake does on one renew() call.
+enum class Step { kConfirm, kUnconfirmed, kLost, kThrow };
+
+struct Script {
+  std::mutex mu;
+  std::deque<Step> steps;   // consumed in order; when empty, `then` repeats
+  Step then = Step::kConfirm;
+  int calls = 0;
+};
+
+class FakeBackend final : public LeaseBackend {
+ public:
+  FakeBackend(Script& script, const FakeClock& clock, Clock::duration ttl) : s_(script), clock_(clock), ttl_(ttl) {}
+  Acquisition acquire() override { return {}; }
+  Renewal renew() override {
+    Step step;
+    {
+      std::lock_guard lk(s_.mu);
+      ++s_.calls;
+      if (s_.steps.empty()) {
+        step = s_.then;
+      } else {
+        step = s_.steps.front();
+        s_.steps.pop_front();
+      }
+    }
+    Renewal r;
+    switch (step) {
+      case Step::kConfirm:
+        r.confirmed = true;
+        r.votes = 1;
+        r.valid_until = clock_.now() + ttl_;
+        break;
+      case Step::kUnconfirmed:
+        r.errors.push_back("redis 127.0.0.1:1: no reply within 5 ms");
+        break;
+      case Step::kLost:
+        r.lost = true;
+        break;
+      case Step::kThrow:
+        throw std::runtime_error("boom");
+    }
+    return r;
+  }
+  int release() noexcept override { return 0; }
+  std::vector<NodeView> inspect() override { return {}; }
+  int node_count() const override { return 1; }
+
+ private:
+  Script& s_;
+  const FakeClock& clock_;
+  Clock::duration ttl_;
+};
+
+int calls(Script& s) {
+  std::lock_guard lk(s.mu);
+  return s.calls;
+}
+
+}  // namespace
+
+TEST(Renewer, ConfirmedRenewalsMoveTheDeadline) {
+  FakeClock clock;
+  Script script;
+  Interrupt wake;
+  const auto initial = clock.now() + 100ms;
+  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, initial, wake, clock);
+  ASSERT_TRUE(wait_until([&] { return r.renewals() >= 3; }, 5s));
+  EXPECT_EQ(r.valid_until(), clock.now() + 1s);  // FakeClock did not move: now + ttl
+  EXPECT_TRUE(wake.triggered());
+  EXPECT_FALSE(r.lost());
+}
+
+TEST(Renewer, LostIsReportedOnceAndRenewingStops) {
+  FakeClock clock;
+  Script script;
+  script.steps = {Step::kConfirm, Step::kLost};
+  Interrupt wake;
+  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, clock.now() + 1s, wake, clock);
+  ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
+  EXPECT_TRUE(wake.triggered());
+  EXPECT_NE(r.lost_reason().find("lease lost"), std::string::npos) << r.lost_reason();
+  EXPECT_EQ(r.renewals(), 1u);
+  // The thread has ended: no further renew() calls, however long we look.
+  EXPECT_FALSE(wait_until([&] { return calls(script) > 2; }, 50ms));
+}
+
+TEST(Renewer, UnconfirmedRetriesFasterThenDeadlinePasses) {
+  FakeClock clock;
+  Script script;
+  script.then = Step::kUnconfirmed;
+  Interrupt wake;
+  const auto initial = clock.now() + 500ms;
+  // A long tick: the retries after a failed round must come at interval/4, not interval.
+  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 40ms, initial, wake, clock);
+  ASSERT_TRUE(wait_until([&] { return calls(script) >= 4; }, 5s));
+  EXPECT_FALSE(r.lost());             // the deadline has not passed on the FakeClock
+  EXPECT_EQ(r.valid_until(), initial);  // unconfirmed rounds never move it
+  EXPECT_FALSE(wake.triggered());
+  clock.advance(500ms);
+  ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
+  EXPECT_TRUE(wake.triggered());
+  EXPECT_NE(r.lost_reason().find("deadline passed"), std::string::npos) << r.lost_reason();
+}
+
+TEST(Renewer, ThrowingBackendCountsAsUnconfirmedAndRecovers) {
+  FakeClock clock;
+  Script script;
+  script.steps = {Step::kThrow, Step::kThrow};
+  script.then = Step::kConfirm;
+  Interrupt wake;
+  Renewer r(std::make_unique<FakeBackend>(script, clock, 2s), 2ms, clock.now() + 1s, wake, clock);
+  ASSERT_TRUE(wait_until([&] { return r.renewals() >= 1; }, 5s));
+  EXPECT_FALSE(r.lost());
+  EXPECT_EQ(r.valid_until(), clock.now() + 2s);
+}
+
+TEST(Renewer, DeadlineCheckedBeforeRenewingAfterAPause) {
+  FakeClock clock;
+  Script script;
+  Interrupt wake;
+  const auto initial = clock.now() + 100ms;
+  clock.advance(200ms);  // as if the process was stopped past its deadline
+  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, initial, wake, clock);
+  ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
+  EXPECT_EQ(calls(script), 0);  // it did not try to renew a lease whose deadline passed
+  EXPECT_EQ(r.renewals(), 0u);
+}
+
+TEST(Renewer, StopIsPromptWithALongInterval) {
+  FakeClock clock;
+  Script script;
+  Interrupt wake;
+  auto r = std::make_unique<Renewer>(std::make_unique<FakeBackend>(script, clock, 1s), 1h, clock.now() + 1h, wake,
+                                     clock);
+  const auto t0 = std::chrono::steady_clock::now();
+  r->stop();
+  r->stop();  // idempotent
+  r.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);  // not the 1 h tick
+  EXPECT_EQ(calls(script), 0);
+}
