@@ -121,8 +121,9 @@ std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script
 
   std::vector<pollfd> fds;
   while (!pending.empty()) {
-    const auto left = std::chrono::ceil<Millis>(deadline - steady_clock::now());
-    if (left <= Millis(0)) break;
+    // A blocking reconnect above may have used up the round; still take one look (poll
+    // with timeout 0) at the replies that have arrived meanwhile before giving up.
+    const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - steady_clock::now()));
     fds.clear();
     for (auto i : pending) fds.push_back(pollfd{nodes_[i].conn.fd(), POLLIN, 0});
     int rc = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
@@ -160,6 +161,7 @@ std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script
       }
     }
     pending.swap(still);
+    if (left == Millis(0)) break;
   }
   for (auto i : pending) {
     fail(i, nodes_[i].conn.describe() + ": no reply within " + std::to_string(node_timeout_.count()) + " ms");
@@ -245,8 +247,15 @@ Acquisition RedlockBackend::acquire() {
     }
   }
   if (!ok) {
-    // Also on nodes that did not answer: their SET may have landed after our timeout.
-    release_all();
+    // Undo this attempt: on the nodes that granted, and also on those that did not
+    // answer, since their SET may land after our timeout. Not on the nodes that answered
+    // "held": the key there is not from this attempt (it may even be a lease of ours
+    // that this refused re-acquisition must not destroy).
+    std::vector<bool> undo(n, true);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (replies[i].status == Status::kReply && as_integer(element(replies[i].reply, 0)) == 0) undo[i] = false;
+    }
+    release_on(&undo);
     a.token = 0;
     a.valid_until = {};
     return a;
@@ -288,9 +297,9 @@ Renewal RedlockBackend::renew() {
   return rn;
 }
 
-int RedlockBackend::release_all() noexcept {
+int RedlockBackend::release_on(const std::vector<bool>* only) noexcept {
   try {
-    auto replies = round(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, nullptr, false);
+    auto replies = round(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, only, false);
     int released = 0;
     for (const auto& r : replies) {
       if (r.status == NodeReply::Status::kReply && r.reply.is_integer() && r.reply.integer() == 1) ++released;
@@ -302,7 +311,7 @@ int RedlockBackend::release_all() noexcept {
   }
 }
 
-int RedlockBackend::release() noexcept { return release_all(); }
+int RedlockBackend::release() noexcept { return release_on(nullptr); }
 
 std::vector<NodeView> RedlockBackend::inspect() {
   using Status = NodeReply::Status;

@@ -70,8 +70,9 @@ class RedlockBackend final : public LeaseBackend {
                                bool respect_backoff);
   void node_failed(Node& node, std::string error) noexcept;
   void node_ok(Node& node) noexcept;
-  /// Release on every node; returns how many released a key that was ours.
-  int release_all() noexcept;
+  /// Release on the selected nodes (all when null), ignoring their retry backoff;
+  /// returns how many deleted a key that was ours.
+  int release_on(const std::vector<bool>* only) noexcept;
 
   LeaseOptions options_;
   const Clock& clock_;

@@ -1,0 +1,306 @@
+// Lease primitives on one real redis-server (issue 2): acquire / contend / renew /
+// release, ownership checks, expiry, fencing tokens (also across data loss), the release
+// notification, inspect, and the renewal thread.
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lock/lease.h"
+#include "lock/renewer.h"
+#include "redis/connection.h"
+#include "support/redis_server.h"
+#include "util/clock.h"
+#include "util/interrupt.h"
+
+namespace redisgo::lock {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RedisServer;
+using testing::test_key;
+using testing::wait_until;
+
+redis::ConnectionOptions node(const std::string& address) {
+  redis::ConnectionOptions o;
+  std::string why;
+  auto ep = redis::Endpoint::parse(address, &why);
+  EXPECT_TRUE(ep) << address << ": " << why;
+  if (ep) o.endpoint = *ep;
+  o.connect_timeout = 1000ms;
+  o.io_timeout = 1000ms;
+  return o;
+}
+
+LeaseOptions options(const RedisServer& server, const std::string& holder, Millis ttl = 10s) {
+  LeaseOptions o;
+  o.nodes.push_back(node(server.address()));
+  o.key = test_key();
+  o.holder = holder;
+  o.ttl = ttl;
+  return o;
+}
+
+std::int64_t pttl(const RedisServer& s, const std::string& key) { return std::stoll(s.cli({"PTTL", key})); }
+
+TEST(LockLease, AcquireContendRenewRelease) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a"));
+  auto b = make_redis_backend(options(server, "holder-b"));
+  const auto key = test_key();
+
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired) << (got.errors.empty() ? "" : got.errors.front());
+  EXPECT_EQ(got.votes, 1);
+  EXPECT_GT(got.token, 0u);
+  EXPECT_GT(got.valid_until, SystemClock::instance().now());
+  EXPECT_LE(got.valid_until, SystemClock::instance().now() + 10s);
+  EXPECT_EQ(server.cli({"GET", key}), "holder-a");
+  EXPECT_EQ(server.cli({"GET", "{" + key + "}:fence"}), std::to_string(got.token));
+
+  auto busy = b->acquire();
+  EXPECT_FALSE(busy.acquired);
+  EXPECT_EQ(busy.token, 0u);
+  EXPECT_EQ(busy.holder, "holder-a");
+  EXPECT_GT(busy.holder_ttl_ms, 0);
+  EXPECT_LE(busy.holder_ttl_ms, 10000);
+  EXPECT_TRUE(busy.errors.empty());
+  // No re-entrancy: the holder itself is refused too, and its lease is untouched.
+  EXPECT_FALSE(a->acquire().acquired);
+  EXPECT_EQ(server.cli({"GET", key}), "holder-a");
+
+  server.cli({"PEXPIRE", key, "3000"});
+  auto renewed = a->renew();
+  EXPECT_TRUE(renewed.confirmed);
+  EXPECT_FALSE(renewed.lost);
+  EXPECT_GT(pttl(server, key), 3000);  // back to the full 10 s
+
+  EXPECT_EQ(a->release(), 1);
+  EXPECT_EQ(server.cli({"EXISTS", key}), "0");
+  EXPECT_EQ(a->release(), 0);  // already gone: nothing of ours to delete
+
+  auto next = b->acquire();
+  ASSERT_TRUE(next.acquired);
+  EXPECT_GT(next.token, got.token);
+  EXPECT_EQ(b->release(), 1);
+}
+
+TEST(LockLease, NonHolderRenewAndReleaseChangeNothing) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a", 10s));
+  auto b = make_redis_backend(options(server, "holder-b", 60s));
+  const auto key = test_key();
+  ASSERT_TRUE(a->acquire().acquired);
+
+  auto r = b->renew();
+  EXPECT_FALSE(r.confirmed);
+  EXPECT_TRUE(r.lost);  // the only node says the key is not b's
+  const auto left = pttl(server, key);
+  EXPECT_GT(left, 0);
+  EXPECT_LE(left, 10000);  // b's 60 s TTL was not applied
+
+  EXPECT_EQ(b->release(), 0);
+  EXPECT_EQ(server.cli({"GET", key}), "holder-a");
+  EXPECT_LE(pttl(server, key), left);
+  EXPECT_EQ(a->release(), 1);
+}
+
+TEST(LockLease, LeaseExpiresWhenNotRenewed) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a", 200ms));
+  auto b = make_redis_backend(options(server, "holder-b", 200ms));
+  ASSERT_TRUE(a->acquire().acquired);
+  EXPECT_FALSE(b->acquire().acquired);
+  ASSERT_TRUE(wait_until([&] { return server.cli({"EXISTS", test_key()}) == "0"; }, 5s));
+  EXPECT_TRUE(b->acquire().acquired);
+  auto late = a->renew();  // a's lease is gone: renewing must not revive it
+  EXPECT_FALSE(late.confirmed);
+  EXPECT_TRUE(late.lost);
+  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-b");
+}
+
+TEST(LockLease, TokensStrictlyIncreaseOverAlternatingHolders) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a"));
+  auto b = make_redis_backend(options(server, "holder-b"));
+  std::uint64_t last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto& who = (i % 2 == 0) ? a : b;
+    auto got = who->acquire();
+    ASSERT_TRUE(got.acquired) << "attempt " << i;
+    ASSERT_GT(got.token, last) << "attempt " << i;
+    last = got.token;
+    ASSERT_EQ(who->release(), 1) << "attempt " << i;
+  }
+  // The stored counter is the exact decimal (not Lua's 14-digit "1.79e+15").
+  EXPECT_EQ(server.cli({"GET", "{" + test_key() + "}:fence"}), std::to_string(last));
+}
+
+TEST(LockLease, TokenIncreasesAcrossRestartThatLostAllData) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a"));
+  std::uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto got = a->acquire();
+    ASSERT_TRUE(got.acquired);
+    last = got.token;
+    a->release();
+  }
+  server.restart();
+  ASSERT_EQ(server.cli({"EXISTS", "{" + test_key() + "}:fence"}), "0");  // the counter is gone
+  // The same backend reconnects (and re-sends the scripts the new server lacks); its
+  // first round may meet the dead socket and put the node in a short retry backoff.
+  Acquisition got;
+  ASSERT_TRUE(wait_until([&] { return (got = a->acquire()).acquired; }, 5s))
+      << (got.errors.empty() ? "" : got.errors.front());
+  EXPECT_GT(got.token, last);  // the TIME floor, not 1
+}
+
+TEST(LockLease, ReleasePublishesOnTheReleaseChannel) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a"));
+  const auto channel = "{" + test_key() + "}:released";
+
+  // An independent subscriber, straight hiredis: the test's own view of the server.
+  timeval tv{5, 0};
+  std::unique_ptr<redisContext, redis::ContextDeleter> sub(redisConnectWithTimeout("127.0.0.1", server.port(), tv));
+  ASSERT_TRUE(sub && !sub->err);
+  redisSetTimeout(sub.get(), tv);
+  redis::ReplyPtr confirm(static_cast<redisReply*>(redisCommand(sub.get(), "SUBSCRIBE %s", channel.c_str())));
+  ASSERT_TRUE(confirm);
+
+  ASSERT_TRUE(a->acquire().acquired);
+  EXPECT_EQ(a->release(), 1);
+  void* raw = nullptr;
+  ASSERT_EQ(redisGetReply(sub.get(), &raw), REDIS_OK);
+  redis::ReplyPtr msg(static_cast<redisReply*>(raw));
+  ASSERT_EQ(msg->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(msg->elements, 3u);
+  EXPECT_EQ(std::string(msg->element[0]->str), "message");
+  EXPECT_EQ(std::string(msg->element[1]->str), channel);
+  EXPECT_EQ(std::string(msg->element[2]->str), "holder-a");
+
+  // A release that deletes nothing publishes nothing.
+  EXPECT_EQ(a->release(), 0);
+  EXPECT_EQ(server.cli({"PUBLISH", channel, "marker"}), "1");
+  ASSERT_EQ(redisGetReply(sub.get(), &raw), REDIS_OK);
+  redis::ReplyPtr next(static_cast<redisReply*>(raw));
+  EXPECT_EQ(std::string(next->element[2]->str), "marker");
+}
+
+TEST(LockLease, InspectReportsHolderTtlAndToken) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a"));
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  auto views = a->inspect();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].node, server.address());
+  EXPECT_TRUE(views[0].reachable);
+  EXPECT_TRUE(views[0].held);
+  EXPECT_EQ(views[0].holder, "holder-a");
+  EXPECT_GT(views[0].pttl_ms, 0);
+  EXPECT_LE(views[0].pttl_ms, 10000);
+  EXPECT_EQ(views[0].token, got.token);
+
+  a->release();
+  views = a->inspect();
+  EXPECT_TRUE(views[0].reachable);
+  EXPECT_FALSE(views[0].held);
+  EXPECT_EQ(views[0].holder, "");
+  EXPECT_EQ(views[0].pttl_ms, -2);
+  EXPECT_EQ(views[0].token, got.token);  // the counter outlives the lease
+}
+
+TEST(LockLease, UnreachableNodeIsANoVoteNotAnException) {
+  LeaseOptions o;
+  o.nodes.push_back(node("127.0.0.1:" + std::to_string(testing::free_port())));
+  o.key = test_key();
+  o.holder = "holder-a";
+  auto a = make_redis_backend(o);
+  auto got = a->acquire();
+  EXPECT_FALSE(got.acquired);
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_NE(got.errors[0].find("127.0.0.1"), std::string::npos) << got.errors[0];
+  // Now in its retry backoff: acquire and renew skip it and say so.
+  auto again = a->acquire();
+  ASSERT_EQ(again.errors.size(), 1u);
+  EXPECT_NE(again.errors[0].find("not retried"), std::string::npos) << again.errors[0];
+  auto r = a->renew();
+  EXPECT_FALSE(r.confirmed);
+  EXPECT_FALSE(r.lost);  // no node said "not yours": unreachable proves nothing
+  EXPECT_EQ(a->release(), 0);
+  auto views = a->inspect();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_FALSE(views[0].reachable);
+  EXPECT_FALSE(views[0].error.empty());
+}
+
+TEST(LockLease, WrongTypeKeyIsAFailureNotAGrant) {
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a"));
+  server.cli({"SET", "{" + test_key() + "}:fence", "not-a-number"});
+  auto got = a->acquire();
+  EXPECT_FALSE(got.acquired);
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_NE(got.errors[0].find("fence counter"), std::string::npos) << got.errors[0];
+  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");  // checked before SET NX
+}
+
+TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
+  RedisServer server;
+  auto opts = options(server, "holder-a", 300ms);
+  auto a = make_redis_backend(opts);
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  Interrupt wake;
+  Renewer renewer(make_redis_backend(opts), 60ms, got.valid_until, wake);
+  // 15 renewals at 60 ms take ~3 TTLs; without them the key would be gone after one.
+  ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 15 || renewer.lost(); }, 10s));
+  EXPECT_FALSE(renewer.lost()) << renewer.lost_reason();
+  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-a");
+  EXPECT_GT(renewer.valid_until(), got.valid_until);
+  EXPECT_TRUE(wake.triggered());
+  renewer.stop();
+  EXPECT_EQ(a->release(), 1);
+}
+
+TEST(LockRenewer, PausedServerEndsInLostLease) {
+  RedisServer server;
+  auto opts = options(server, "holder-a", 300ms);
+  opts.node_timeout = 50ms;
+  auto a = make_redis_backend(opts);
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  Interrupt wake;
+  Renewer renewer(make_redis_backend(opts), 60ms, got.valid_until, wake);
+  ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 1; }, 5s));
+  server.pause();
+  ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
+  server.resume();
+  EXPECT_NE(renewer.lost_reason().find("deadline passed"), std::string::npos) << renewer.lost_reason();
+  EXPECT_TRUE(wake.triggered());
+  // The deadline it reports is the last confirmed one, already in the past.
+  EXPECT_LE(renewer.valid_until(), SystemClock::instance().now());
+}
+
+TEST(LockRenewer, TakenOverKeyIsReportedLost) {
+  RedisServer server;
+  auto opts = options(server, "holder-a", 5s);
+  auto a = make_redis_backend(opts);
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  Interrupt wake;
+  Renewer renewer(make_redis_backend(opts), 20ms, got.valid_until, wake);
+  server.cli({"SET", test_key(), "intruder"});
+  ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
+  EXPECT_NE(renewer.lost_reason().find("lease lost"), std::string::npos) << renewer.lost_reason();
+  EXPECT_EQ(server.cli({"GET", test_key()}), "intruder");  // never overwritten by renew
+}
+
+}  // namespace
+}  // namespace redisgo::lock
