@@ -1,1 +1,243 @@
-// placeholder: being written
+#include "log/logging.h"
+
+#include <spdlog/sinks/dist_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <ctime>
+#include <iterator>
+#include <mutex>
+#include <vector>
+
+namespace redisgo::log {
+
+namespace {
+
+spdlog::level::level_enum to_spdlog(config::LogLevel level) {
+  switch (level) {
+    case config::LogLevel::kTrace: return spdlog::level::trace;
+    case config::LogLevel::kDebug: return spdlog::level::debug;
+    case config::LogLevel::kInfo: return spdlog::level::info;
+    case config::LogLevel::kWarn: return spdlog::level::warn;
+    case config::LogLevel::kError: return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+// The names of the config file ("warn", not spdlog's "warning"), so a line's level can be
+// matched against the configured one.
+std::string_view level_name(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace: return "trace";
+    case spdlog::level::debug: return "debug";
+    case spdlog::level::info: return "info";
+    case spdlog::level::warn: return "warn";
+    case spdlog::level::err: return "error";
+    case spdlog::level::critical: return "critical";
+    case spdlog::level::off:
+    case spdlog::level::n_levels: break;
+  }
+  return "off";
+}
+
+template <class Out>
+void append(Out& out, std::string_view s) {
+  out.append(s.data(), s.data() + s.size());
+}
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// "2026-11-22T10:00:00.123Z": UTC, so lines from hosts in different zones sort together.
+template <class Out>
+void append_timestamp(Out& out, spdlog::log_clock::time_point tp) {
+  auto since = tp.time_since_epoch();
+  auto secs = std::chrono::floor<std::chrono::seconds>(since);
+  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since - secs).count();
+  std::time_t t = static_cast<std::time_t>(secs.count());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+}
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one
+// (overlong forms, surrogates and code points above U+10FFFF are invalid).
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return k < s.size() && byte(k) >= lo && byte(k) <= hi;
+  };
+  unsigned b = byte(i);
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (b == 0xE0) return cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;
+  if (b == 0xED) return cont(i + 1, 0x80, 0x9F) && cont(i + 2) ? 3 : 0;
+  if (b >= 0xE1 && b <= 0xEF) return cont(i + 1) && cont(i + 2) ? 3 : 0;
+  if (b == 0xF0) return cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  if (b == 0xF4) return cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  if (b >= 0xF1 && b <= 0xF3) return cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  return 0;
+}
+
+template <class Out>
+void escape_json(std::string_view s, Out& out) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': append(out, "\\\""); ++i; continue;
+      case '\\': append(out, "\\\\"); ++i; continue;
+      case '\n': append(out, "\\n"); ++i; continue;
+      case '\r': append(out, "\\r"); ++i; continue;
+      case '\t': append(out, "\\t"); ++i; continue;
+      default: break;
+    }
+    if (c < 0x20) {
+      char esc[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+      out.append(esc, esc + sizeof(esc));
+      ++i;
+      continue;
+    }
+    std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      // A JSON line must be valid UTF-8 or parsers drop it whole; a stray byte (e.g.
+      // from a child's garbled output) becomes the replacement character instead.
+      append(out, "\\ufffd");
+      ++i;
+      continue;
+    }
+    out.append(s.data() + i, s.data() + i + n);
+    i += n;
+  }
+}
+
+// Text lines are read by people and by journald, which splits records at newlines: a
+// newline in a message (e.g. in an error text from Redis) must not forge a new record.
+template <class Out>
+void escape_text(std::string_view s, Out& out) {
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      append(out, "\\n");
+    } else if (c == '\r') {
+      append(out, "\\r");
+    } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
+      char esc[] = {'\\', 'x', kHex[c >> 4], kHex[c & 0xF]};
+      out.append(esc, esc + sizeof(esc));
+    } else {
+      out.push_back(ch);
+    }
+  }
+}
+
+std::string_view view(spdlog::string_view_t s) { return {s.data(), s.size()}; }
+
+class TextFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    append_timestamp(dest, msg.time);
+    fmt::format_to(std::back_inserter(dest), " {:<5} [", level_name(msg.level));
+    escape_text(view(msg.logger_name), dest);
+    append(dest, "] ");
+    escape_text(view(msg.payload), dest);
+    dest.push_back('\n');
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<TextFormatter>(); }
+};
+
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    append(dest, "{\"ts\":\"");
+    append_timestamp(dest, msg.time);
+    append(dest, "\",\"level\":\"");
+    append(dest, level_name(msg.level));
+    append(dest, "\",\"logger\":\"");
+    escape_json(view(msg.logger_name), dest);
+    append(dest, "\",\"msg\":\"");
+    escape_json(view(msg.payload), dest);
+    append(dest, "\"}\n");
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
+};
+
+// Process-wide logging state. Every logger we create has exactly one sink, `root`, which
+// forwards to the current real sink: re-routing swaps root's children under root's own
+// lock instead of editing each logger's sink vector, which spdlog does not guard.
+struct State {
+  std::mutex mu;  // guards the fields below (root has its own lock for its children)
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> root = std::make_shared<spdlog::sinks::dist_sink_mt>();
+  spdlog::level::level_enum level = spdlog::level::info;
+  config::LogFormat format = config::LogFormat::kText;
+  std::vector<std::shared_ptr<spdlog::logger>> loggers;
+
+  State() {
+    route(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    auto main = create(kDefaultLoggerName);
+    spdlog::set_default_logger(main);
+  }
+
+  // Callers hold mu (or are the constructor).
+  void route(spdlog::sink_ptr sink) {
+    sink->set_level(spdlog::level::trace);  // loggers filter; the sink takes all they pass
+    sink->set_formatter(make_formatter(format));
+    root->set_sinks({std::move(sink)});
+  }
+
+  void apply_level() {
+    for (auto& logger : loggers) logger->set_level(level);
+  }
+
+  std::shared_ptr<spdlog::logger> create(const std::string& name) {
+    auto logger = std::make_shared<spdlog::logger>(name, root);
+    logger->set_level(level);
+    // Warnings and errors reach the journal before a crash can swallow them.
+    logger->flush_on(spdlog::level::warn);
+    loggers.push_back(logger);
+    return logger;
+  }
+};
+
+State& state() {
+  // Never destroyed: threads and static destructors may still log during exit.
+  static State* s = new State();
+  return *s;
+}
+
+}  // namespace
+
+std::unique_ptr<spdlog::formatter> make_formatter(config::LogFormat format) {
+  if (format == config::LogFormat::kJson) return std::make_unique<JsonFormatter>();
+  return std::make_unique<TextFormatter>();
+}
+
+void append_json_escaped(std::string_view text, std::string& out) { escape_json(text, out); }
+
+void setup(config::LogLevel level, config::LogFormat format) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.level = to_spdlog(level);
+  s.format = format;
+  s.route(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  s.apply_level();
+}
+
+std::shared_ptr<spdlog::logger> get(const std::string& name) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  // Someone may have registered this name directly with spdlog; hand that one out
+  // rather than fail registration.
+  if (auto existing = spdlog::get(name)) return existing;
+  auto logger = s.create(name);
+  spdlog::register_logger(logger);
+  return logger;
+}
+
+void set_sink_for_tests(spdlog::sink_ptr sink, config::LogLevel level) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.level = to_spdlog(level);
+  s.route(std::move(sink));
+  s.apply_level();
+}
+
+}  // namespace redisgo::log

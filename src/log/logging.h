@@ -1,24 +1,45 @@
 #pragma once
 /// spdlog to stderr (journald picks it up under systemd), text or JSON lines.
+///
+/// Every logger made by get() writes through one process-wide forwarding sink, so
+/// setup() and set_sink_for_tests() re-route and re-format all of them at once, also
+/// loggers created before the call, and may run while other threads log.
 
 #include <spdlog/spdlog.h>
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "config/config.h"
 
 namespace redisgo::log {
 
 /// Installs the default logger: stderr, the given level and format. Safe to call again
-/// (replaces it). Text lines: "2026-11-22T10:00:00.123Z info  [daemon] message".
-/// JSON lines: {"ts":"...","level":"info","logger":"daemon","msg":"..."} with escaping.
+/// (replaces it). Text lines: "2026-11-22T10:00:00.123Z info  [daemon] message" (UTC;
+/// control characters in the message are escaped as \n, \t, \xNN so one line stays
+/// one record). JSON lines: {"ts":"...","level":"info","logger":"daemon","msg":"..."}
+/// with JSON escaping (invalid UTF-8 becomes U+FFFD). Lines at warn and above are
+/// flushed at once. Before the first call, loggers write text at info to stderr.
 void setup(config::LogLevel level, config::LogFormat format);
 
-/// A named logger sharing the default sinks ("daemon", "lock", "child", ...).
+/// A named logger sharing the default sinks ("daemon", "lock", "child", ...): the
+/// existing one of that name, or a new one. Thread-safe.
 std::shared_ptr<spdlog::logger> get(const std::string& name);
 
-/// For tests: routes every logger to `sink` (e.g. an in-memory ringbuffer sink).
+/// For tests: routes every logger to `sink` (e.g. an ostream or ringbuffer sink) at
+/// `level`, formatted in the format of the last setup() (text if none). The sink's own
+/// formatter is replaced. Undo with setup().
 void set_sink_for_tests(spdlog::sink_ptr sink, config::LogLevel level = config::LogLevel::kTrace);
+
+/// Name of the default logger (the one spdlog::info() etc. write to).
+inline constexpr const char* kDefaultLoggerName = "main";
+
+/// The formatters behind the two formats, for sinks set up by hand.
+std::unique_ptr<spdlog::formatter> make_formatter(config::LogFormat format);
+
+/// Appends `text` to `out` as the inside of a JSON string (no quotes): ", \, control
+/// characters escaped; valid UTF-8 kept as is; invalid bytes replaced by U+FFFD.
+void append_json_escaped(std::string_view text, std::string& out);
 
 }  // namespace redisgo::log

@@ -1,0 +1,231 @@
+// Log lines as operators and log shippers see them: text and JSON formats, escaping,
+// level filtering, and named loggers that follow setup() wherever they were created.
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "log/logging.h"
+
+using redisgo::config::LogFormat;
+using redisgo::config::LogLevel;
+namespace rlog = redisgo::log;
+
+namespace {
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// A minimal JSON reader for one flat object of string values, strict enough to reject
+// what a real parser would: unescaped control characters, bad escapes, trailing junk.
+// Returns false on any syntax error.
+bool parse_flat_json(const std::string& s, std::vector<std::pair<std::string, std::string>>& out) {
+  std::size_t i = 0;
+  auto read_string = [&](std::string& v) -> bool {
+    if (i >= s.size() || s[i] != '"') return false;
+    ++i;
+    while (i < s.size() && s[i] != '"') {
+      auto c = static_cast<unsigned char>(s[i]);
+      if (c < 0x20) return false;
+      if (c != '\\') {
+        v.push_back(s[i++]);
+        continue;
+      }
+      if (++i >= s.size()) return false;
+      char e = s[i++];
+      switch (e) {
+        case '"': v.push_back('"'); break;
+        case '\\': v.push_back('\\'); break;
+        case '/': v.push_back('/'); break;
+        case 'n': v.push_back('\n'); break;
+        case 't': v.push_back('\t'); break;
+        case 'r': v.push_back('\r'); break;
+        case 'b': v.push_back('\b'); break;
+        case 'f': v.push_back('\f'); break;
+        case 'u': {
+          if (i + 4 > s.size()) return false;
+          unsigned cp = std::stoul(s.substr(i, 4), nullptr, 16);
+          i += 4;
+          if (cp < 0x80) {
+            v.push_back(static_cast<char>(cp));
+          } else if (cp < 0x800) {
+            v.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+            v.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+          } else {
+            v.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+            v.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+            v.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+          }
+          break;
+        }
+        default: return false;
+      }
+    }
+    if (i >= s.size()) return false;
+    ++i;
+    return true;
+  };
+  if (s.empty() || s[i++] != '{') return false;
+  for (;;) {
+    std::string k, v;
+    if (!read_string(k) || i >= s.size() || s[i++] != ':' || !read_string(v)) return false;
+    out.emplace_back(k, v);
+    if (i >= s.size()) return false;
+    char c = s[i++];
+    if (c == '}') return i == s.size();
+    if (c != ',') return false;
+  }
+}
+
+class LogTest : public ::testing::Test {
+ protected:
+  void capture(LogFormat format, LogLevel level) {
+    rlog::setup(level, format);  // selects the format
+    rlog::set_sink_for_tests(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_), level);
+  }
+  // The sink refers to out_: route logging back to stderr before out_ goes away.
+  void TearDown() override { rlog::setup(LogLevel::kInfo, LogFormat::kText); }
+  std::vector<std::string> captured() const { return lines(out_.str()); }
+
+  std::ostringstream out_;
+};
+
+const std::regex kTimestamp(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+
+}  // namespace
+
+TEST_F(LogTest, TextLineLayout) {
+  capture(LogFormat::kText, LogLevel::kInfo);
+  rlog::get("daemon")->info("lease acquired token={}", 7);
+  rlog::get("lock")->warn("renewal slow");
+  auto got = captured();
+  ASSERT_EQ(got.size(), 2u);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(got[0], m, std::regex(R"((\S+) info  \[daemon\] lease acquired token=7)")))
+      << got[0];
+  EXPECT_TRUE(std::regex_match(m[1].str(), kTimestamp)) << m[1];
+  EXPECT_TRUE(std::regex_search(got[1], std::regex(R"(Z warn  \[lock\] renewal slow$)"))) << got[1];
+}
+
+TEST_F(LogTest, TextKeepsOneRecordPerLine) {
+  capture(LogFormat::kText, LogLevel::kInfo);
+  rlog::get("daemon")->error("redis said: ERR x\nFAKE info [daemon] forged\x01");
+  auto got = captured();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0].find(R"(error [daemon] redis said: ERR x\nFAKE info [daemon] forged\x01)"), std::string::npos)
+      << got[0];
+}
+
+TEST_F(LogTest, JsonLineIsExactAndParses) {
+  capture(LogFormat::kJson, LogLevel::kInfo);
+  const std::string msg = "a \"quoted\" back\\slash\nnew\ttab\x01 end \xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";
+  rlog::get("daemon")->info("{}", msg);
+  auto got = captured();
+  ASSERT_EQ(got.size(), 1u);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(got[0], m, std::regex(R"re(\{"ts":"([^"]+)",(.*))re"))) << got[0];
+  EXPECT_TRUE(std::regex_match(m[1].str(), kTimestamp)) << m[1];
+  EXPECT_EQ(m[2].str(),
+            R"("level":"info","logger":"daemon","msg":"a \"quoted\" back\\slash\nnew\ttab\u0001 end )"
+            "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\"}");
+
+  std::vector<std::pair<std::string, std::string>> fields;
+  ASSERT_TRUE(parse_flat_json(got[0], fields)) << got[0];
+  ASSERT_EQ(fields.size(), 4u);
+  EXPECT_EQ(fields[0].first, "ts");
+  EXPECT_EQ(fields[1], (std::pair<std::string, std::string>{"level", "info"}));
+  EXPECT_EQ(fields[2], (std::pair<std::string, std::string>{"logger", "daemon"}));
+  EXPECT_EQ(fields[3], (std::pair<std::string, std::string>{"msg", msg}));
+}
+
+TEST(LogJson, EscapesEveryControlCharacterAndRepairsBadUtf8) {
+  std::string all;
+  for (int c = 0; c < 0x20; ++c) all.push_back(static_cast<char>(c));
+  std::string out;
+  rlog::append_json_escaped(all, out);
+  for (unsigned char c : out) EXPECT_GE(c, 0x20u) << out;
+  EXPECT_EQ(out.substr(0, 12), R"(\u0000\u0001)");
+
+  out.clear();
+  // Stray continuation byte, truncated sequence, overlong '/', UTF-16 surrogate.
+  rlog::append_json_escaped("a\x80 b\xE2\x82 c\xC0\xAF d\xED\xA0\x80", out);
+  EXPECT_EQ(out, R"(a\ufffd b\ufffd\ufffd c\ufffd\ufffd d\ufffd\ufffd\ufffd)");
+}
+
+TEST_F(LogTest, LevelFiltering) {
+  capture(LogFormat::kJson, LogLevel::kWarn);
+  auto log = rlog::get("daemon");
+  log->debug("hidden debug");
+  log->info("hidden info");
+  log->warn("shown warn");
+  log->error("shown error");
+  auto got = captured();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NE(got[0].find(R"("level":"warn")"), std::string::npos) << got[0];
+  EXPECT_NE(got[1].find(R"("level":"error")"), std::string::npos) << got[1];
+
+  rlog::set_sink_for_tests(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_), LogLevel::kTrace);
+  out_.str("");
+  log->trace("now shown");
+  EXPECT_EQ(captured().size(), 1u);
+}
+
+TEST_F(LogTest, NamedLoggersShareSinkAndFollowSetup) {
+  // Created before the capture is set up: must follow it anyway.
+  auto early = rlog::get("early");
+  capture(LogFormat::kJson, LogLevel::kDebug);
+  auto late = rlog::get("late");
+  EXPECT_EQ(rlog::get("late"), late) << "same name, same logger";
+  early->debug("from early");
+  late->debug("from late");
+  spdlog::debug("from default");  // spdlog's default logger is ours too
+  auto got = captured();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_NE(got[0].find(R"("logger":"early","msg":"from early")"), std::string::npos) << got[0];
+  EXPECT_NE(got[1].find(R"("logger":"late","msg":"from late")"), std::string::npos) << got[1];
+  EXPECT_NE(got[2].find(std::string(R"("logger":")") + rlog::kDefaultLoggerName + R"(","msg":"from default")"),
+            std::string::npos)
+      << got[2];
+}
+
+TEST_F(LogTest, ConcurrentLoggingWhileRerouting) {
+  capture(LogFormat::kText, LogLevel::kInfo);
+  constexpr int kWriters = 3;
+  constexpr int kLinesEach = 300;
+  std::atomic<int> done{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kWriters; ++t) {
+    writers.emplace_back([&, t] {
+      auto log = rlog::get("w" + std::to_string(t));
+      for (int i = 0; i < kLinesEach; ++i) log->info("line from {}", t);
+      ++done;
+    });
+  }
+  // Swap between two sinks while the writers run: every line must land whole in
+  // exactly one of them.
+  std::ostringstream other;
+  for (int i = 0; done < kWriters; ++i) {
+    rlog::set_sink_for_tests(std::make_shared<spdlog::sinks::ostream_sink_mt>(i % 2 ? out_ : other),
+                             LogLevel::kInfo);
+  }
+  for (auto& w : writers) w.join();
+  rlog::setup(LogLevel::kInfo, LogFormat::kText);  // before `other` goes away
+  auto got = captured();
+  auto more = lines(other.str());
+  got.insert(got.end(), more.begin(), more.end());
+  EXPECT_EQ(got.size(), static_cast<std::size_t>(kWriters * kLinesEach));
+  for (const auto& line : got) {
+    auto pos = line.find("Z info  [w");
+    ASSERT_NE(pos, std::string::npos) << line;
+    EXPECT_EQ(line.substr(pos + 11), "] line from " + line.substr(pos + 10, 1)) << line;
+  }
+}
