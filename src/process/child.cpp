@@ -373,7 +373,7 @@ void Child::signal_group(int sig) noexcept {
 int Child::terminate_group(int sig, Millis grace) noexcept {
   if (pid_ <= 0) return -1;
   if (auto code = reap(false)) return *code;
-  if (sig != SIGKILL && grace > Millis(0)) {
+  if (sig != SIGKILL) {
     signal_group(sig);
     // A stopped process would only act on the signal once continued.
     if (sig != SIGCONT) signal_group(SIGCONT);

@@ -113,7 +113,7 @@ TEST(Child, SignalledChildIs128PlusN) {
   Child child = Child::spawn(command({"sleep", "30"}));
   EXPECT_TRUE(child.running());
   child.signal_group(SIGTERM);
-  EXPECT_EQ(child.wait(), 128 + SIGTERM);
+  EXPECT_EQ(child.wait_for(5s), 128 + SIGTERM);
   EXPECT_FALSE(child.running());
   EXPECT_EQ(child.try_wait(), 128 + SIGTERM);  // stays known after the reap
 }
