@@ -20,11 +20,19 @@ class Subscriber {
   int fd() const noexcept;
   /// Drains what is readable without blocking; returns the number of messages received
   /// on the channel since the last call (0 if none). On a broken connection: drops it,
-  /// returns 0, and active() becomes false (the caller resubscribes with backoff).
+  /// returns the messages that arrived before the break (usually 0), and active()
+  /// becomes false (the caller resubscribes with backoff).
+  /// Also returns messages that arrived together with the SUBSCRIBE confirmation and are
+  /// already buffered (poll() cannot see those): call it once right after subscribe().
   int drain() noexcept;
   void close() noexcept;
+  /// The channel of the last successful subscribe().
+  const std::string& channel() const noexcept { return channel_; }
 
  private:
+  // Counts complete replies already in the hiredis reader; false on a protocol error.
+  bool take_buffered(int* count) noexcept;
+
   ConnectionOptions options_;
   ContextPtr ctx_;
   std::string channel_;

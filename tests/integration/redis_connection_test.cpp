@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -59,6 +62,19 @@ int calls_of(const RedisServer& server, const std::string& name) {
   auto at = info.find(tag);
   if (at == std::string::npos) return 0;
   return std::stoi(info.substr(at + tag.size()));
+}
+
+// The fixture waits for the TCP port only; redis-server starts listening on its unix
+// socket slightly later. Probe it with a raw socket, independent of the code under test.
+bool unix_socket_accepts(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof addr.sun_path - 1);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
 }
 
 // ------------------------------------------------------------------------- Endpoint
@@ -132,6 +148,7 @@ TEST(RedisConnection, ErrorReplyKeepsTheConnection) {
 
 TEST(RedisConnection, UnixSocket) {
   RedisServer server;
+  ASSERT_TRUE(wait_until([&] { return unix_socket_accepts(server.unix_socket()); }, 5000ms));
   Connection conn(options_for("unix://" + server.unix_socket()));
   EXPECT_EQ(conn.describe(), "redis unix://" + server.unix_socket());
   const std::string key = test_key();
@@ -321,6 +338,209 @@ TEST(RedisEval, RestartBetweenCallsReconnectsAndRecoversFromNoscript) {
   EXPECT_EQ(calls_of(server, "eval"), 1);
   EXPECT_EQ(conn.eval(get, {key}, {}).str(), "new");
   EXPECT_EQ(calls_of(server, "eval"), 1);
+}
+
+// ---------------------------------------------------------------- send_eval/read_reply
+
+// Polls every connection with a reply in flight and reads it when POLLIN says so, the
+// way lock/redlock talks to N nodes from one thread. Bounded by `timeout`.
+std::vector<std::optional<Reply>> collect(std::vector<Connection*> conns, Millis timeout = 5000ms) {
+  std::vector<std::optional<Reply>> out(conns.size());
+  // A reply can already be complete in hiredis's buffer; read_reply() looks there first.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      if (conns[i]->reply_pending()) {
+        fds.push_back({conns[i]->fd(), POLLIN, 0});
+        which.push_back(i);
+      }
+    }
+    if (fds.empty()) return out;
+    auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    if (left <= 0ms) {
+      ADD_FAILURE() << "replies did not arrive in time";
+      return out;
+    }
+    int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    EXPECT_GE(n, 0);
+    for (std::size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents) out[which[k]] = conns[which[k]]->read_reply();
+    }
+  }
+}
+
+TEST(RedisPipeline, ThreeNodesInParallel) {
+  RedisServer a, b, c;
+  std::vector<Connection> conns;
+  for (auto* s : {&a, &b, &c}) conns.emplace_back(options_for(s->address()));
+  Script echo{kEchoScript};
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      conns[i].send_eval(echo, {"node" + std::to_string(i)}, {std::to_string(round)});
+      EXPECT_TRUE(conns[i].reply_pending());
+    }
+    auto replies = collect({&conns[0], &conns[1], &conns[2]});
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      ASSERT_TRUE(replies[i]) << i;
+      EXPECT_EQ(replies[i]->str(), std::to_string(round) + ":node" + std::to_string(i));
+      EXPECT_FALSE(conns[i].reply_pending());
+    }
+  }
+  for (auto* s : {&a, &b, &c}) {
+    EXPECT_EQ(calls_of(*s, "script|load"), 1);
+    EXPECT_EQ(calls_of(*s, "evalsha"), 3);
+  }
+}
+
+TEST(RedisPipeline, NoscriptIsResentAsEval) {
+  RedisServer server;
+  Connection conn(options_for(server.address()));
+  Script echo{kEchoScript};
+  conn.send_eval(echo, {"k"}, {"1"});
+  EXPECT_EQ(collect({&conn})[0]->str(), "1:k");
+  EXPECT_EQ(server.cli({"SCRIPT", "FLUSH"}), "OK");
+  {
+    // The Script and the argument vectors are temporaries gone before the re-send.
+    std::string source(kEchoScript);
+    conn.send_eval(Script{source}, {"k"}, {"2"});
+    source.assign(source.size(), 'x');
+  }
+  auto replies = collect({&conn});
+  auto& r = replies[0];
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->str(), "2:k");
+  EXPECT_EQ(calls_of(server, "eval"), 1);
+}
+
+TEST(RedisPipeline, ScriptErrorIsThrownByReadReply) {
+  RedisServer server;
+  Connection conn(options_for(server.address()));
+  conn.send_eval(Script{"return redis.error_reply('MYERR no')"}, {}, {});
+  std::string msg = message_of<ReplyError>([&] { collect({&conn}); });
+  EXPECT_NE(msg.find("MYERR no"), std::string::npos) << msg;
+  EXPECT_FALSE(conn.reply_pending());
+  EXPECT_EQ(conn.command({"PING"}).str(), "PONG");
+}
+
+TEST(RedisPipeline, AbandonedReplyIsNotTakenForTheNextCommand) {
+  RedisServer server;
+  Connection conn(options_for(server.address()));
+  conn.send_eval(Script{kEchoScript}, {"k"}, {"stale"});
+  // The caller gave up on that reply (say the node was too slow) and moves on.
+  EXPECT_EQ(conn.command({"ECHO", "fresh"}).str(), "fresh");
+  conn.send_eval(Script{kEchoScript}, {"k"}, {"stale"});
+  conn.send_eval(Script{kEchoScript}, {"k"}, {"second"});
+  EXPECT_EQ(collect({&conn})[0]->str(), "second:k");
+}
+
+TEST(RedisPipeline, SendConnectsAndReportsBrokenNodes) {
+  RedisServer server;
+  Connection conn(options_for(server.address()));
+  EXPECT_FALSE(conn.connected());
+  conn.send_eval(Script{kEchoScript}, {"k"}, {"x"});  // connects on demand
+  EXPECT_EQ(collect({&conn})[0]->str(), "x:k");
+  server.stop();
+  // Either the send or the read notices; it is an error naming the node, not a hang.
+  std::string msg;
+  try {
+    conn.send_eval(Script{kEchoScript}, {"k"}, {"y"});
+    collect({&conn});
+    ADD_FAILURE() << "no error from a stopped server";
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("redis " + server.address()), std::string::npos) << msg;
+  EXPECT_FALSE(conn.connected());
+  EXPECT_EQ(conn.fd(), -1);
+  EXPECT_THROW(conn.send_eval(Script{kEchoScript}, {"k"}, {"z"}), IoError);  // refused
+}
+
+// ---------------------------------------------------------------------- Subscriber
+
+// Waits for POLLIN on the subscriber and drains until `want` messages were counted.
+int drain_until(Subscriber& sub, int want, Millis timeout = 5000ms) {
+  int got = 0;
+  wait_until(
+      [&] {
+        if (!sub.active()) return true;
+        pollfd p{sub.fd(), POLLIN, 0};
+        if (::poll(&p, 1, 50) > 0) got += sub.drain();
+        return got >= want;
+      },
+      timeout);
+  return got;
+}
+
+TEST(RedisSubscriber, CountsMessagesOnItsChannel) {
+  RedisServer server;
+  Subscriber sub(options_for(server.address()));
+  EXPECT_FALSE(sub.active());
+  EXPECT_EQ(sub.fd(), -1);
+  const std::string channel = test_key("released");
+  sub.subscribe(channel);
+  EXPECT_TRUE(sub.active());
+  EXPECT_EQ(sub.channel(), channel);
+  EXPECT_EQ(sub.drain(), 0);  // nothing yet, and it does not block
+  EXPECT_EQ(server.cli({"PUBLISH", channel, "holder-1"}), "1");
+  EXPECT_EQ(server.cli({"PUBLISH", channel + ":other", "x"}), "0");
+  EXPECT_EQ(server.cli({"PUBLISH", channel, "holder-2"}), "1");
+  EXPECT_EQ(drain_until(sub, 2), 2);
+  EXPECT_TRUE(sub.active());
+  EXPECT_EQ(sub.drain(), 0);
+  int flags = ::fcntl(sub.fd(), F_GETFD);
+  EXPECT_TRUE(flags >= 0 && (flags & FD_CLOEXEC));
+}
+
+TEST(RedisSubscriber, AuthenticatesLikeConnection) {
+  RedisServerOptions so;
+  so.acl_users = {"user bob on >bob-Pw-9 ~* &* +@all"};
+  so.password = "default-Pw-1";
+  RedisServer server(so);
+  auto opts = options_for(server.address());
+  opts.username = "bob";
+  opts.password = "bob-Pw-9";
+  Subscriber sub(opts);
+  sub.subscribe("chan");
+  EXPECT_EQ(server.cli({"PUBLISH", "chan", "m"}), "1");
+  EXPECT_EQ(drain_until(sub, 1), 1);
+
+  opts.password = "bad-Bob-Secret";
+  Subscriber wrong(opts);
+  std::string msg = message_of<ReplyError>([&] { wrong.subscribe("chan"); });
+  EXPECT_NE(msg.find("AUTH failed"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("bad-Bob-Secret"), std::string::npos) << msg;
+  EXPECT_FALSE(wrong.active());
+}
+
+TEST(RedisSubscriber, NoticesTheServerGoingAway) {
+  RedisServer server;
+  Subscriber sub(options_for(server.address()));
+  sub.subscribe("chan");
+  server.stop();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        pollfd p{sub.fd(), POLLIN, 0};
+        if (::poll(&p, 1, 50) > 0) sub.drain();
+        return !sub.active();
+      },
+      5000ms));
+  EXPECT_EQ(sub.fd(), -1);
+  EXPECT_EQ(sub.drain(), 0);
+  // Resubscribing after the server is back works.
+  server.start();
+  sub.subscribe("chan");
+  EXPECT_TRUE(sub.active());
+}
+
+TEST(RedisSubscriber, SubscribeToADeadServerThrows) {
+  const std::string address = "127.0.0.1:" + std::to_string(testing::free_port());
+  Subscriber sub(options_for(address));
+  std::string msg = message_of<IoError>([&] { sub.subscribe("chan"); });
+  EXPECT_NE(msg.find("redis " + address), std::string::npos) << msg;
+  EXPECT_FALSE(sub.active());
 }
 
 }  // namespace
