@@ -28,7 +28,9 @@ AfterMiss after_miss(const MissContext& c) {
   Millis backoff = c.backoff.value_or(c.backoff_max);
   if (c.holder_ttl_ms >= 0) {
     Millis until_expiry(c.holder_ttl_ms + 1);
-    out.wait = c.subscribed ? until_expiry : std::min(backoff, until_expiry);
+    // A bounded number of retries is spaced by the backoff, as the operator configured it.
+    bool bounded = c.mode == config::Mode::kOneshot && !c.monitor_try_all;
+    out.wait = c.subscribed && !bounded ? until_expiry : std::min(backoff, until_expiry);
   } else {
     out.wait = backoff;
   }

@@ -54,8 +54,8 @@ struct MissContext {
 /// forever. supervise: forever. The wait: when the holder's TTL is known and a release
 /// message will wake us, sleep until that lease could expire (+1 ms) and no longer —
 /// a crashed holder is taken over as its lease ends, and a quiet standby costs Redis
-/// about one request per lease period. Without the subscription, poll no slower than the
-/// backoff. A "stop" strategy gives up in oneshot; in supervise it waits backoff_max.
+/// about one request per lease period. Without the subscription, or when the attempts
+/// are counted (oneshot, monitor_try_all = false), wait the backoff, capped at that expiry. A "stop" strategy gives up in oneshot; in supervise it waits backoff_max.
 AfterMiss after_miss(const MissContext& c);
 
 /// What to do when the child has ended.

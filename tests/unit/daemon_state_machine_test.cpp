@@ -141,3 +141,11 @@ TEST(StopSchedule, NoChildStartsPastTheStopTime) {
   clock.advance(100ms);  // 1100 ms before the deadline: within grace + margin
   EXPECT_FALSE(can_start_child(clock.now(), deadline, 1000ms, 5000ms));
 }
+
+TEST(AfterMiss, CountedRetriesAreSpacedByTheBackoff) {
+  auto c = miss(Mode::kOneshot, 1);
+  c.monitor_try_all = false;
+  c.subscribed = true;
+  c.holder_ttl_ms = 60'000;
+  EXPECT_EQ(after_miss(c).wait, 30ms);
+}

@@ -1,0 +1,403 @@
+// End-to-end tests of `redisgo_task task` and `status`: the real binary, a real
+// redis-server, real child processes (SPEC.md "Modes", "Exit status", "What the child
+// gets", "Safety invariants"). Every wait is bounded.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "support/redis_server.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+class TaskRunner : public ::testing::Test {
+ protected:
+  std::string config(ConfigSpec spec) {
+    spec.nodes = "host = \"" + redis_.address() + "\"";
+    if (spec.key == "rgt:lock") spec.key = test_key();
+    return dir_.write("task-" + std::to_string(++configs_) + ".toml", make_config(spec));
+  }
+  std::string key() const { return test_key(); }
+  /// Args for a oneshot run of `sh -c script`.
+  std::vector<std::string> task(const std::string& cfg, const std::string& script, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"task", "--config", cfg};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c", script});
+    return args;
+  }
+
+  RedisServer redis_;
+  TempDir dir_;
+  int configs_ = 0;
+};
+
+// --- exit statuses --------------------------------------------------------------------
+
+TEST_F(TaskRunner, OneshotExitsWithTheChildsStatus) {
+  auto cfg = config({});
+  struct Row {
+    std::string script;
+    int code;
+  };
+  for (const Row& row : {Row{"exit 0", 0}, Row{"exit 3", 3}, Row{"exit 42", 42}, Row{"kill -9 $$", 137},
+                         Row{"kill -TERM $$", 143}}) {
+    auto r = run_task_binary(task(cfg, row.script), 10s);
+    EXPECT_EQ(r.code, row.code) << row.script << "\n" << r.err;
+  }
+  // Released every time: the key is gone.
+  EXPECT_EQ(redis_.cli({"EXISTS", key()}), "0");
+}
+
+TEST_F(TaskRunner, MissingProgramExits127AndReleases) {
+  auto cfg = config({});
+  auto r = run_task_binary({"task", "--config", cfg, "--", "/nonexistent/program"}, 10s);
+  EXPECT_EQ(r.code, 127) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/program"), std::string::npos) << r.err;
+  EXPECT_EQ(redis_.cli({"EXISTS", key()}), "0");
+}
+
+TEST_F(TaskRunner, NoWaitWhileHeldExits75) {
+  auto cfg = config({});
+  redis_.cli({"SET", key(), "someone-else", "PX", "60000"});
+  auto r = run_task_binary(task(cfg, "echo ran", {"--no-wait"}), 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_EQ(r.out.find("ran"), std::string::npos);
+  EXPECT_EQ(redis_.cli({"GET", key()}), "someone-else");  // never touched another's lease
+}
+
+TEST_F(TaskRunner, RetriesCountBoundsTheWait) {
+  ConfigSpec spec;
+  spec.extra_redis = "monitor_try_all = false\nretries_count = 3\n";
+  auto cfg = config(spec);
+  redis_.cli({"SET", key(), "someone-else", "PX", "60000"});
+  auto r = run_task_binary(task(cfg, "echo ran"), 20s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_NE(r.err.find("after 3 attempt(s)"), std::string::npos) << r.err;
+}
+
+TEST_F(TaskRunner, TimeoutExits124) {
+  ConfigSpec spec;
+  spec.extra_task = "timeout = \"300ms\"\n";
+  auto cfg = config(spec);
+  auto r = run_task_binary(task(cfg, "sleep 30"), 10s);
+  EXPECT_EQ(r.code, 124) << r.err;
+  EXPECT_EQ(redis_.cli({"EXISTS", key()}), "0");
+}
+
+TEST_F(TaskRunner, InvalidConfigOrCommandLineExits78) {
+  auto bad = dir_.write("bad.toml", "[redis]\nhost = \"127.0.0.1:6379\"\nexpire = \"1s\"\ncron = \"2s\"\n");
+  auto r = run_task_binary({"task", "--config", bad, "--", "true"}, 10s);
+  EXPECT_EQ(r.code, 78);
+  EXPECT_NE(r.err.find("bad.toml"), std::string::npos) << r.err;
+  r = run_task_binary({"task", "--config", config({})}, 10s);  // no command anywhere
+  EXPECT_EQ(r.code, 78);
+  EXPECT_NE(r.err.find("no command"), std::string::npos) << r.err;
+  r = run_task_binary({"task", "--bogus"}, 10s);
+  EXPECT_EQ(r.code, 78);
+  r = run_task_binary({"task", "--config", dir_.path() + "/missing.toml", "--", "true"}, 10s);
+  EXPECT_EQ(r.code, 78);
+}
+
+// --- what the child gets ------------------------------------------------------------------
+
+TEST_F(TaskRunner, ChildGetsItsEnvironmentAndNoInheritedFd) {
+  ConfigSpec spec;
+  spec.extra_task = "env = { JOB_TARGET = \"s3://bucket\" }\nworkdir = \"" + dir_.path() + "\"\n";
+  auto cfg = config(spec);
+  std::string script =
+      "echo KEY=$REDISGO_TASK_KEY; echo TOKEN=$REDISGO_TASK_TOKEN; echo HOLDER=$REDISGO_TASK_HOLDER; "
+      "echo EXPIRE=$REDISGO_TASK_EXPIRE_MS; echo TARGET=$JOB_TARGET; echo PWD=$(pwd); "
+      "echo PGID=$(ps -o pgid= -p $$ | tr -d ' '); echo PID=$$";
+  auto r = run_task_binary(task(cfg, script), 10s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("KEY=" + key() + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("EXPIRE=2000\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TARGET=s3://bucket\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PWD=" + dir_.path() + "\n"), std::string::npos) << r.out;
+  std::string token, holder, pgid, pid;
+  for (const auto& l : lines(r.out)) {
+    if (l.rfind("TOKEN=", 0) == 0) token = l.substr(6);
+    if (l.rfind("HOLDER=", 0) == 0) holder = l.substr(7);
+    if (l.rfind("PGID=", 0) == 0) pgid = l.substr(5);
+    if (l.rfind("PID=", 0) == 0) pid = l.substr(4);
+  }
+  EXPECT_GT(std::stoull(token), 1'000'000'000'000'000ULL) << "token raised to the server's TIME in us";
+  EXPECT_NE(holder.find(':'), std::string::npos) << holder;  // hostname:pid:random
+  EXPECT_EQ(pgid, pid) << "the child leads its own process group";
+}
+
+TEST_F(TaskRunner, ChildInheritsNoFdBeyondStdio) {
+  // The daemon holds Redis sockets, a signalfd, an eventfd and a pidfd while it runs the
+  // child; none may reach it. ls lists its own fds: 0-2 plus the directory it is reading.
+  auto cfg = config({});
+  auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/ls", "-l", "/proc/self/fd/"}, 10s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> fds;
+  for (const auto& l : lines(r.out)) {
+    auto arrow = l.find(" -> ");
+    if (arrow == std::string::npos) continue;
+    auto name_start = l.rfind(' ', arrow - 1) + 1;
+    std::string fd = l.substr(name_start, arrow - name_start);
+    std::string target = l.substr(arrow + 4);
+    if (fd == "0" || fd == "1" || fd == "2") continue;
+    EXPECT_NE(target.find("/fd"), std::string::npos) << "leaked fd " << fd << " -> " << target << "\n" << r.out;
+    fds.push_back(fd);
+  }
+  EXPECT_EQ(fds.size(), 1u) << r.out;
+}
+
+TEST_F(TaskRunner, ShellStringCommandFromConfig) {
+  ConfigSpec spec;
+  spec.extra_task = "command = \"echo from-config-$REDISGO_TASK_EXPIRE_MS\"\n";
+  auto cfg = config(spec);
+  auto r = run_task_binary({"task", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("from-config-2000"), std::string::npos) << r.out;
+}
+
+// --- exclusion and handover ------------------------------------------------------------------
+
+TEST_F(TaskRunner, FiveContendersNeverOverlapAndTokensIncrease) {
+  auto cfg = config({});
+  std::string log = dir_.path() + "/intervals.log";
+  // Each child appends "start <ns> <token>" and "end <ns>" (small O_APPEND writes are atomic).
+  std::string script = "echo \"start $(date +%s%N) $REDISGO_TASK_TOKEN\" >> " + log +
+                       "; sleep 0.15; echo \"end $(date +%s%N)\" >> " + log;
+  std::vector<std::unique_ptr<TaskProcess>> procs;
+  for (int i = 0; i < 5; ++i) {
+    procs.push_back(std::make_unique<TaskProcess>(dir_.path(), "c" + std::to_string(i), task(cfg, script)));
+  }
+  for (auto& p : procs) {
+    auto code = p->wait_for(30s);
+    ASSERT_TRUE(code.has_value()) << p->err();
+    EXPECT_EQ(*code, 0) << p->err();
+  }
+  auto events = lines(read_file(log));
+  ASSERT_EQ(events.size(), 10u) << read_file(log);
+  // Strictly alternating start/end in time order means no two intervals overlap.
+  std::vector<std::pair<long long, std::string>> timeline;
+  std::vector<unsigned long long> tokens;
+  for (const auto& e : events) {
+    std::istringstream in(e);
+    std::string kind;
+    long long t;
+    in >> kind >> t;
+    timeline.emplace_back(t, kind);
+    if (kind == "start") {
+      unsigned long long token;
+      in >> token;
+      tokens.push_back(token);
+    }
+  }
+  std::sort(timeline.begin(), timeline.end());
+  for (std::size_t i = 0; i < timeline.size(); ++i) {
+    EXPECT_EQ(timeline[i].second, i % 2 == 0 ? "start" : "end") << "overlap at event " << i << "\n" << read_file(log);
+  }
+  for (std::size_t i = 1; i < tokens.size(); ++i) EXPECT_GT(tokens[i], tokens[i - 1]);
+}
+
+TEST_F(TaskRunner, StandbyIsWokenByTheReleaseNotAFallbackPoll) {
+  // A long TTL and a long backoff: without the release message the standby would wait
+  // ~30 s for the lease to expire; woken by it, it starts at once.
+  ConfigSpec spec;
+  spec.expire = "30s";
+  spec.cron = "5s";
+  spec.kill_grace = "2s";
+  spec.backoff = "strategy = \"constant\"\ninitial = \"20s\"\nmax = \"20s\"\njitter = \"none\"\n";
+  auto cfg = config(spec);
+  std::string marks = dir_.path() + "/marks";
+  TaskProcess a(dir_.path(), "a", task(cfg, "echo a-start >> " + marks + "; sleep 0.5; echo a-end >> " + marks));
+  ASSERT_TRUE(wait_until([&] { return read_file(marks).find("a-start") != std::string::npos; }, 10s)) << a.err();
+  TaskProcess b(dir_.path(), "b", task(cfg, "echo b-start >> " + marks));
+  ASSERT_TRUE(b.wait_for_log("lease busy", 10s)) << b.err();
+  auto b_code = b.wait_for(10s);  // far below the 30 s TTL
+  ASSERT_TRUE(b_code.has_value()) << b.err();
+  EXPECT_EQ(*b_code, 0);
+  EXPECT_EQ(read_file(marks), "a-start\na-end\nb-start\n");
+  EXPECT_EQ(a.wait_for(5s), 0);
+}
+
+// --- signals and shutdown ----------------------------------------------------------------
+
+TEST_F(TaskRunner, SigtermIsForwardedAndTheLeaseReleased) {
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  auto cfg = config(spec);
+  std::string marks = dir_.path() + "/marks";
+  TaskProcess p(dir_.path(), "sup",
+                task(cfg, "trap 'echo got-term >> " + marks + "; exit 0' TERM; echo up >> " + marks +
+                              "; while :; do sleep 0.05; done"));
+  ASSERT_TRUE(wait_until([&] { return read_file(marks).find("up") != std::string::npos; }, 10s)) << p.err();
+  EXPECT_EQ(redis_.cli({"EXISTS", key()}), "1");
+  p.signal(SIGTERM);
+  auto code = p.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << p.err();
+  EXPECT_EQ(*code, 0) << p.err();
+  EXPECT_NE(read_file(marks).find("got-term"), std::string::npos);
+  EXPECT_EQ(redis_.cli({"EXISTS", key()}), "0") << "released on shutdown";
+}
+
+TEST_F(TaskRunner, SighupIsForwardedToTheChild) {
+  auto cfg = config({});
+  std::string marks = dir_.path() + "/marks";
+  TaskProcess p(dir_.path(), "hup",
+                task(cfg, "trap 'echo got-hup >> " + marks + "; exit 7' HUP; echo up >> " + marks +
+                              "; while :; do sleep 0.05; done"));
+  ASSERT_TRUE(wait_until([&] { return read_file(marks).find("up") != std::string::npos; }, 10s)) << p.err();
+  p.signal(SIGHUP);
+  EXPECT_EQ(p.wait_for(10s), 7) << p.err();
+}
+
+TEST_F(TaskRunner, StopWhileWaitingEndsTheWaitAtOnce) {
+  ConfigSpec spec;
+  spec.backoff = "strategy = \"constant\"\ninitial = \"20s\"\nmax = \"20s\"\njitter = \"none\"\n";
+  auto cfg = config(spec);
+  redis_.cli({"SET", key(), "someone-else", "PX", "60000"});
+  for (int sig : {SIGTERM, SIGINT}) {
+    TaskProcess p(dir_.path(), "w" + std::to_string(sig), task(cfg, "echo ran"));
+    ASSERT_TRUE(p.wait_for_log("lease busy", 10s)) << p.err();
+    auto t0 = std::chrono::steady_clock::now();
+    p.signal(sig);
+    auto code = p.wait_for(5s);  // far below the 20 s backoff and 60 s TTL
+    ASSERT_TRUE(code.has_value()) << p.err();
+    EXPECT_EQ(*code, 75) << p.err();
+    std::cout << "stop latency while waiting: "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+              << " ms\n";
+  }
+  spec.mode = "supervise";
+  auto sup = config(spec);
+  TaskProcess s(dir_.path(), "sup", task(sup, "echo ran"));
+  ASSERT_TRUE(s.wait_for_log("lease busy", 10s)) << s.err();
+  s.signal(SIGTERM);
+  EXPECT_EQ(s.wait_for(5s), 0) << s.err();
+  EXPECT_EQ(redis_.cli({"GET", key()}), "someone-else");
+}
+
+// --- faults --------------------------------------------------------------------------
+
+TEST_F(TaskRunner, KilledLeaderTakesItsChildAlongAndAStandbyTakesOver) {
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "1s";
+  spec.cron = "250ms";
+  spec.kill_grace = "300ms";
+  spec.backoff = "strategy = \"exponential\"\ninitial = \"50ms\"\nmax = \"500ms\"\n";
+  auto cfg = config(spec);
+  std::string pids = dir_.path() + "/pids";
+  std::string script = "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60";
+  TaskProcess a(dir_.path(), "a", task(cfg, script));
+  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 1; }, 10s)) << a.err();
+  TaskProcess b(dir_.path(), "b", task(cfg, script));
+  ASSERT_TRUE(b.wait_for_log("lease busy", 10s)) << b.err();
+  std::istringstream first(lines(read_file(pids))[0]);
+  pid_t child_a;
+  unsigned long long token_a;
+  first >> child_a >> token_a;
+  ASSERT_TRUE(alive(child_a));
+
+  auto t0 = std::chrono::steady_clock::now();
+  a.signal(SIGKILL);
+  EXPECT_TRUE(wait_until([&] { return !alive(child_a); }, 5s)) << "PDEATHSIG took the child along";
+  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
+  auto takeover = std::chrono::steady_clock::now() - t0;
+  // SPEC invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus scheduling slack.
+  EXPECT_LT(takeover, 2500ms);
+  std::cout << "takeover after SIGKILL of the leader: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms\n";
+  std::istringstream second(lines(read_file(pids))[1]);
+  pid_t child_b;
+  unsigned long long token_b;
+  second >> child_b >> token_b;
+  EXPECT_GT(token_b, token_a);
+  b.signal(SIGTERM);
+  EXPECT_EQ(b.wait_for(10s), 0) << b.err();
+  EXPECT_FALSE(alive(child_b));
+}
+
+TEST_F(TaskRunner, RedisPausedPastTheTtlStopsTheChildBeforeTheDeadline) {
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "1500ms";
+  spec.cron = "300ms";
+  spec.kill_grace = "400ms";
+  spec.extra_task = "restart = \"always\"\nrestart_delay = \"100ms\"\n";
+  auto cfg = config(spec);
+  std::string pids = dir_.path() + "/pids";
+  TaskProcess p(dir_.path(), "leader", task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
+  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
+  std::istringstream first(lines(read_file(pids))[0]);
+  pid_t child;
+  unsigned long long token;
+  first >> child >> token;
+  // Let at least one renewal happen so the test covers a renewed lease.
+  ASSERT_TRUE(p.wait_for_log("lease renewed", 5s)) << p.err();
+
+  auto paused_at = std::chrono::steady_clock::now();
+  redis_.pause();
+  ASSERT_TRUE(wait_until([&] { return !alive(child); }, 5s)) << p.err();
+  auto dead_after = std::chrono::steady_clock::now() - paused_at;
+  // The last renewal Redis confirmed was sent before the pause, so the lease on Redis
+  // ends no earlier than that + expire; the child must be dead before then.
+  EXPECT_LT(dead_after, 1500ms) << p.err();
+  std::cout << "child stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
+            << " ms after Redis froze (TTL 1500 ms)\n";
+  std::this_thread::sleep_for(500ms);  // hold Redis frozen past the TTL (fault duration, not synchronisation)
+  redis_.resume();
+  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
+  std::istringstream second(lines(read_file(pids))[1]);
+  pid_t child2;
+  unsigned long long token2;
+  second >> child2 >> token2;
+  EXPECT_GT(token2, token);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
+}
+
+// --- status ---------------------------------------------------------------------------
+
+TEST_F(TaskRunner, StatusWhileHeldFreeAndDown) {
+  auto cfg = config({});
+  auto r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("free"), std::string::npos) << r.out;
+
+  redis_.cli({"SET", key(), "host-a:1:abc", "PX", "60000"});
+  r = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"held\":true"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"holder\":\"host-a:1:abc\""), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one JSON object on one line";
+
+  r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(r.out.find("held by host-a:1:abc"), std::string::npos) << r.out;
+
+  redis_.stop();
+  r = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_EQ(r.code, 69) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"reachable\":false"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,129 @@
+#include "support/task_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "support/redis_server.h"
+
+namespace redisgo::testing {
+namespace {
+
+int decode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TaskProcess::TaskProcess(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
+                         const std::map<std::string, std::string>& env)
+    : out_path_(dir + "/" + name + ".out"), err_path_(dir + "/" + name + ".err") {
+  std::string binary = task_binary();
+  std::vector<std::string> argv_s{binary};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && env.count(kv.substr(0, eq))) continue;
+    env_s.push_back(kv);
+  }
+  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0 || err < 0) throw std::runtime_error("cannot open output files in " + dir);
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::execve(binary.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out);
+  ::close(err);
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+}
+
+TaskProcess::~TaskProcess() {
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool TaskProcess::running() {
+  if (code_ || pid_ <= 0) return false;
+  int status;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    code_ = decode(status);
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> TaskProcess::wait_for(std::chrono::milliseconds timeout) {
+  wait_until([&] { return !running(); }, timeout);
+  return code_;
+}
+
+void TaskProcess::signal(int sig) {
+  if (running()) ::kill(pid_, sig);
+}
+
+std::string TaskProcess::out() const { return read_file(out_path_); }
+std::string TaskProcess::err() const { return read_file(err_path_); }
+
+bool TaskProcess::wait_for_log(const std::string& text, std::chrono::milliseconds timeout) {
+  return wait_until([&] { return err().find(text) != std::string::npos; }, timeout);
+}
+
+RunResult run_task_binary(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+                          const std::map<std::string, std::string>& env) {
+  TempDir dir;
+  TaskProcess p(dir.path(), "run", args, env);
+  RunResult r;
+  auto code = p.wait_for(timeout);
+  r.code = code.value_or(-1);
+  r.out = p.out();
+  r.err = p.err();
+  return r;
+}
+
+std::string make_config(const ConfigSpec& spec) {
+  std::ostringstream s;
+  s << "[redis]\n" << spec.nodes << "\nkey = \"" << spec.key << "\"\nexpire = \"" << spec.expire << "\"\ncron = \""
+    << spec.cron << "\"\nconnect_timeout = \"200ms\"\nio_timeout = \"200ms\"\n" << spec.extra_redis << "\n"
+    << "[backoff]\n" << spec.backoff << "\n"
+    << "[task]\nmode = \"" << spec.mode << "\"\nkill_grace = \"" << spec.kill_grace << "\"\n" << spec.extra_task << "\n"
+    << "[log]\nlevel = \"" << spec.log_level << "\"\n";
+  return s.str();
+}
+
+}  // namespace redisgo::testing

@@ -1,0 +1,68 @@
+#pragma once
+/// Runs the real redisgo_task binary as a subprocess for end-to-end tests: stdout and
+/// stderr go to files in a temp dir, exit is awaited with a bound, and the destructor
+/// SIGKILLs it (by pid) if a test left it running.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redisgo::testing {
+
+class TaskProcess {
+ public:
+  /// Starts `redisgo_task <args...>` with the test's environment plus `env`.
+  /// Its output goes to <dir>/<name>.out and <dir>/<name>.err.
+  TaskProcess(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
+              const std::map<std::string, std::string>& env = {});
+  ~TaskProcess();
+  TaskProcess(const TaskProcess&) = delete;
+  TaskProcess& operator=(const TaskProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  /// Waits up to `timeout` for exit; returns the exit code (128+N for signal N).
+  std::optional<int> wait_for(std::chrono::milliseconds timeout);
+  void signal(int sig);
+  std::string out() const;
+  std::string err() const;
+  /// Waits until stderr contains `text` (bounded); true if it did.
+  bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout);
+
+ private:
+  std::string out_path_, err_path_;
+  pid_t pid_ = -1;
+  std::optional<int> code_;
+};
+
+/// Runs the binary to completion (bounded) and returns {exit code, stdout, stderr}.
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+RunResult run_task_binary(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+                          const std::map<std::string, std::string>& env = {});
+
+/// A minimal config file text for a single node.
+struct ConfigSpec {
+  std::string nodes;         ///< TOML for the node(s): e.g. host = "127.0.0.1:6379"
+  std::string key = "rgt:lock";
+  std::string expire = "2s";
+  std::string cron = "500ms";
+  std::string kill_grace = "500ms";
+  std::string mode = "oneshot";
+  std::string extra_redis;   ///< more [redis] lines
+  std::string extra_task;    ///< more [task] lines
+  std::string backoff = "strategy = \"exponential\"\ninitial = \"20ms\"\nmax = \"200ms\"\n";
+  std::string log_level = "debug";
+};
+std::string make_config(const ConfigSpec& spec);
+
+/// Reads a whole file ("" if missing).
+std::string read_file(const std::string& path);
+
+}  // namespace redisgo::testing
