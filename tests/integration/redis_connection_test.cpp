@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -175,6 +176,58 @@ TEST(RedisConnection, RefusedNamesTheAddress) {
   EXPECT_NE(msg.find("redis " + address), std::string::npos) << msg;
   EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
   EXPECT_NE(msg.find("errno"), std::string::npos) << msg;
+  EXPECT_FALSE(conn.connected());
+}
+
+TEST(RedisConnection, HostnameAndZeroTimeoutsMeanBlocking) {
+  RedisServer server;
+  auto opts = options_for("localhost:" + std::to_string(server.port()));
+  opts.connect_timeout = 0ms;
+  opts.io_timeout = 0ms;
+  Connection conn(opts);
+  EXPECT_EQ(conn.command({"PING"}).str(), "PONG");
+}
+
+// The mapping table itself, on contexts in each error state hiredis can leave behind.
+TEST(RedisErrors, MapsHiredisErrorsInOnePlace) {
+  auto thrown = [](int type, const char* errstr, int err) -> std::pair<std::string, std::string> {
+    redisContext c{};
+    c.err = type;
+    std::strncpy(c.errstr, errstr, sizeof c.errstr - 1);
+    try {
+      detail::throw_context_error(&c, err, "redis h:1", 250ms);
+    } catch (const TimeoutError& e) {
+      return {"timeout", e.what()};
+    } catch (const IoError& e) {
+      return {"io", e.what()};
+    } catch (const ClosedError& e) {
+      return {"closed", e.what()};
+    }
+    return {"none", ""};
+  };
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(thrown(REDIS_ERR_IO, "Resource temporarily unavailable", EAGAIN),
+            P("timeout", "redis h:1: timed out after 250ms"));
+  EXPECT_EQ(thrown(REDIS_ERR_IO, "Connection timed out", ETIMEDOUT), P("timeout", "redis h:1: timed out after 250ms"));
+  EXPECT_EQ(thrown(REDIS_ERR_IO, "Connection timed out", 0), P("timeout", "redis h:1: timed out after 250ms"));
+  EXPECT_EQ(thrown(REDIS_ERR_IO, "Connection refused", ECONNREFUSED),
+            P("io", "redis h:1: Connection refused (errno 111)"));
+  EXPECT_EQ(thrown(REDIS_ERR_EOF, "Server closed the connection", 0),
+            P("closed", "redis h:1: connection closed by server"));
+  EXPECT_EQ(thrown(REDIS_ERR_PROTOCOL, "Protocol error, got \"x\" as reply type byte", 0).first, "io");
+  EXPECT_EQ(thrown(REDIS_ERR_OTHER, "Name or service not known", 0),
+            P("io", "redis h:1: Name or service not known"));
+}
+
+TEST(RedisConnection, WriteToAVanishedServerIsAnErrorNotSigpipe) {
+  RedisServer server;
+  Connection conn(options_for(server.address()));
+  conn.command({"PING"});
+  server.stop();
+  // Far larger than the socket buffers: the writes continue after the peer's RST, and
+  // write() then fails with EPIPE, which would kill the process by SIGPIPE by default.
+  const std::string big(16 << 20, 'x');
+  EXPECT_THROW(conn.command({"SET", test_key(), big}), Error);
   EXPECT_FALSE(conn.connected());
 }
 
