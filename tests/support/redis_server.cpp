@@ -148,7 +148,8 @@ void RedisServer::launch() {
   if (pid < 0) return;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (port_answers(port_)) {
+    // The unix socket is opened a little after the TCP port; wait for both.
+    if (port_answers(port_) && ::access(unix_socket().c_str(), F_OK) == 0) {
       pid_ = pid;
       return;
     }
