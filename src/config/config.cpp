@@ -1,1 +1,1185 @@
-// placeholder: being written
+#include "config/config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include <toml++/toml.h>
+
+#include "util/duration.h"
+#include "util/error.h"
+#include "util/unique_fd.h"
+
+namespace redisgo::config {
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr const char* kMask = "********";
+/// A password file larger than this is certainly not a password (e.g. a wrong path to a
+/// log or a binary); refusing it avoids reading something huge into memory.
+constexpr std::size_t kMaxPasswordFile = 64 * 1024;
+/// SPEC.md: 16 databases, Redis's default `databases` setting.
+constexpr std::int64_t kMaxDb = 15;
+
+constexpr const char* kDurationExpected =
+    "a duration (string such as \"5s\" or integer seconds)";
+
+struct Loc {
+  int line = 0;
+  int column = 0;
+};
+
+Loc loc_of(const toml::source_region& r) {
+  return {static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
+}
+Loc loc_of(const toml::node& n) { return loc_of(n.source()); }
+
+bool before(Loc a, Loc b) { return a.line != b.line ? a.line < b.line : a.column < b.column; }
+
+const char* type_name(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    case toml::node_type::none: break;
+  }
+  return "nothing";
+}
+
+/// A TOML basic string, escaped so that render_effective() re-parses to the same text.
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          static constexpr char kHex[] = "0123456789ABCDEF";
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xf];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+/// Shortest text that reads back as the same double, always with a '.' or exponent so
+/// TOML sees a float.
+std::string format_double(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, ec == std::errc() ? end : buf);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+/// The value as it appeared, for "found ..." in messages. Never used for secrets.
+std::string value_text(const toml::node& n) {
+  if (auto s = n.as_string()) return quote(s->get());
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return format_double(f->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  return type_name(n.type());
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The known name closest to `name`, if it is close enough to be a likely typo.
+std::optional<std::string> closest(std::string_view name, const std::vector<std::string_view>& known) {
+  std::optional<std::string> best;
+  std::size_t best_d = std::max<std::size_t>(2, name.size() / 3) + 1;
+  for (auto k : known) {
+    std::size_t d = edit_distance(name, k);
+    if (d < best_d) {
+      best_d = d;
+      best = std::string(k);
+    }
+  }
+  return best;
+}
+
+struct SectionKeys {
+  std::string_view section;
+  std::vector<std::string_view> keys;
+};
+
+const std::vector<SectionKeys>& known_keys() {
+  static const std::vector<SectionKeys> kKnown = {
+      {"redis",
+       {"host", "nodes", "key", "monitor_try_all", "retries_count", "expire", "cron", "value",
+        "password", "password_env", "password_file", "username", "db", "connect_timeout",
+        "io_timeout", "drift_factor", "drift_fixed"}},
+      {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
+      {"task",
+       {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",
+        "workdir", "env"}},
+      {"log", {"level", "format"}},
+  };
+  return kKnown;
+}
+
+template <class E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+
+constexpr EnumName<Strategy> kStrategies[] = {
+    {"exponential", Strategy::kExponential}, {"constant", Strategy::kConstant},
+    {"simple", Strategy::kSimple},           {"zero", Strategy::kZero},
+    {"stop", Strategy::kStop},               {"adaptive", Strategy::kAdaptive}};
+constexpr EnumName<Jitter> kJitters[] = {{"none", Jitter::kNone},
+                                         {"full", Jitter::kFull},
+                                         {"equal", Jitter::kEqual},
+                                         {"decorrelated", Jitter::kDecorrelated}};
+constexpr EnumName<Mode> kModes[] = {{"oneshot", Mode::kOneshot}, {"supervise", Mode::kSupervise}};
+constexpr EnumName<Restart> kRestarts[] = {
+    {"always", Restart::kAlways}, {"on-failure", Restart::kOnFailure}, {"never", Restart::kNever}};
+constexpr EnumName<LogLevel> kLevels[] = {{"trace", LogLevel::kTrace},
+                                          {"debug", LogLevel::kDebug},
+                                          {"info", LogLevel::kInfo},
+                                          {"warn", LogLevel::kWarn},
+                                          {"error", LogLevel::kError}};
+constexpr EnumName<LogFormat> kFormats[] = {{"text", LogFormat::kText}, {"json", LogFormat::kJson}};
+
+template <class E, std::size_t N>
+const char* enum_name(const EnumName<E> (&names)[N], E value) {
+  for (const auto& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return "?";
+}
+
+struct SignalName {
+  int number;
+  const char* name;
+};
+
+// Linux numbers come from the macros; the first name of a number is its canonical one.
+constexpr SignalName kSignals[] = {
+    {SIGHUP, "SIGHUP"},     {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"},   {SIGILL, "SIGILL"},
+    {SIGTRAP, "SIGTRAP"},   {SIGABRT, "SIGABRT"},     {SIGIOT, "SIGIOT"},     {SIGBUS, "SIGBUS"},
+    {SIGFPE, "SIGFPE"},     {SIGKILL, "SIGKILL"},     {SIGUSR1, "SIGUSR1"},   {SIGSEGV, "SIGSEGV"},
+    {SIGUSR2, "SIGUSR2"},   {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"},   {SIGTERM, "SIGTERM"},
+#ifdef SIGSTKFLT
+    {SIGSTKFLT, "SIGSTKFLT"},
+#endif
+    {SIGCHLD, "SIGCHLD"},   {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"},   {SIGTSTP, "SIGTSTP"},
+    {SIGTTIN, "SIGTTIN"},   {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},     {SIGXCPU, "SIGXCPU"},
+    {SIGXFSZ, "SIGXFSZ"},   {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"},   {SIGWINCH, "SIGWINCH"},
+    {SIGIO, "SIGIO"},       {SIGPOLL, "SIGPOLL"},
+#ifdef SIGPWR
+    {SIGPWR, "SIGPWR"},
+#endif
+    {SIGSYS, "SIGSYS"},
+};
+constexpr int kMaxSignal = 31;  // standard signals; real-time ones make no sense as a stop signal
+
+/// Checks one node address; returns why it is not valid, or nullopt.
+std::optional<std::string> check_node_address(const std::string& addr) {
+  if (addr.rfind("unix://", 0) == 0) {
+    std::string path = addr.substr(7);
+    if (path.empty() || path[0] != '/') return "a unix socket needs an absolute path: \"unix:///path/redis.sock\"";
+    if (path.size() == 1) return "the unix socket path is empty";
+    return std::nullopt;
+  }
+  if (addr.find("://") != std::string::npos) {
+    return "unsupported scheme (expected \"host:port\" or \"unix:///path\")";
+  }
+  std::string host;
+  std::string port;
+  if (!addr.empty() && addr[0] == '[') {
+    auto close = addr.find(']');
+    if (close == std::string::npos) return "missing ']' after the IPv6 address";
+    host = addr.substr(1, close - 1);
+    if (close + 1 >= addr.size() || addr[close + 1] != ':') return "missing ':port' after the IPv6 address";
+    port = addr.substr(close + 2);
+  } else {
+    auto colon = addr.rfind(':');
+    if (colon == std::string::npos) return "missing ':port'";
+    host = addr.substr(0, colon);
+    port = addr.substr(colon + 1);
+    if (host.find(':') != std::string::npos) return "an IPv6 address needs brackets: \"[::1]:6379\"";
+  }
+  if (host.empty()) return "the host is empty";
+  for (char c : host) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '/' || c == '[' || c == ']') {
+      return "the host contains an invalid character";
+    }
+  }
+  if (port.empty()) return "the port is empty";
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "the port must be a number from 1 to 65535";
+  }
+  int p = std::stoi(port);
+  if (p < 1 || p > 65535) return "the port must be a number from 1 to 65535";
+  return std::nullopt;
+}
+
+bool looks_like_env_name(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+/// Reads a password file. Returns the contents or sets `why` (the message never
+/// contains the contents).
+std::optional<std::string> read_secret_file(const std::string& path, std::string& why,
+                                            bool& world_readable) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    why = errno_message("cannot open '" + path + "'", errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  world_readable = ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IROTH) != 0;
+  std::string data;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      why = errno_message("cannot read '" + path + "'", errno);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+    if (data.size() > kMaxPasswordFile) {
+      why = "'" + path + "' is larger than " + std::to_string(kMaxPasswordFile) + " bytes; not a password file";
+      return std::nullopt;
+    }
+  }
+  // Editors and `echo` add a newline that is not part of the password.
+  if (!data.empty() && data.back() == '\n') {
+    data.pop_back();
+    if (!data.empty() && data.back() == '\r') data.pop_back();
+  }
+  if (data.empty()) {
+    why = "'" + path + "' is empty";
+    return std::nullopt;
+  }
+  return data;
+}
+
+bool line_mentions_password(std::string_view text, int line) {
+  std::size_t start = 0;
+  for (int i = 1; i < line && start != std::string_view::npos; ++i) {
+    start = text.find('\n', start);
+    if (start != std::string_view::npos) ++start;
+  }
+  if (start == std::string_view::npos || start > text.size()) return false;
+  std::string row(text.substr(start, text.find('\n', start) - start));
+  std::transform(row.begin(), row.end(), row.begin(), [](unsigned char c) { return std::tolower(c); });
+  return row.find("password") != std::string::npos;
+}
+
+/// Replaces every 'quoted' fragment of a message by '...'.
+std::string unquote_fragments(const std::string& s) {
+  std::string out;
+  bool inside = false;
+  for (char c : s) {
+    if (c == '\'') {
+      if (inside) out += "...'";
+      else out += '\'';
+      inside = !inside;
+    } else if (!inside) {
+      out += c;
+    }
+  }
+  return out;
+}
+
+class Loader {
+ public:
+  Loader(std::string file, const EnvLookup& env) : file_(std::move(file)), env_(env) {}
+
+  LoadResult run(std::string_view text) {
+    toml::table root;
+    try {
+      root = toml::parse(text, file_);
+    } catch (const toml::parse_error& e) {
+      std::string what(e.description());
+      // toml++ quotes the offending characters ("saw 'G'", "'\\q'"); on a password line
+      // those would be part of the secret.
+      if (line_mentions_password(text, static_cast<int>(e.source().begin.line))) what = unquote_fragments(what);
+      error(loc_of(e.source()), "", "invalid TOML: " + what);
+      return finish(std::nullopt);
+    }
+    warn_unknown(root);
+    Config c;
+    c.source = file_;
+    load_redis(root, c.redis);
+    load_backoff(root, c.backoff);
+    load_task(root, c.task);
+    load_log(root, c.log);
+    cross_check(c);
+    return finish(std::move(c));
+  }
+
+  void error(Loc at, std::string key, std::string message) {
+    if (!key.empty()) bad_.insert(key);
+    errors_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+  }
+  void warn(Loc at, std::string key, std::string message) {
+    warnings_.push_back({file_, at.line, at.column, std::move(key), std::move(message)});
+  }
+
+ private:
+  LoadResult finish(std::optional<Config> c) {
+    // Report in file order; problems of the whole file (no line) first.
+    auto by_line = [](const Diagnostic& a, const Diagnostic& b) {
+      return a.line != b.line ? a.line < b.line : a.column < b.column;
+    };
+    std::stable_sort(errors_.begin(), errors_.end(), by_line);
+    std::stable_sort(warnings_.begin(), warnings_.end(), by_line);
+    LoadResult r;
+    if (errors_.empty()) r.config = std::move(c);
+    r.errors = std::move(errors_);
+    r.warnings = std::move(warnings_);
+    return r;
+  }
+
+  // ---- unknown keys -------------------------------------------------------------------
+
+  void warn_unknown(const toml::table& root) {
+    std::vector<std::string_view> sections;
+    for (const auto& s : known_keys()) sections.push_back(s.section);
+    for (auto&& [k, v] : root) {
+      std::string name(k.str());
+      const SectionKeys* known = nullptr;
+      for (const auto& s : known_keys()) {
+        if (s.section == name) known = &s;
+      }
+      if (known) {
+        if (auto t = v.as_table()) warn_unknown_in(*t, *known);
+        continue;  // a section of the wrong type is an error reported by section()
+      }
+      std::string msg = v.is_table() ? "unknown section [" + name + "] (ignored)"
+                                     : "unknown key '" + name + "' (ignored)";
+      std::optional<std::string> hint;
+      if (!v.is_table()) {
+        // A key written above every section header lands at the top level.
+        for (const auto& s : known_keys()) {
+          if (std::find(s.keys.begin(), s.keys.end(), name) != s.keys.end()) {
+            hint = std::string(s.section) + "." + name + "' (under [" + std::string(s.section) + "])";
+            break;
+          }
+        }
+        if (hint) msg += "; did you mean '" + *hint + "?";
+      }
+      if (!hint) {
+        if (auto c = closest(name, sections)) msg += "; did you mean '" + *c + "'?";
+      }
+      warn(loc_of(k.source()), name, msg);
+    }
+  }
+
+  void warn_unknown_in(const toml::table& t, const SectionKeys& known) {
+    for (auto&& [k, v] : t) {
+      std::string name(k.str());
+      if (std::find(known.keys.begin(), known.keys.end(), name) != known.keys.end()) continue;
+      std::string dotted = std::string(known.section) + "." + name;
+      std::string msg = "unknown key '" + dotted + "' (ignored)";
+      if (auto c = closest(name, known.keys)) {
+        msg += "; did you mean '" + *c + "'?";
+      } else {
+        for (const auto& s : known_keys()) {
+          if (s.section != known.section && std::find(s.keys.begin(), s.keys.end(), name) != s.keys.end()) {
+            msg += "; '" + name + "' belongs in [" + std::string(s.section) + "]";
+            break;
+          }
+        }
+      }
+      warn(loc_of(k.source()), dotted, msg);
+    }
+  }
+
+  // ---- lookups and conversions --------------------------------------------------------
+
+  /// The table of a section, or nullptr when absent or not a table (an error).
+  const toml::table* section(const toml::table& root, std::string_view name) {
+    const toml::node* n = root.get(name);
+    if (!n) return nullptr;
+    if (auto t = n->as_table()) {
+      section_locs_[std::string(name)] = loc_of(*t);
+      return t;
+    }
+    error(loc_of(*n), std::string(name),
+          "expected a table (a [" + std::string(name) + "] section), found " + type_name(n->type()));
+    return nullptr;
+  }
+
+  Loc section_loc(std::string_view name) const {
+    auto it = section_locs_.find(std::string(name));
+    return it == section_locs_.end() ? Loc{} : it->second;
+  }
+
+  /// Finds section.name, remembering where it is for later cross-checks.
+  const toml::node* find(const toml::table* sec, std::string_view section, std::string_view name) {
+    if (!sec) return nullptr;
+    const toml::node* n = sec->get(name);
+    if (n) locs_[std::string(section) + "." + std::string(name)] = loc_of(*n);
+    return n;
+  }
+
+  bool given(const std::string& key) const { return locs_.count(key) != 0; }
+  Loc where(const std::string& key) const {
+    auto it = locs_.find(key);
+    return it == locs_.end() ? Loc{} : it->second;
+  }
+  bool ok(std::initializer_list<const char*> keys) const {
+    for (auto k : keys) {
+      if (bad_.count(k)) return false;
+    }
+    return true;
+  }
+
+  void type_error(const toml::node& n, const std::string& key, const std::string& expected) {
+    error(loc_of(n), key, "expected " + expected + ", found " + type_name(n.type()));
+  }
+
+  std::optional<std::string> as_string(const toml::node& n, const std::string& key,
+                                       const std::string& expected, bool allow_empty = false) {
+    auto s = n.as_string();
+    if (!s) {
+      type_error(n, key, expected);
+      return std::nullopt;
+    }
+    if (!allow_empty && s->get().empty()) {
+      error(loc_of(n), key, "expected " + expected + ", found an empty string");
+      return std::nullopt;
+    }
+    if (s->get().find('\0') != std::string::npos) {
+      error(loc_of(n), key, "expected " + expected + ", found a string containing a NUL character");
+      return std::nullopt;
+    }
+    return s->get();
+  }
+
+  enum class Zero { kAllowed, kRejected };
+
+  std::optional<Millis> as_duration(const toml::node& n, const std::string& key, Zero zero) {
+    std::optional<Millis> d;
+    if (auto s = n.as_string()) {
+      std::string why;
+      d = parse_duration(s->get(), &why);
+      if (!d) {
+        error(loc_of(n), key, std::string("expected ") + kDurationExpected + ", found " + value_text(n) + " (" + why + ")");
+        return std::nullopt;
+      }
+    } else if (auto i = n.as_integer()) {
+      std::int64_t secs = i->get();
+      if (secs < 0) {
+        error(loc_of(n), key, std::string("expected ") + (zero == Zero::kAllowed ? "a duration >= 0" : "a duration > 0") +
+                                  ", found " + value_text(n));
+        return std::nullopt;
+      }
+      if (secs > INT64_MAX / 4000) {
+        error(loc_of(n), key, std::string("expected ") + kDurationExpected + ", found " + value_text(n) + " (duration too large)");
+        return std::nullopt;
+      }
+      d = Millis(secs * 1000);
+    } else {
+      type_error(n, key, kDurationExpected);
+      return std::nullopt;
+    }
+    if (zero == Zero::kRejected && d->count() <= 0) {
+      error(loc_of(n), key, "expected a duration > 0, found " + value_text(n));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  /// An integer in [lo, hi]; a float with no fraction (4.0) counts as that integer, since
+  /// some TOML writers emit every number as a float.
+  std::optional<std::int64_t> as_integer(const toml::node& n, const std::string& key, std::int64_t lo,
+                                         std::int64_t hi) {
+    std::string range = hi == INT_MAX ? "an integer >= " + std::to_string(lo)
+                                      : "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    std::int64_t v = 0;
+    if (auto i = n.as_integer()) {
+      v = i->get();
+    } else if (auto f = n.as_floating_point()) {
+      double d = f->get();
+      if (!std::isfinite(d) || std::floor(d) != d || d < -9e18 || d > 9e18) {
+        error(loc_of(n), key, "expected " + range + ", found " + value_text(n) + " (not a whole number)");
+        return std::nullopt;
+      }
+      v = static_cast<std::int64_t>(d);
+    } else {
+      type_error(n, key, range);
+      return std::nullopt;
+    }
+    if (v < lo || v > hi) {
+      error(loc_of(n), key, "expected " + range + ", found " + value_text(n));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<double> as_number(const toml::node& n, const std::string& key, const std::string& expected) {
+    if (auto f = n.as_floating_point()) {
+      if (!std::isfinite(f->get())) {
+        error(loc_of(n), key, "expected " + expected + ", found " + value_text(n));
+        return std::nullopt;
+      }
+      return f->get();
+    }
+    if (auto i = n.as_integer()) return static_cast<double>(i->get());
+    type_error(n, key, expected);
+    return std::nullopt;
+  }
+
+  std::optional<bool> as_bool(const toml::node& n, const std::string& key) {
+    if (auto b = n.as_boolean()) return b->get();
+    type_error(n, key, "a boolean (true or false)");
+    return std::nullopt;
+  }
+
+  template <class E, std::size_t N>
+  std::optional<E> as_enum(const toml::node& n, const std::string& key, const EnumName<E> (&names)[N]) {
+    std::string expected = "one of";
+    for (std::size_t i = 0; i < N; ++i) expected += std::string(i ? ", " : " ") + "\"" + names[i].name + "\"";
+    auto s = n.as_string();
+    if (!s) {
+      type_error(n, key, expected);
+      return std::nullopt;
+    }
+    for (const auto& e : names) {
+      if (s->get() == e.name) return e.value;
+    }
+    error(loc_of(n), key, "expected " + expected + ", found " + value_text(n));
+    return std::nullopt;
+  }
+
+  // Convenience: look up and convert in one go; absent or invalid leaves `out` alone.
+  void get_duration(const toml::table* sec, std::string_view section, std::string_view name, Millis& out,
+                    Zero zero = Zero::kRejected) {
+    if (auto n = find(sec, section, name)) {
+      if (auto d = as_duration(*n, dotted(section, name), zero)) out = *d;
+    }
+  }
+  template <class E, std::size_t N>
+  void get_enum(const toml::table* sec, std::string_view section, std::string_view name, E& out,
+                const EnumName<E> (&names)[N]) {
+    if (auto n = find(sec, section, name)) {
+      if (auto e = as_enum(*n, dotted(section, name), names)) out = *e;
+    }
+  }
+  static std::string dotted(std::string_view section, std::string_view name) {
+    return std::string(section) + "." + std::string(name);
+  }
+
+  // ---- sections -----------------------------------------------------------------------
+
+  void load_nodes(const toml::table* sec, RedisConfig& r) {
+    static const std::string kNodeExpected =
+        "a node address \"host:port\" or \"unix:///path/redis.sock\"";
+    const toml::node* host = find(sec, "redis", "host");
+    const toml::node* nodes = find(sec, "redis", "nodes");
+    if (host && nodes) {
+      bool nodes_last = before(loc_of(*host), loc_of(*nodes));
+      const toml::node* later = nodes_last ? nodes : host;
+      error(loc_of(*later), nodes_last ? "redis.nodes" : "redis.host",
+            "'host' and 'nodes' are mutually exclusive: give 'host' for one Redis or 'nodes' for "
+            "Redlock, not both");
+      return;
+    }
+    if (!host && !nodes) {
+      // A [redis] of the wrong type has its own error already.
+      if (!bad_.count("redis")) {
+        error(section_loc("redis"), "redis.host",
+              "missing: expected 'host' (one Redis) or 'nodes' (Redlock) in [redis]");
+      }
+      return;
+    }
+    auto check = [&](const toml::node& n, const std::string& key) -> std::optional<std::string> {
+      auto s = as_string(n, key, kNodeExpected);
+      if (!s) return std::nullopt;
+      if (auto why = check_node_address(*s)) {
+        error(loc_of(n), key, "expected " + kNodeExpected + ", found " + value_text(n) + " (" + *why + ")");
+        return std::nullopt;
+      }
+      return s;
+    };
+    if (host) {
+      if (auto s = check(*host, "redis.host")) r.nodes = {*s};
+      return;
+    }
+    auto arr = nodes->as_array();
+    if (!arr) {
+      type_error(*nodes, "redis.nodes", "an array of node addresses such as [\"10.0.0.1:6379\", \"10.0.0.2:6379\"]");
+      return;
+    }
+    if (arr->empty()) {
+      error(loc_of(*nodes), "redis.nodes", "expected at least one node address, found an empty array");
+      return;
+    }
+    std::vector<std::string> out;
+    bool all_ok = true;
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      std::string key = "redis.nodes[" + std::to_string(i) + "]";
+      const toml::node& n = *arr->get(i);
+      auto s = check(n, key);
+      if (!s) {
+        all_ok = false;
+        bad_.insert("redis.nodes");
+        continue;
+      }
+      if (std::find(out.begin(), out.end(), *s) != out.end()) {
+        // The same node twice would count one vote twice and break the quorum's meaning.
+        error(loc_of(n), key, "expected distinct nodes, found " + value_text(n) + " listed twice");
+        all_ok = false;
+        continue;
+      }
+      out.push_back(*s);
+    }
+    if (all_ok) r.nodes = std::move(out);
+  }
+
+  void load_password(const toml::table* sec, RedisConfig& r) {
+    struct Given {
+      const char* name;
+      const toml::node* node;
+    };
+    std::vector<Given> given;
+    for (const char* name : {"password", "password_env", "password_file"}) {
+      if (auto n = find(sec, "redis", name)) given.push_back({name, n});
+    }
+    if (given.empty()) return;
+    std::sort(given.begin(), given.end(),
+              [](const Given& a, const Given& b) { return before(loc_of(*a.node), loc_of(*b.node)); });
+    if (given.size() > 1) {
+      error(loc_of(*given[1].node), std::string("redis.") + given[1].name,
+            std::string("the password is given two ways ('") + given[0].name + "' and '" + given[1].name +
+                "'); expected exactly one of password, password_env, password_file");
+      return;
+    }
+    const toml::node& n = *given[0].node;
+    std::string name = given[0].name;
+    std::string key = "redis." + name;
+    if (name == "password") {
+      // Only type and emptiness are checked: nothing here may quote the value.
+      if (!n.is_string()) {
+        type_error(n, key, "a string");
+        return;
+      }
+      if (n.as_string()->get().empty()) {
+        error(loc_of(n), key, "expected a non-empty password, found an empty string (leave the key out for no AUTH)");
+        return;
+      }
+      r.password = n.as_string()->get();
+      r.password_source = PasswordSource::kInline;
+      warn(loc_of(n), key,
+           "password written in the config file; prefer password_env or password_file so the "
+           "secret stays out of the file");
+    } else if (name == "password_env") {
+      if (!n.is_string()) {
+        type_error(n, key, "the name of an environment variable, such as \"REDIS_PASSWORD\"");
+        return;
+      }
+      const std::string& var = n.as_string()->get();
+      if (!looks_like_env_name(var)) {
+        // Not echoed: a value that is no variable name may well be the password itself.
+        error(loc_of(n), key,
+              "expected the name of an environment variable (letters, digits, '_'), such as "
+              "\"REDIS_PASSWORD\"; found a string that is not one (not shown, it may be the secret)");
+        return;
+      }
+      auto value = env_ ? env_(var) : std::nullopt;
+      if (!value) {
+        error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it unset");
+        return;
+      }
+      if (value->empty()) {
+        error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it empty");
+        return;
+      }
+      r.password = *value;
+      r.password_source = PasswordSource::kEnv;
+      r.password_origin = var;
+    } else {
+      auto path = as_string(n, key, "the path of a file holding the password");
+      if (!path) return;
+      std::string why;
+      bool world_readable = false;
+      auto value = read_secret_file(*path, why, world_readable);
+      if (!value) {
+        error(loc_of(n), key, "expected a readable, non-empty password file; " + why);
+        return;
+      }
+      if (world_readable) {
+        warn(loc_of(n), key, "password file '" + *path + "' is readable by every user; chmod o-r it");
+      }
+      r.password = std::move(*value);
+      r.password_source = PasswordSource::kFile;
+      r.password_origin = *path;
+    }
+  }
+
+  void load_redis(const toml::table& root, RedisConfig& r) {
+    const toml::table* sec = section(root, "redis");
+    load_nodes(sec, r);
+    if (auto n = find(sec, "redis", "key")) {
+      if (auto s = as_string(*n, "redis.key", "a non-empty string (the lock key)")) r.key = *s;
+    } else if (!bad_.count("redis")) {
+      error(section_loc("redis"), "redis.key", "missing: expected the lock key, e.g. key = \"Redisgo_Task_Lock_key\"");
+    }
+    if (auto n = find(sec, "redis", "monitor_try_all")) {
+      if (auto b = as_bool(*n, "redis.monitor_try_all")) r.monitor_try_all = *b;
+    }
+    if (auto n = find(sec, "redis", "retries_count")) {
+      if (auto i = as_integer(*n, "redis.retries_count", 1, INT_MAX)) r.retries_count = static_cast<int>(*i);
+    }
+    get_duration(sec, "redis", "expire", r.expire);
+    get_duration(sec, "redis", "cron", r.cron);
+    if (!given("redis.cron")) r.cron = Millis(r.expire.count() / 3);
+    if (auto n = find(sec, "redis", "value")) {
+      if (auto s = as_string(*n, "redis.value", "a non-empty holder id (leave it out to generate one)")) r.value = *s;
+    }
+    if (auto n = find(sec, "redis", "username")) {
+      if (auto s = as_string(*n, "redis.username", "a non-empty ACL user name")) r.username = *s;
+    }
+    load_password(sec, r);
+    if (auto n = find(sec, "redis", "db")) {
+      if (auto i = as_integer(*n, "redis.db", 0, kMaxDb)) r.db = static_cast<int>(*i);
+    }
+    get_duration(sec, "redis", "connect_timeout", r.connect_timeout);
+    get_duration(sec, "redis", "io_timeout", r.io_timeout);
+    if (auto n = find(sec, "redis", "drift_factor")) {
+      const std::string expected = "a number from 0 up to (not including) 0.5";
+      if (auto d = as_number(*n, "redis.drift_factor", expected)) {
+        if (*d < 0 || *d >= 0.5) {
+          error(loc_of(*n), "redis.drift_factor", "expected " + expected + ", found " + value_text(*n));
+        } else {
+          r.drift_factor = *d;
+        }
+      }
+    }
+    // 0 is allowed: with drift_factor it is an allowance, and no allowance is a choice.
+    get_duration(sec, "redis", "drift_fixed", r.drift_fixed, Zero::kAllowed);
+  }
+
+  void load_backoff(const toml::table& root, BackoffConfig& b) {
+    const toml::table* sec = section(root, "backoff");
+    get_enum(sec, "backoff", "strategy", b.strategy, kStrategies);
+    get_duration(sec, "backoff", "initial", b.initial);
+    get_duration(sec, "backoff", "max", b.max);
+    if (auto n = find(sec, "backoff", "factor")) {
+      if (auto d = as_number(*n, "backoff.factor", "a number >= 1.0")) {
+        if (*d < 1.0) {
+          error(loc_of(*n), "backoff.factor", "expected a number >= 1.0, found " + value_text(*n));
+        } else {
+          b.factor = *d;
+        }
+      }
+    }
+    get_enum(sec, "backoff", "jitter", b.jitter, kJitters);
+    if (auto n = find(sec, "backoff", "intervals")) {
+      if (auto arr = n->as_array()) {
+        std::vector<Millis> out;
+        bool all_ok = true;
+        for (std::size_t i = 0; i < arr->size(); ++i) {
+          auto d = as_duration(*arr->get(i), "backoff.intervals[" + std::to_string(i) + "]", Zero::kRejected);
+          if (d) {
+            out.push_back(*d);
+          } else {
+            all_ok = false;
+            bad_.insert("backoff.intervals");
+          }
+        }
+        if (all_ok) b.intervals = std::move(out);
+      } else {
+        type_error(*n, "backoff.intervals", "an array of durations such as [\"10ms\", \"50ms\", \"200ms\"]");
+      }
+    }
+  }
+
+  void load_command(const toml::node& n, TaskConfig& t) {
+    const std::string expected = "an array of strings (exec'd directly) or a string (run by /bin/sh -c)";
+    if (auto s = n.as_string()) {
+      const std::string& text = s->get();
+      if (std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
+        error(loc_of(n), "task.command", "expected a non-empty command, found an empty string");
+        return;
+      }
+      if (auto ok_text = as_string(n, "task.command", "a shell command")) {
+        t.command = {"/bin/sh", "-c", *ok_text};
+        t.command_is_shell = true;
+      }
+      return;
+    }
+    auto arr = n.as_array();
+    if (!arr) {
+      type_error(n, "task.command", expected);
+      return;
+    }
+    if (arr->empty()) {
+      error(loc_of(n), "task.command", "expected a non-empty command, found an empty array");
+      return;
+    }
+    std::vector<std::string> argv;
+    bool all_ok = true;
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      std::string key = "task.command[" + std::to_string(i) + "]";
+      // Only the program name must be non-empty; an empty argument can be meaningful.
+      if (auto s = as_string(*arr->get(i), key, i == 0 ? "a program name or path" : "a string argument", i != 0)) {
+        argv.push_back(*s);
+      } else {
+        all_ok = false;
+        bad_.insert("task.command");
+      }
+    }
+    if (all_ok) t.command = std::move(argv);
+  }
+
+  void load_task(const toml::table& root, TaskConfig& t) {
+    const toml::table* sec = section(root, "task");
+    if (auto n = find(sec, "task", "command")) load_command(*n, t);
+    get_enum(sec, "task", "mode", t.mode, kModes);
+    get_enum(sec, "task", "restart", t.restart, kRestarts);
+    // 0 is allowed: restart (or contend again) at once.
+    get_duration(sec, "task", "restart_delay", t.restart_delay, Zero::kAllowed);
+    if (auto n = find(sec, "task", "kill_signal")) {
+      const std::string expected = "a signal name such as \"SIGTERM\" or a number from 1 to 31";
+      if (n->is_string() || n->is_integer()) {
+        std::string text = n->is_string() ? n->as_string()->get() : std::to_string(n->as_integer()->get());
+        if (auto sig = parse_signal(text)) {
+          t.kill_signal = *sig;
+        } else {
+          error(loc_of(*n), "task.kill_signal", "expected " + expected + ", found " + value_text(*n));
+        }
+      } else {
+        type_error(*n, "task.kill_signal", expected);
+      }
+    }
+    get_duration(sec, "task", "kill_grace", t.kill_grace);
+    if (auto n = find(sec, "task", "timeout")) {
+      if (auto d = as_duration(*n, "task.timeout", Zero::kRejected)) t.timeout = *d;
+    }
+    if (auto n = find(sec, "task", "workdir")) {
+      if (auto s = as_string(*n, "task.workdir", "a directory path")) t.workdir = *s;
+    }
+    if (auto n = find(sec, "task", "env")) {
+      if (auto tbl = n->as_table()) {
+        for (auto&& [k, v] : *tbl) {
+          std::string name(k.str());
+          std::string key = "task.env." + name;
+          if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
+            error(loc_of(k.source()), key, "expected an environment variable name (no '=' and not empty), found " + quote(name));
+            continue;
+          }
+          if (auto s = as_string(v, key, "a string value", true)) t.env[name] = *s;
+        }
+      } else {
+        type_error(*n, "task.env", "a table of strings, such as { NAME = \"value\" }");
+      }
+    }
+  }
+
+  void load_log(const toml::table& root, LogConfig& l) {
+    const toml::table* sec = section(root, "log");
+    get_enum(sec, "log", "level", l.level, kLevels);
+    get_enum(sec, "log", "format", l.format, kFormats);
+  }
+
+  // ---- relations between keys ---------------------------------------------------------
+
+  static std::string shown(Millis d, bool from_file, const char* default_note) {
+    return format_duration(d) + (from_file ? "" : std::string(" (") + default_note + ")");
+  }
+
+  void cross_check(const Config& c) {
+    const RedisConfig& r = c.redis;
+    if (ok({"redis.expire", "redis.cron"}) && r.cron >= r.expire) {
+      error(where("redis.cron"), "redis.cron",
+            "expected a renewal interval less than redis.expire (" + format_duration(r.expire) + "), found " +
+                format_duration(r.cron) + ": the lease would expire between renewals");
+    } else if (ok({"redis.expire", "redis.cron", "task.kill_grace", "redis.drift_factor", "redis.drift_fixed"})) {
+      // The holder's local deadline is expire*(1-drift_factor)-drift_fixed after it sent
+      // the acquisition; the child is told to stop kill_grace before it. The first renewal
+      // goes out after cron, so if cron + kill_grace + drift reaches expire the child
+      // could not be stopped in time when a renewal fails (and would be stopped even
+      // when all goes well).
+      Millis drift(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
+                   r.drift_fixed.count());
+      Millis need = r.cron + c.task.kill_grace + drift;
+      if (need >= r.expire) {
+        std::string key = given("task.kill_grace") ? "task.kill_grace" : given("redis.cron") ? "redis.cron" : "redis.expire";
+        error(where(key), key,
+              "expected redis.cron + task.kill_grace + drift allowance < redis.expire, found " +
+                  shown(r.cron, given("redis.cron"), "expire/3") + " + " +
+                  shown(c.task.kill_grace, given("task.kill_grace"), "default") + " + " + format_duration(drift) +
+                  " >= " + format_duration(r.expire) +
+                  ": if a renewal fails, the child could not be stopped before the lease expires; "
+                  "shorten cron or kill_grace, or lengthen expire");
+      }
+    }
+    // AUTH with a user name always needs a password; a password key that was given but
+    // bad has its own error already.
+    if (!r.username.empty() && !given("redis.password") && !given("redis.password_env") &&
+        !given("redis.password_file")) {
+      error(where("redis.username"), "redis.username",
+            "expected a password with the ACL user (password_env, password_file or password), found none");
+    }
+    const BackoffConfig& b = c.backoff;
+    if (ok({"backoff.initial", "backoff.max"}) && b.initial > b.max) {
+      std::string key = given("backoff.initial") ? "backoff.initial" : "backoff.max";
+      error(where(key), key,
+            "expected backoff.initial <= backoff.max, found initial " + format_duration(b.initial) + " > max " +
+                format_duration(b.max));
+    }
+    if (b.strategy == Strategy::kSimple && b.intervals.empty() && ok({"backoff.intervals", "backoff.strategy"})) {
+      std::string key = given("backoff.intervals") ? "backoff.intervals" : "backoff.strategy";
+      error(where(key), "backoff.intervals",
+            "strategy \"simple\" expects a non-empty list of durations, e.g. intervals = [\"10ms\", \"50ms\", \"200ms\"]");
+    }
+    if (b.strategy != Strategy::kSimple && given("backoff.intervals") && !bad_.count("backoff.strategy")) {
+      warn(where("backoff.intervals"), "backoff.intervals",
+           std::string("used only with strategy = \"simple\"; ignored with \"") + to_string(b.strategy) + "\"");
+    }
+    if (c.task.mode == Mode::kSupervise && c.task.timeout) {
+      warn(where("task.timeout"), "task.timeout", "applies to mode = \"oneshot\" only; ignored in supervise mode");
+    }
+  }
+
+  std::string file_;
+  const EnvLookup& env_;
+  std::vector<Diagnostic> errors_;
+  std::vector<Diagnostic> warnings_;
+  std::set<std::string> bad_;                 ///< dotted keys with an error: cross-checks skip them
+  std::map<std::string, Loc> locs_;           ///< dotted key -> where it was given
+  std::map<std::string, Loc> section_locs_;   ///< section name -> its header
+};
+
+}  // namespace
+
+std::string Diagnostic::str() const {
+  std::string out = file;
+  if (line > 0) {
+    out += ":" + std::to_string(line);
+    if (column > 0) out += ":" + std::to_string(column);
+  }
+  if (!out.empty()) out += ": ";
+  if (!key.empty()) out += key + ": ";
+  out += message;
+  return out;
+}
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+LoadResult load_string(const std::string& text, const std::string& source, const EnvLookup& env) {
+  return Loader(source, env).run(text);
+}
+
+LoadResult load_file(const std::string& path, const EnvLookup& env) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  std::string text;
+  int err = 0;
+  if (!fd) {
+    err = errno;
+  } else {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  if (err != 0) {
+    LoadResult r;
+    r.errors.push_back({path, 0, 0, "", errno_message("cannot read the config file", err)});
+    return r;
+  }
+  return load_string(text, path, env);
+}
+
+std::string render_effective(const Config& config) {
+  const RedisConfig& r = config.redis;
+  const BackoffConfig& b = config.backoff;
+  const TaskConfig& t = config.task;
+  std::ostringstream o;
+  auto dur = [](Millis d) { return quote(format_duration(d)); };
+  o << "# Effective configuration";
+  if (!config.source.empty()) o << " of " << config.source;
+  o << " (defaults filled in, secrets masked)\n\n";
+
+  o << "[redis]\n";
+  if (r.nodes.size() == 1) {
+    o << "host = " << quote(r.nodes[0]) << "\n";
+  } else {
+    o << "nodes = [";
+    for (std::size_t i = 0; i < r.nodes.size(); ++i) o << (i ? ", " : "") << quote(r.nodes[i]);
+    o << "]\n";
+  }
+  o << "key = " << quote(r.key) << "\n";
+  o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
+  o << "retries_count = " << r.retries_count << "\n";
+  o << "expire = " << dur(r.expire) << "\n";
+  o << "cron = " << dur(r.cron.count() > 0 ? r.cron : Millis(r.expire.count() / 3)) << "\n";
+  if (r.value.empty()) {
+    o << "# value = generated at start (<hostname>:<pid>:<random 128-bit hex>)\n";
+  } else {
+    o << "value = " << quote(r.value) << "\n";
+  }
+  if (!r.username.empty()) o << "username = " << quote(r.username) << "\n";
+  // The secret itself is never written; the key that names its origin is, so that the
+  // output reads back as the same configuration.
+  switch (r.password_source) {
+    case PasswordSource::kNone:
+      o << "# password: none (no AUTH)\n";
+      break;
+    case PasswordSource::kInline:
+      o << "password = \"" << kMask << "\"  # inline in the config file; masked\n";
+      break;
+    case PasswordSource::kEnv:
+      o << "password_env = " << quote(r.password_origin) << "  # password = \"" << kMask << "\", from env "
+        << r.password_origin << "\n";
+      break;
+    case PasswordSource::kFile:
+      o << "password_file = " << quote(r.password_origin) << "  # password = \"" << kMask << "\", from file "
+        << r.password_origin << "\n";
+      break;
+  }
+  o << "db = " << r.db << "\n";
+  o << "connect_timeout = " << dur(r.connect_timeout) << "\n";
+  o << "io_timeout = " << dur(r.io_timeout) << "\n";
+  o << "drift_factor = " << format_double(r.drift_factor) << "\n";
+  o << "drift_fixed = " << dur(r.drift_fixed) << "\n\n";
+
+  o << "[backoff]\n";
+  o << "strategy = " << quote(to_string(b.strategy)) << "\n";
+  o << "initial = " << dur(b.initial) << "\n";
+  o << "max = " << dur(b.max) << "\n";
+  o << "factor = " << format_double(b.factor) << "\n";
+  o << "jitter = " << quote(to_string(b.jitter)) << "\n";
+  if (!b.intervals.empty()) {
+    o << "intervals = [";
+    for (std::size_t i = 0; i < b.intervals.size(); ++i) o << (i ? ", " : "") << dur(b.intervals[i]);
+    o << "]\n";
+  }
+  o << "\n[task]\n";
+  if (t.command.empty()) {
+    o << "# command: none in the file (given after -- on the command line)\n";
+  } else if (t.command_is_shell && t.command.size() == 3) {
+    o << "command = " << quote(t.command[2]) << "  # run by /bin/sh -c\n";
+  } else {
+    o << "command = [";
+    for (std::size_t i = 0; i < t.command.size(); ++i) o << (i ? ", " : "") << quote(t.command[i]);
+    o << "]\n";
+  }
+  o << "mode = " << quote(to_string(t.mode)) << "\n";
+  o << "restart = " << quote(to_string(t.restart)) << "\n";
+  o << "restart_delay = " << dur(t.restart_delay) << "\n";
+  o << "kill_signal = " << quote(signal_name(t.kill_signal)) << "\n";
+  o << "kill_grace = " << dur(t.kill_grace) << "\n";
+  if (t.timeout) {
+    o << "timeout = " << dur(*t.timeout) << "\n";
+  } else {
+    o << "# timeout: none\n";
+  }
+  if (t.workdir.empty()) {
+    o << "# workdir: inherited\n";
+  } else {
+    o << "workdir = " << quote(t.workdir) << "\n";
+  }
+  if (!t.env.empty()) {
+    o << "env = { ";
+    bool first = true;
+    for (const auto& [k, v] : t.env) {
+      o << (first ? "" : ", ") << quote(k) << " = " << quote(v);
+      first = false;
+    }
+    o << " }\n";
+  }
+  o << "\n[log]\n";
+  o << "level = " << quote(to_string(config.log.level)) << "\n";
+  o << "format = " << quote(to_string(config.log.format)) << "\n";
+  return o.str();
+}
+
+std::optional<int> parse_signal(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (name.size() > 2) return std::nullopt;
+    int n = std::stoi(name);
+    if (n < 1 || n > kMaxSignal) return std::nullopt;
+    return n;
+  }
+  std::string upper;
+  for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper.rfind("SIG", 0) != 0) upper = "SIG" + upper;
+  for (const auto& s : kSignals) {
+    if (upper == s.name) return s.number;
+  }
+  return std::nullopt;
+}
+
+std::string signal_name(int sig) {
+  for (const auto& s : kSignals) {
+    if (s.number == sig) return s.name;
+  }
+  return std::to_string(sig);
+}
+
+const char* to_string(Strategy v) { return enum_name(kStrategies, v); }
+const char* to_string(Jitter v) { return enum_name(kJitters, v); }
+const char* to_string(Mode v) { return enum_name(kModes, v); }
+const char* to_string(Restart v) { return enum_name(kRestarts, v); }
+const char* to_string(LogLevel v) { return enum_name(kLevels, v); }
+const char* to_string(LogFormat v) { return enum_name(kFormats, v); }
+
+}  // namespace redisgo::config

@@ -28,7 +28,9 @@ struct RedisConfig {
   bool monitor_try_all = true;     ///< true: contend forever; false: at most retries_count attempts
   int retries_count = 4;           ///< attempts when monitor_try_all = false (>= 1)
   Millis expire{5000};             ///< lease TTL
-  Millis cron{0};                  ///< renewal interval; 0 in the file means "unset": expire/3
+  /// Renewal interval. load_*() always sets it (> 0; expire/3 rounded down to ms when the
+  /// file leaves it out). 0 only in a Config built in code, and then means expire/3.
+  Millis cron{0};
   std::string value;               ///< holder id; empty = generated at start (hostname:pid:random)
   std::string username;            ///< ACL user; empty = none (plain AUTH password)
   std::string password;            ///< resolved secret; empty = no AUTH. Never print.
@@ -39,6 +41,7 @@ struct RedisConfig {
   Millis io_timeout{500};
   double drift_factor = 0.01;      ///< clock drift allowance as a fraction of expire (Redlock)
   Millis drift_fixed{2};           ///< plus this constant
+  bool operator==(const RedisConfig&) const = default;
 };
 
 enum class Strategy { kExponential, kConstant, kSimple, kZero, kStop, kAdaptive };
@@ -51,6 +54,7 @@ struct BackoffConfig {
   double factor = 2.0;
   Jitter jitter = Jitter::kFull;
   std::vector<Millis> intervals;   ///< strategy = simple
+  bool operator==(const BackoffConfig&) const = default;
 };
 
 enum class Mode { kOneshot, kSupervise };
@@ -64,12 +68,13 @@ struct TaskConfig {
   bool command_is_shell = false;   ///< came from a string
   Mode mode = Mode::kOneshot;
   Restart restart = Restart::kOnFailure;
-  Millis restart_delay{1000};
+  Millis restart_delay{1000};      ///< 0 allowed: restart at once
   int kill_signal = SIGTERM;
   Millis kill_grace{2000};
   std::optional<Millis> timeout;   ///< oneshot only; nullopt = none
   std::string workdir;             ///< empty = inherit
   std::map<std::string, std::string> env;
+  bool operator==(const TaskConfig&) const = default;
 };
 
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
@@ -78,6 +83,7 @@ enum class LogFormat { kText, kJson };
 struct LogConfig {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
+  bool operator==(const LogConfig&) const = default;
 };
 
 struct Config {
@@ -86,6 +92,8 @@ struct Config {
   BackoffConfig backoff;
   TaskConfig task;
   LogConfig log;
+  /// Field-wise; note that `source` takes part, so compare configs read from one place.
+  bool operator==(const Config&) const = default;
 };
 
 /// One problem found in a file.

@@ -21,8 +21,9 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, s
     }
     std::int64_t number = 0;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      // Checked before multiplying: number * 10 itself could overflow int64.
+      if (number > (kMaxMs - (text[i] - '0')) / 10) return fail("duration too large");
       number = number * 10 + (text[i] - '0');
-      if (number > kMaxMs) return fail("duration too large");
       ++i;
     }
     std::size_t unit_start = i;

@@ -1,0 +1,651 @@
+// Config loading: defaults, durations, every validation rule (table-driven malformed
+// files checked for key, line and what was expected/found), warnings, secret masking,
+// the shipped example, and render_effective() round trip.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "support/redis_server.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::config;
+using redisgo::testing::TempDir;
+
+namespace {
+
+constexpr const char* kFile = "test.toml";
+/// A secret that must never show up in any output.
+constexpr const char* kSecret = "Sup3rS3cretPa55";
+
+EnvLookup fake_env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+LoadResult load(const std::string& text, const EnvLookup& env = fake_env({})) {
+  return load_string(text, kFile, env);
+}
+
+std::string all_diagnostics(const LoadResult& r) {
+  std::string out;
+  for (const auto& d : r.errors) out += "E " + d.str() + "\n";
+  for (const auto& d : r.warnings) out += "W " + d.str() + "\n";
+  return out;
+}
+
+const std::string kBase = "[redis]\nhost = \"127.0.0.1:6379\"\nkey = \"k\"\n";  // lines 1-3
+
+TEST(ConfigDefaults, MinimalFileGetsEveryDefault) {
+  auto r = load(kBase);
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_TRUE(r.warnings.empty()) << all_diagnostics(r);
+  const Config& c = *r.config;
+  EXPECT_EQ(c.source, kFile);
+  EXPECT_EQ(c.redis.nodes, std::vector<std::string>{"127.0.0.1:6379"});
+  EXPECT_EQ(c.redis.key, "k");
+  EXPECT_TRUE(c.redis.monitor_try_all);
+  EXPECT_EQ(c.redis.retries_count, 4);
+  EXPECT_EQ(c.redis.expire, 5s);
+  EXPECT_EQ(c.redis.cron, 1666ms);  // expire/3, rounded down to ms
+  EXPECT_EQ(c.redis.value, "");
+  EXPECT_EQ(c.redis.username, "");
+  EXPECT_EQ(c.redis.password, "");
+  EXPECT_EQ(c.redis.password_source, PasswordSource::kNone);
+  EXPECT_EQ(c.redis.db, 0);
+  EXPECT_EQ(c.redis.connect_timeout, 500ms);
+  EXPECT_EQ(c.redis.io_timeout, 500ms);
+  EXPECT_DOUBLE_EQ(c.redis.drift_factor, 0.01);
+  EXPECT_EQ(c.redis.drift_fixed, 2ms);
+  EXPECT_EQ(c.backoff.strategy, Strategy::kExponential);
+  EXPECT_EQ(c.backoff.initial, 30ms);
+  EXPECT_EQ(c.backoff.max, 1s);
+  EXPECT_DOUBLE_EQ(c.backoff.factor, 2.0);
+  EXPECT_EQ(c.backoff.jitter, Jitter::kFull);
+  EXPECT_TRUE(c.backoff.intervals.empty());
+  EXPECT_TRUE(c.task.command.empty());  // may come after `--`
+  EXPECT_FALSE(c.task.command_is_shell);
+  EXPECT_EQ(c.task.mode, Mode::kOneshot);
+  EXPECT_EQ(c.task.restart, Restart::kOnFailure);
+  EXPECT_EQ(c.task.restart_delay, 1s);
+  EXPECT_EQ(c.task.kill_signal, SIGTERM);
+  EXPECT_EQ(c.task.kill_grace, 2s);
+  EXPECT_FALSE(c.task.timeout);
+  EXPECT_EQ(c.task.workdir, "");
+  EXPECT_TRUE(c.task.env.empty());
+  EXPECT_EQ(c.log.level, LogLevel::kInfo);
+  EXPECT_EQ(c.log.format, LogFormat::kText);
+}
+
+TEST(ConfigDefaults, CronDefaultFollowsExpire) {
+  auto r = load(kBase + "expire = \"9s\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.cron, 3s);
+}
+
+TEST(ConfigValues, DurationsWithUnitsAndIntegerSeconds) {
+  auto r = load(kBase +
+                "expire = 3600\n"          // integer = seconds
+                "cron = \"1m30s\"\n"
+                "connect_timeout = \"250ms\"\n"
+                "io_timeout = 2\n"
+                "drift_fixed = \"0ms\"\n"  // 0 allowed here
+                "[task]\nkill_grace = \"1m\"\nrestart_delay = 0\ntimeout = \"1h\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.expire, 1h);
+  EXPECT_EQ(r.config->redis.cron, 90s);
+  EXPECT_EQ(r.config->redis.connect_timeout, 250ms);
+  EXPECT_EQ(r.config->redis.io_timeout, 2s);
+  EXPECT_EQ(r.config->redis.drift_fixed, 0ms);
+  EXPECT_EQ(r.config->task.kill_grace, 1min);
+  EXPECT_EQ(r.config->task.restart_delay, 0ms);
+  EXPECT_EQ(r.config->task.timeout, 1h);
+}
+
+TEST(ConfigValues, RetriesCountAsWholeFloat) {
+  auto r = load(kBase + "retries_count = 4.0\nmonitor_try_all = false\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.retries_count, 4);
+  EXPECT_FALSE(r.config->redis.monitor_try_all);
+}
+
+TEST(ConfigValues, NodesAndAddressForms) {
+  auto r = load(
+      "[redis]\nkey = \"k\"\n"
+      "nodes = [\"10.0.0.1:6379\", \"[::1]:6380\", \"unix:///run/redis/redis.sock\", \"redis-3.example:7000\"]\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.nodes,
+            (std::vector<std::string>{"10.0.0.1:6379", "[::1]:6380", "unix:///run/redis/redis.sock",
+                                      "redis-3.example:7000"}));
+  auto u = load("[redis]\nkey = \"k\"\nhost = \"unix:///tmp/r.sock\"\n");
+  ASSERT_TRUE(u.config) << all_diagnostics(u);
+  EXPECT_EQ(u.config->redis.nodes, std::vector<std::string>{"unix:///tmp/r.sock"});
+}
+
+TEST(ConfigValues, EveryEnumAndTaskField) {
+  auto r = load(kBase +
+                "db = 15\nusername = \"app\"\npassword_env = \"PW\"\nvalue = \"me\"\ndrift_factor = 0\n"
+                "[backoff]\nstrategy = \"simple\"\nintervals = [\"10ms\", 1, \"2m\"]\njitter = \"decorrelated\"\n"
+                "factor = 1\ninitial = \"1s\"\nmax = \"1s\"\n"
+                "[task]\ncommand = \"echo hi && exit 3\"\nmode = \"supervise\"\nrestart = \"always\"\n"
+                "kill_signal = \"INT\"\nworkdir = \"/tmp\"\nenv = { A = \"1\", B = \"\" }\n"
+                "[log]\nlevel = \"debug\"\nformat = \"json\"\n",
+                fake_env({{"PW", "pw"}}));
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  const Config& c = *r.config;
+  EXPECT_EQ(c.redis.db, 15);
+  EXPECT_EQ(c.redis.username, "app");
+  EXPECT_EQ(c.redis.value, "me");
+  EXPECT_DOUBLE_EQ(c.redis.drift_factor, 0.0);
+  EXPECT_EQ(c.backoff.strategy, Strategy::kSimple);
+  EXPECT_EQ(c.backoff.intervals, (std::vector<Millis>{10ms, 1s, 2min}));
+  EXPECT_EQ(c.backoff.jitter, Jitter::kDecorrelated);
+  EXPECT_DOUBLE_EQ(c.backoff.factor, 1.0);
+  EXPECT_EQ(c.task.command, (std::vector<std::string>{"/bin/sh", "-c", "echo hi && exit 3"}));
+  EXPECT_TRUE(c.task.command_is_shell);
+  EXPECT_EQ(c.task.mode, Mode::kSupervise);
+  EXPECT_EQ(c.task.restart, Restart::kAlways);
+  EXPECT_EQ(c.task.kill_signal, SIGINT);
+  EXPECT_EQ(c.task.workdir, "/tmp");
+  EXPECT_EQ(c.task.env, (std::map<std::string, std::string>{{"A", "1"}, {"B", ""}}));
+  EXPECT_EQ(c.log.level, LogLevel::kDebug);
+  EXPECT_EQ(c.log.format, LogFormat::kJson);
+}
+
+TEST(ConfigValues, ArrayCommandIsExecdDirectly) {
+  auto r = load(kBase + "[task]\ncommand = [\"/usr/bin/env\", \"\", \"x y\"]\nkill_signal = 9\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->task.command, (std::vector<std::string>{"/usr/bin/env", "", "x y"}));
+  EXPECT_FALSE(r.config->task.command_is_shell);
+  EXPECT_EQ(r.config->task.kill_signal, SIGKILL);
+}
+
+TEST(ConfigSignals, NamesAndNumbers) {
+  EXPECT_EQ(parse_signal("SIGTERM"), SIGTERM);
+  EXPECT_EQ(parse_signal("TERM"), SIGTERM);
+  EXPECT_EQ(parse_signal("sigint"), SIGINT);
+  EXPECT_EQ(parse_signal("15"), 15);
+  EXPECT_EQ(parse_signal("SIGKILL"), SIGKILL);
+  EXPECT_EQ(parse_signal("1"), 1);
+  EXPECT_EQ(parse_signal("31"), 31);
+  EXPECT_FALSE(parse_signal("0"));
+  EXPECT_FALSE(parse_signal("32"));
+  EXPECT_FALSE(parse_signal("SIGFOO"));
+  EXPECT_FALSE(parse_signal(""));
+  EXPECT_FALSE(parse_signal("-1"));
+  EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(signal_name(SIGHUP), "SIGHUP");
+  for (int s = 1; s <= 31; ++s) {
+    EXPECT_EQ(parse_signal(signal_name(s)), s) << s;  // names round-trip
+  }
+}
+
+TEST(ConfigEnums, ToStringNamesMatchTheFile) {
+  EXPECT_STREQ(to_string(Strategy::kAdaptive), "adaptive");
+  EXPECT_STREQ(to_string(Jitter::kEqual), "equal");
+  EXPECT_STREQ(to_string(Mode::kSupervise), "supervise");
+  EXPECT_STREQ(to_string(Restart::kOnFailure), "on-failure");
+  EXPECT_STREQ(to_string(LogLevel::kWarn), "warn");
+  EXPECT_STREQ(to_string(LogFormat::kJson), "json");
+}
+
+TEST(ConfigDiagnostic, StrFormat) {
+  EXPECT_EQ((Diagnostic{"f.toml", 3, 7, "redis.expire", "bad"}.str()), "f.toml:3:7: redis.expire: bad");
+  EXPECT_EQ((Diagnostic{"f.toml", 3, 0, "redis.expire", "bad"}.str()), "f.toml:3: redis.expire: bad");
+  EXPECT_EQ((Diagnostic{"f.toml", 0, 0, "", "bad"}.str()), "f.toml: bad");
+}
+
+// ---- malformed files ------------------------------------------------------------------
+
+struct Malformed {
+  const char* name;
+  std::string toml;
+  std::string key;                    ///< the key the error names
+  int line;                           ///< where it points
+  std::vector<std::string> mentions;  ///< what was expected / found
+};
+
+class ConfigMalformed : public ::testing::TestWithParam<Malformed> {};
+
+TEST_P(ConfigMalformed, ErrorNamesKeyLineExpectedAndFound) {
+  const Malformed& m = GetParam();
+  auto r = load(m.toml, fake_env({{"EMPTY_VAR", ""}}));
+  EXPECT_FALSE(r.config) << "accepted: " << m.toml;
+  ASSERT_FALSE(r.errors.empty()) << m.toml;
+  const Diagnostic* found = nullptr;
+  for (const auto& e : r.errors) {
+    if (e.key == m.key) {
+      found = &e;
+      break;
+    }
+  }
+  ASSERT_NE(found, nullptr) << "no error for key '" << m.key << "' in:\n" << all_diagnostics(r);
+  EXPECT_EQ(found->file, kFile);
+  EXPECT_EQ(found->line, m.line) << found->str();
+  if (m.line > 0) {
+    EXPECT_GT(found->column, 0) << found->str();
+  }
+  for (const auto& s : m.mentions) {
+    EXPECT_NE(found->message.find(s), std::string::npos) << "'" << s << "' missing from: " << found->str();
+  }
+  std::string prefix = std::string(kFile) + ":" + std::to_string(m.line) + ":";
+  if (m.line > 0) {
+    EXPECT_EQ(found->str().rfind(prefix, 0), 0u) << found->str();
+  }
+  if (!m.key.empty()) {
+    EXPECT_NE(found->str().find(m.key + ": "), std::string::npos) << found->str();
+  }
+}
+
+std::string base_with(const std::string& redis_extra, const std::string& rest = "") {
+  return kBase + redis_extra + rest;  // redis_extra starts at line 4
+}
+
+const std::vector<Malformed> kMalformed = {
+    // syntax
+    {"syntax_unclosed_header", "[redis\nhost = \"h:1\"\n", "", 1, {"invalid TOML"}},
+    {"syntax_duplicate_key", kBase + "key = \"again\"\n", "", 4, {"invalid TOML"}},
+    {"syntax_bad_value", kBase + "expire = 5s\n", "", 4, {"invalid TOML"}},
+    // sections
+    {"section_not_table", "redis = 5\n", "redis", 1, {"expected a table", "found integer"}},
+    {"task_section_array", "task = [1, 2]\n" + kBase, "task", 1, {"expected a table", "found array"}},
+    {"backoff_array_of_tables", kBase + "[[backoff]]\nmax = \"1s\"\n", "backoff", 4, {"expected a table", "found array"}},
+    // nodes
+    {"missing_key", "[redis]\nhost = \"h:1\"\n", "redis.key", 1, {"missing", "lock key"}},
+    {"no_node", "\n[redis]\nkey = \"k\"\n", "redis.host", 2, {"missing", "'host'", "'nodes'"}},
+    {"no_redis_section", "[task]\ncommand = \"true\"\n", "redis.key", 0, {"missing"}},
+    {"host_and_nodes", kBase + "nodes = [\"a:1\", \"b:2\", \"c:3\"]\n", "redis.nodes", 4, {"mutually exclusive"}},
+    {"host_no_port", "[redis]\nkey = \"k\"\nhost = \"localhost\"\n", "redis.host", 3,
+     {"expected a node address", "found \"localhost\"", "missing ':port'"}},
+    {"host_port_too_big", "[redis]\nkey = \"k\"\nhost = \"h:70000\"\n", "redis.host", 3, {"1 to 65535", "\"h:70000\""}},
+    {"host_port_zero", "[redis]\nkey = \"k\"\nhost = \"h:0\"\n", "redis.host", 3, {"1 to 65535"}},
+    {"host_port_word", "[redis]\nkey = \"k\"\nhost = \"h:redis\"\n", "redis.host", 3, {"1 to 65535"}},
+    {"host_empty_host", "[redis]\nkey = \"k\"\nhost = \":6379\"\n", "redis.host", 3, {"host is empty"}},
+    {"host_ipv6_unbracketed", "[redis]\nkey = \"k\"\nhost = \"::1:6379\"\n", "redis.host", 3, {"brackets"}},
+    {"host_unix_relative", "[redis]\nkey = \"k\"\nhost = \"unix://redis.sock\"\n", "redis.host", 3, {"absolute path"}},
+    {"host_other_scheme", "[redis]\nkey = \"k\"\nhost = \"redis://h:1\"\n", "redis.host", 3, {"scheme"}},
+    {"host_wrong_type", "[redis]\nkey = \"k\"\nhost = 6379\n", "redis.host", 3, {"expected a node address", "found integer"}},
+    {"nodes_empty", "[redis]\nkey = \"k\"\nnodes = []\n", "redis.nodes", 3, {"at least one", "empty array"}},
+    {"nodes_not_array", "[redis]\nkey = \"k\"\nnodes = \"a:1\"\n", "redis.nodes", 3, {"expected an array", "found string"}},
+    {"nodes_element_type", "[redis]\nkey = \"k\"\nnodes = [\"a:1\", 5]\n", "redis.nodes[1]", 3, {"found integer"}},
+    {"nodes_duplicate", "[redis]\nkey = \"k\"\nnodes = [\"a:1\", \"b:1\", \"a:1\"]\n", "redis.nodes[2]", 3, {"twice"}},
+    {"nodes_bad_address", "[redis]\nkey = \"k\"\nnodes = [\n  \"a:1\",\n  \"b\",\n]\n", "redis.nodes[1]", 5, {"missing ':port'"}},
+    // scalar keys of [redis]
+    {"key_empty", "[redis]\nhost = \"h:1\"\nkey = \"\"\n", "redis.key", 3, {"non-empty", "empty string"}},
+    {"key_wrong_type", "[redis]\nhost = \"h:1\"\nkey = 42\n", "redis.key", 3, {"found integer"}},
+    {"monitor_try_all_string", base_with("monitor_try_all = \"yes\"\n"), "redis.monitor_try_all", 4, {"boolean", "found string"}},
+    {"retries_fraction", base_with("retries_count = 4.5\n"), "redis.retries_count", 4, {"integer", "4.5", "whole number"}},
+    {"retries_zero", base_with("retries_count = 0\n"), "redis.retries_count", 4, {"integer >= 1", "found 0"}},
+    {"retries_string", base_with("retries_count = \"4\"\n"), "redis.retries_count", 4, {"integer", "found string"}},
+    {"expire_bool", base_with("expire = true\n"), "redis.expire", 4,
+     {"expected a duration (string such as \"5s\" or integer seconds), found boolean"}},
+    {"expire_no_unit_word", base_with("expire = \"5 seconds\"\n"), "redis.expire", 4, {"a duration", "found \"5 seconds\""}},
+    {"expire_unknown_unit", base_with("expire = \"5sec\"\n"), "redis.expire", 4, {"unknown unit 'sec'"}},
+    {"expire_zero", base_with("expire = \"0s\"\n"), "redis.expire", 4, {"> 0", "found \"0s\""}},
+    {"expire_negative_int", base_with("expire = -5\n"), "redis.expire", 4, {"> 0", "found -5"}},
+    {"expire_negative_str", base_with("expire = \"-5s\"\n"), "redis.expire", 4, {"negative"}},
+    {"expire_overflow_str", base_with("expire = \"99999999999999999999ms\"\n"), "redis.expire", 4, {"too large"}},
+    {"expire_overflow_int", base_with("expire = 9223372036854775807\n"), "redis.expire", 4, {"too large"}},
+    {"expire_float", base_with("expire = 1.5\n"), "redis.expire", 4, {"a duration", "found float"}},
+    {"cron_equals_expire", base_with("expire = \"5s\"\ncron = \"5s\"\n"), "redis.cron", 5, {"less than redis.expire", "found 5s"}},
+    {"cron_plus_grace", base_with("expire = \"3s\"\ncron = \"1s\"\n", "[task]\nkill_grace = \"2s\"\n"), "task.kill_grace", 7,
+     {"could not be stopped before the lease expires", "1s", "2s", "3s"}},
+    {"cron_default_plus_grace", base_with("expire = \"2s\"\n"), "redis.expire", 4,
+     {"could not be stopped before the lease expires", "expire/3", "(default)"}},
+    {"cron_zero", base_with("cron = \"0ms\"\n"), "redis.cron", 4, {"> 0"}},
+    {"value_empty", base_with("value = \"\"\n"), "redis.value", 4, {"non-empty", "empty string"}},
+    {"db_too_big", base_with("db = 16\n"), "redis.db", 4, {"0 to 15", "found 16"}},
+    {"db_negative", base_with("db = -1\n"), "redis.db", 4, {"0 to 15", "found -1"}},
+    {"db_string", base_with("db = \"0\"\n"), "redis.db", 4, {"0 to 15", "found string"}},
+    {"connect_timeout_no_unit", base_with("connect_timeout = \"500\"\n"), "redis.connect_timeout", 4, {"missing unit"}},
+    {"io_timeout_zero", base_with("io_timeout = 0\n"), "redis.io_timeout", 4, {"> 0", "found 0"}},
+    {"drift_factor_half", base_with("drift_factor = 0.5\n"), "redis.drift_factor", 4, {"0.5", "found 0.5"}},
+    {"drift_factor_negative", base_with("drift_factor = -0.1\n"), "redis.drift_factor", 4, {"found -0.1"}},
+    {"drift_fixed_bool", base_with("drift_fixed = false\n"), "redis.drift_fixed", 4, {"a duration", "found boolean"}},
+    {"username_without_password", base_with("username = \"app\"\n"), "redis.username", 4, {"password", "found none"}},
+    {"username_type", base_with("username = 5\n"), "redis.username", 4, {"found integer"}},
+    // passwords
+    {"password_two_ways", base_with("password_env = \"PW\"\npassword_file = \"/x\"\n"), "redis.password_file", 5,
+     {"'password_env'", "'password_file'", "two ways"}},
+    {"password_env_unset", base_with("password_env = \"REDIS_PASSWORD\"\n"), "redis.password_env", 4,
+     {"REDIS_PASSWORD", "unset"}},
+    {"password_env_empty", base_with("password_env = \"EMPTY_VAR\"\n"), "redis.password_env", 4, {"EMPTY_VAR", "empty"}},
+    {"password_env_type", base_with("password_env = 1\n"), "redis.password_env", 4, {"environment variable", "found integer"}},
+    {"password_file_missing", base_with("password_file = \"/nonexistent/redis.pass\"\n"), "redis.password_file", 4,
+     {"/nonexistent/redis.pass", "No such file"}},
+    {"password_file_dir", base_with("password_file = \"/\"\n"), "redis.password_file", 4, {"Is a directory"}},
+    {"password_empty_inline", base_with("password = \"\"\n"), "redis.password", 4, {"non-empty", "empty string"}},
+    {"password_type", base_with("password = 12345\n"), "redis.password", 4, {"a string", "found integer"}},
+    // [backoff]
+    {"strategy_unknown", base_with("", "[backoff]\nstrategy = \"expo\"\n"), "backoff.strategy", 5,
+     {"one of", "\"exponential\"", "\"adaptive\"", "found \"expo\""}},
+    {"jitter_unknown", base_with("", "[backoff]\njitter = \"half\"\n"), "backoff.jitter", 5, {"\"decorrelated\"", "found \"half\""}},
+    {"factor_below_one", base_with("", "[backoff]\nfactor = 0.5\n"), "backoff.factor", 5, {">= 1.0", "found 0.5"}},
+    {"factor_string", base_with("", "[backoff]\nfactor = \"2\"\n"), "backoff.factor", 5, {"found string"}},
+    {"initial_above_max", base_with("", "[backoff]\ninitial = \"2s\"\nmax = \"1s\"\n"), "backoff.initial", 5,
+     {"initial <= backoff.max", "2s", "1s"}},
+    {"simple_without_intervals", base_with("", "[backoff]\nstrategy = \"simple\"\n"), "backoff.intervals", 5, {"simple", "non-empty"}},
+    {"simple_empty_intervals", base_with("", "[backoff]\nstrategy = \"simple\"\nintervals = []\n"), "backoff.intervals", 6, {"non-empty"}},
+    {"intervals_bad_element", base_with("", "[backoff]\nstrategy = \"simple\"\nintervals = [\"10ms\", \"x\"]\n"),
+     "backoff.intervals[1]", 6, {"found \"x\""}},
+    {"intervals_not_array", base_with("", "[backoff]\nintervals = \"10ms\"\n"), "backoff.intervals", 5, {"array", "found string"}},
+    // [task]
+    {"command_empty_array", base_with("", "[task]\ncommand = []\n"), "task.command", 5, {"non-empty command", "empty array"}},
+    {"command_empty_string", base_with("", "[task]\ncommand = \"  \"\n"), "task.command", 5, {"non-empty command", "empty string"}},
+    {"command_number", base_with("", "[task]\ncommand = 5\n"), "task.command", 5, {"array of strings", "found integer"}},
+    {"command_empty_program", base_with("", "[task]\ncommand = [\"\", \"x\"]\n"), "task.command[0]", 5, {"program", "empty string"}},
+    {"command_arg_type", base_with("", "[task]\ncommand = [\"/bin/echo\", 1]\n"), "task.command[1]", 5, {"found integer"}},
+    {"mode_unknown", base_with("", "[task]\nmode = \"daemon\"\n"), "task.mode", 5, {"\"oneshot\"", "\"supervise\"", "found \"daemon\""}},
+    {"restart_unknown", base_with("", "[task]\nrestart = \"sometimes\"\n"), "task.restart", 5, {"\"on-failure\"", "found \"sometimes\""}},
+    {"restart_delay_negative", base_with("", "[task]\nrestart_delay = -1\n"), "task.restart_delay", 5, {">= 0", "found -1"}},
+    {"kill_signal_unknown", base_with("", "[task]\nkill_signal = \"SIGFOO\"\n"), "task.kill_signal", 5, {"signal name", "found \"SIGFOO\""}},
+    {"kill_signal_number", base_with("", "[task]\nkill_signal = 64\n"), "task.kill_signal", 5, {"1 to 31", "found 64"}},
+    {"kill_signal_type", base_with("", "[task]\nkill_signal = 1.5\n"), "task.kill_signal", 5, {"found float"}},
+    {"kill_grace_zero", base_with("", "[task]\nkill_grace = \"0ms\"\n"), "task.kill_grace", 5, {"> 0"}},
+    {"timeout_zero", base_with("", "[task]\ntimeout = \"0s\"\n"), "task.timeout", 5, {"> 0"}},
+    {"workdir_type", base_with("", "[task]\nworkdir = 5\n"), "task.workdir", 5, {"directory", "found integer"}},
+    {"env_not_table", base_with("", "[task]\nenv = \"A=B\"\n"), "task.env", 5, {"table of strings", "found string"}},
+    {"env_value_type", base_with("", "[task]\nenv = { A = 1 }\n"), "task.env.A", 5, {"string", "found integer"}},
+    {"env_key_with_equals", base_with("", "[task.env]\n\"A=B\" = \"x\"\n"), "task.env.A=B", 5, {"no '='"}},
+    // [log]
+    {"level_unknown", base_with("", "[log]\nlevel = \"verbose\"\n"), "log.level", 5, {"\"trace\"", "\"error\"", "found \"verbose\""}},
+    {"format_unknown", base_with("", "[log]\nformat = \"xml\"\n"), "log.format", 5, {"\"json\"", "found \"xml\""}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, ConfigMalformed, ::testing::ValuesIn(kMalformed),
+                         [](const ::testing::TestParamInfo<Malformed>& p) { return std::string(p.param.name); });
+
+TEST(ConfigMalformedCount, AtLeastThirtyCases) { EXPECT_GE(kMalformed.size(), 30u); }
+
+TEST(ConfigErrors, AllErrorsOfAFileAreReportedInOrder) {
+  auto r = load(
+      "[redis]\n"                       // 1
+      "host = \"nohost\"\n"             // 2
+      "key = \"k\"\n"                   // 3
+      "expire = true\n"                 // 4
+      "[backoff]\n"                     // 5
+      "jitter = \"lots\"\n"             // 6
+      "[task]\n"                        // 7
+      "command = []\n"                  // 8
+      "kill_signal = \"SIGNOPE\"\n"     // 9
+      "[log]\n"                         // 10
+      "level = \"loud\"\n");            // 11
+  EXPECT_FALSE(r.config);
+  std::vector<std::pair<std::string, int>> got;
+  for (const auto& e : r.errors) got.emplace_back(e.key, e.line);
+  std::vector<std::pair<std::string, int>> want = {{"redis.host", 2},   {"redis.expire", 4}, {"backoff.jitter", 6},
+                                                   {"task.command", 8}, {"task.kill_signal", 9}, {"log.level", 11}};
+  EXPECT_EQ(got, want) << all_diagnostics(r);
+}
+
+TEST(ConfigErrors, UnreadableFileIsOneError) {
+  auto r = load_file("/nonexistent/dir/x.toml", fake_env({}));
+  EXPECT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].file, "/nonexistent/dir/x.toml");
+  EXPECT_NE(r.errors[0].str().find("/nonexistent/dir/x.toml"), std::string::npos);
+  EXPECT_NE(r.errors[0].message.find("No such file"), std::string::npos) << r.errors[0].str();
+}
+
+TEST(ConfigErrors, LoadFileReportsThePathAndLine) {
+  TempDir dir;
+  std::string path = dir.write("bad.toml", kBase + "\nexpire = \"soon\"\n");
+  auto r = load_file(path, fake_env({}));
+  ASSERT_EQ(r.errors.size(), 1u) << all_diagnostics(r);
+  EXPECT_EQ(r.errors[0].str().rfind(path + ":5:", 0), 0u) << r.errors[0].str();
+}
+
+// ---- warnings -------------------------------------------------------------------------
+
+const Diagnostic* warning_for(const LoadResult& r, const std::string& key) {
+  for (const auto& w : r.warnings) {
+    if (w.key == key) return &w;
+  }
+  return nullptr;
+}
+
+TEST(ConfigWarnings, UnknownKeysWithLineAndSuggestion) {
+  auto r = load(kBase +
+                "hots = \"x:1\"\n"            // 4
+                "[backoff]\n"                 // 5
+                "totally_unrelated = 1\n"     // 6
+                "[rediss]\n"                  // 7
+                "a = 1\n"                     // 8
+                "[task]\n"                    // 9
+                "level = \"info\"\n");        // 10
+  ASSERT_TRUE(r.config) << all_diagnostics(r);  // warnings do not fail the load
+  const Diagnostic* w = warning_for(r, "redis.hots");
+  ASSERT_NE(w, nullptr) << all_diagnostics(r);
+  EXPECT_EQ(w->line, 4);
+  EXPECT_NE(w->message.find("unknown key 'redis.hots' (ignored)"), std::string::npos) << w->str();
+  EXPECT_NE(w->message.find("did you mean 'host'?"), std::string::npos) << w->str();
+  w = warning_for(r, "backoff.totally_unrelated");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->line, 6);
+  EXPECT_EQ(w->message.find("did you mean"), std::string::npos) << w->str();
+  w = warning_for(r, "rediss");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->line, 7);
+  EXPECT_NE(w->message.find("unknown section"), std::string::npos) << w->str();
+  EXPECT_NE(w->message.find("'redis'"), std::string::npos) << w->str();
+  w = warning_for(r, "task.level");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->line, 10);
+  EXPECT_NE(w->message.find("[log]"), std::string::npos) << w->str();
+}
+
+TEST(ConfigWarnings, TopLevelKeyOutsideItsSection) {
+  auto r = load("expire = \"5s\"\n" + kBase);
+  const Diagnostic* w = warning_for(r, "expire");
+  ASSERT_NE(w, nullptr) << all_diagnostics(r);
+  EXPECT_EQ(w->line, 1);
+  EXPECT_NE(w->message.find("redis.expire"), std::string::npos) << w->str();
+}
+
+TEST(ConfigWarnings, IgnoredCombinations) {
+  auto r = load(kBase + "[backoff]\nintervals = [\"1s\"]\n[task]\nmode = \"supervise\"\ntimeout = \"1m\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  const Diagnostic* w = warning_for(r, "backoff.intervals");
+  ASSERT_NE(w, nullptr) << all_diagnostics(r);
+  EXPECT_EQ(w->line, 5);
+  w = warning_for(r, "task.timeout");
+  ASSERT_NE(w, nullptr) << all_diagnostics(r);
+  EXPECT_EQ(w->line, 8);
+}
+
+// ---- passwords and masking -------------------------------------------------------------
+
+TEST(ConfigPassword, FromEnv) {
+  auto r = load(kBase + "password_env = \"REDIS_PASSWORD\"\nusername = \"app\"\n",
+                fake_env({{"REDIS_PASSWORD", kSecret}}));
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.password, kSecret);
+  EXPECT_EQ(r.config->redis.password_source, PasswordSource::kEnv);
+  EXPECT_EQ(r.config->redis.password_origin, "REDIS_PASSWORD");
+  EXPECT_TRUE(r.warnings.empty()) << all_diagnostics(r);
+}
+
+TEST(ConfigPassword, ProcessEnvReadsTheRealEnvironment) {
+  ::setenv("REDISGO_CONFIG_TEST_VAR", "v", 1);
+  EXPECT_EQ(process_env()("REDISGO_CONFIG_TEST_VAR"), "v");
+  ::unsetenv("REDISGO_CONFIG_TEST_VAR");
+  EXPECT_FALSE(process_env()("REDISGO_CONFIG_TEST_VAR"));
+}
+
+TEST(ConfigPassword, FromFileStripsOneNewline) {
+  TempDir dir;
+  std::string path = dir.write("pass", std::string(kSecret) + "\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  auto r = load(kBase + "password_file = \"" + path + "\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.password, kSecret);
+  EXPECT_EQ(r.config->redis.password_source, PasswordSource::kFile);
+  EXPECT_EQ(r.config->redis.password_origin, path);
+  EXPECT_TRUE(r.warnings.empty()) << all_diagnostics(r);
+
+  std::string two = dir.write("two", "a\n\n");  // only one newline is stripped
+  ASSERT_EQ(::chmod(two.c_str(), 0600), 0);
+  auto r2 = load(kBase + "password_file = \"" + two + "\"\n");
+  ASSERT_TRUE(r2.config) << all_diagnostics(r2);
+  EXPECT_EQ(r2.config->redis.password, "a\n");
+}
+
+TEST(ConfigPassword, EmptyOrWorldReadableFile) {
+  TempDir dir;
+  std::string empty = dir.write("empty", "\n");
+  auto r = load(kBase + "password_file = \"" + empty + "\"\n");
+  EXPECT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 4);
+  EXPECT_NE(r.errors[0].message.find("is empty"), std::string::npos) << r.errors[0].str();
+
+  std::string open_file = dir.write("open", kSecret);
+  ASSERT_EQ(::chmod(open_file.c_str(), 0644), 0);
+  auto w = load(kBase + "password_file = \"" + open_file + "\"\n");
+  ASSERT_TRUE(w.config) << all_diagnostics(w);
+  const Diagnostic* d = warning_for(w, "redis.password_file");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->message.find("readable by every user"), std::string::npos) << d->str();
+  EXPECT_EQ(all_diagnostics(w).find(kSecret), std::string::npos);
+}
+
+TEST(ConfigPassword, InlineWorksButWarns) {
+  auto r = load(kBase + "password = \"" + kSecret + "\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.password, kSecret);
+  EXPECT_EQ(r.config->redis.password_source, PasswordSource::kInline);
+  const Diagnostic* w = warning_for(r, "redis.password");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->line, 4);
+  EXPECT_NE(w->message.find("password_env"), std::string::npos);
+  EXPECT_NE(w->message.find("password_file"), std::string::npos);
+  EXPECT_EQ(all_diagnostics(r).find(kSecret), std::string::npos);
+}
+
+TEST(ConfigPassword, SecretNeverInDiagnostics) {
+  const std::string s = kSecret;
+  const std::vector<std::string> files = {
+      kBase + "password = \"" + s + "\"\npassword_env = \"X\"\n",        // two ways
+      kBase + "password_env = \"PW\"\npassword = \"" + s + "\"\n",       // two ways, other order
+      kBase + "password = \"" + s + "\\q\"\n",                           // bad escape: syntax error
+      kBase + "password = " + s + "\n",                                  // unquoted: syntax error
+      kBase + "password = \"" + s + "\n",                                // unterminated
+      kBase + "password = '''" + s,                                      // unterminated multi-line
+      kBase + "password = [\"" + s + "\"]\n",                            // wrong type
+      kBase + "password_env = \"" + s + "!\"\n",                         // the secret put where a name goes
+      kBase + "pasword = \"" + s + "\"\n",                               // unknown key (typo)
+      kBase + "password = \"" + s + "\"\nexpire = \"" + "x\"\n",         // unrelated error
+      "password = \"" + s + "\"\n" + kBase,                              // top level
+  };
+  for (const auto& text : files) {
+    auto r = load(text, fake_env({{"PW", s}}));
+    std::string out = all_diagnostics(r);
+    EXPECT_FALSE(r.errors.empty() && r.warnings.empty()) << text;
+    EXPECT_EQ(out.find(s), std::string::npos) << "secret leaked for:\n" << text << "\n" << out;
+    // Not even a recognisable part of it.
+    EXPECT_EQ(out.find("S3cret"), std::string::npos) << out;
+    if (r.config) {
+      EXPECT_EQ(render_effective(*r.config).find(s), std::string::npos);
+    }
+  }
+}
+
+TEST(ConfigRender, MasksPasswordAndNamesItsOrigin) {
+  {
+    auto r = load(kBase + "password_env = \"REDIS_PASSWORD\"\n", fake_env({{"REDIS_PASSWORD", kSecret}}));
+    ASSERT_TRUE(r.config) << all_diagnostics(r);
+    std::string out = render_effective(*r.config);
+    EXPECT_EQ(out.find(kSecret), std::string::npos) << out;
+    EXPECT_NE(out.find("********"), std::string::npos) << out;
+    EXPECT_NE(out.find("from env REDIS_PASSWORD"), std::string::npos) << out;
+  }
+  {
+    TempDir dir;
+    std::string path = dir.write("pass", kSecret);
+    ::chmod(path.c_str(), 0600);
+    auto r = load(kBase + "password_file = \"" + path + "\"\n");
+    ASSERT_TRUE(r.config) << all_diagnostics(r);
+    std::string out = render_effective(*r.config);
+    EXPECT_EQ(out.find(kSecret), std::string::npos) << out;
+    EXPECT_NE(out.find("from file " + path), std::string::npos) << out;
+  }
+  {
+    auto r = load(kBase + "password = \"" + kSecret + "\"\n");
+    ASSERT_TRUE(r.config);
+    std::string out = render_effective(*r.config);
+    EXPECT_EQ(out.find(kSecret), std::string::npos) << out;
+    EXPECT_NE(out.find("********"), std::string::npos) << out;
+    EXPECT_NE(out.find("inline"), std::string::npos) << out;
+  }
+}
+
+TEST(ConfigRender, ShowsComputedDefaults) {
+  auto r = load(kBase + "expire = \"6s\"\n");
+  ASSERT_TRUE(r.config);
+  std::string out = render_effective(*r.config);
+  EXPECT_NE(out.find("cron = \"2s\""), std::string::npos) << out;
+  EXPECT_NE(out.find("# value = generated at start"), std::string::npos) << out;
+  EXPECT_NE(out.find("kill_signal = \"SIGTERM\""), std::string::npos) << out;
+  EXPECT_NE(out.find("retries_count = 4\n"), std::string::npos) << out;
+}
+
+void expect_round_trip(const std::string& text, const EnvLookup& env) {
+  auto first = load(text, env);
+  ASSERT_TRUE(first.config) << all_diagnostics(first);
+  std::string rendered = render_effective(*first.config);
+  auto second = load(rendered, env);
+  ASSERT_TRUE(second.config) << all_diagnostics(second) << rendered;
+  EXPECT_TRUE(second.errors.empty());
+  EXPECT_EQ(*second.config, *first.config) << rendered;
+  EXPECT_EQ(render_effective(*second.config), rendered);
+}
+
+TEST(ConfigRender, RoundTripsThroughLoadString) {
+  auto env = fake_env({{"REDIS_PASSWORD", kSecret}});
+  expect_round_trip(kBase, env);
+  expect_round_trip(
+      "[redis]\n"
+      "nodes = [\"10.0.0.1:6379\", \"[::1]:6379\", \"unix:///run/r.sock\"]\n"
+      "key = \"we\\\"ird \\\\ key\\u0001\"\n"
+      "monitor_try_all = false\nretries_count = 7.0\nexpire = \"1m\"\ncron = \"1500ms\"\nvalue = \"me:1\"\n"
+      "username = \"app\"\npassword_env = \"REDIS_PASSWORD\"\ndb = 3\nconnect_timeout = 1\nio_timeout = \"250ms\"\n"
+      "drift_factor = 0.0125\ndrift_fixed = \"0ms\"\n"
+      "[backoff]\nstrategy = \"simple\"\nintervals = [\"10ms\", \"1s\"]\ninitial = \"5ms\"\nmax = \"5ms\"\n"
+      "factor = 1.5\njitter = \"none\"\n"
+      "[task]\ncommand = \"echo 'a b' \\\"c\\\"\\n\"\nmode = \"supervise\"\nrestart = \"never\"\nrestart_delay = 0\n"
+      "kill_signal = 1\nkill_grace = \"10s\"\nworkdir = \"/var/tmp\"\nenv = { \"A B\" = \"x=y\", C = \"\" }\n"
+      "[log]\nlevel = \"trace\"\nformat = \"json\"\n",
+      env);
+  expect_round_trip(kBase + "[task]\ncommand = [\"/bin/echo\", \"\", \"tab\\there\"]\ntimeout = \"90m\"\n", env);
+}
+
+// ---- the shipped example ---------------------------------------------------------------
+
+TEST(ConfigExample, ShippedFileValidatesWithoutWarnings) {
+  std::string path = std::string(REDISGO_SOURCE_DIR) + "/config/redisgo_task.toml";
+  auto r = load_file(path, fake_env({}));
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_TRUE(r.warnings.empty()) << all_diagnostics(r);
+  const Config& c = *r.config;
+  EXPECT_EQ(c.redis.nodes, std::vector<std::string>{"127.0.0.1:6379"});
+  EXPECT_EQ(c.redis.key, "Redisgo_Task_Lock_key");
+  EXPECT_EQ(c.task.mode, Mode::kOneshot);
+  EXPECT_FALSE(c.task.command.empty());
+  // Every key of every section is present (commented-out alternatives aside).
+  std::string rendered = render_effective(c);
+  auto again = load(rendered, fake_env({}));
+  ASSERT_TRUE(again.config) << all_diagnostics(again);
+  again.config->source = c.source;
+  EXPECT_EQ(*again.config, c);
+}
+
+}  // namespace
