@@ -1,0 +1,194 @@
+// End-to-end Redlock tests: the real daemon over three real redis-servers (issue 4),
+// with nodes SIGSTOPped, killed and restarted empty while contenders run.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "support/redis_server.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+class TaskRedlock : public ::testing::Test {
+ protected:
+  TaskRedlock() {
+    for (int i = 0; i < 3; ++i) nodes_.push_back(std::make_unique<RedisServer>());
+  }
+  std::string config(ConfigSpec spec) {
+    std::string list;
+    for (const auto& n : nodes_) list += (list.empty() ? "\"" : ", \"") + n->address() + "\"";
+    spec.nodes = "nodes = [" + list + "]";
+    spec.key = test_key();
+    return dir_.write("task-" + std::to_string(++configs_) + ".toml", make_config(spec));
+  }
+  std::vector<std::string> task(const std::string& cfg, const std::string& script) {
+    return {"task", "--config", cfg, "--", "/bin/sh", "-c", script};
+  }
+
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+  TempDir dir_;
+  int configs_ = 0;
+};
+
+TEST_F(TaskRedlock, OneshotRunsWithAllNodesAndWithOneDown) {
+  auto cfg = config({});
+  auto r = run_task_binary(task(cfg, "echo token=$REDISGO_TASK_TOKEN"), 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  nodes_[2]->kill();
+  r = run_task_binary(task(cfg, "exit 5"), 10s);
+  EXPECT_EQ(r.code, 5) << r.err;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(nodes_[i]->cli({"EXISTS", test_key()}), "0") << "released on node " << i;
+}
+
+TEST_F(TaskRedlock, TwoOfThreeDownIsNoQuorum) {
+  ConfigSpec spec;
+  spec.extra_redis = "monitor_try_all = false\nretries_count = 2\n";
+  auto cfg = config(spec);
+  nodes_[1]->kill();
+  nodes_[2]->kill();
+  auto r = run_task_binary(task(cfg, "echo ran"), 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_EQ(r.out.find("ran"), std::string::npos);
+  EXPECT_EQ(nodes_[0]->cli({"EXISTS", test_key()}), "0") << "a failed quorum leaves nothing held";
+
+  // supervise keeps contending, and gets the lease once a quorum is back.
+  spec.mode = "supervise";
+  spec.extra_redis = "";
+  auto sup = config(spec);
+  std::string marks = dir_.path() + "/marks";
+  TaskProcess p(dir_.path(), "sup", task(sup, "echo up >> " + marks + "; exec sleep 60"));
+  ASSERT_TRUE(p.wait_for_log("acquire attempt", 10s)) << p.err();
+  EXPECT_TRUE(p.running());
+  EXPECT_EQ(read_file(marks), "");
+  nodes_[1]->start();
+  ASSERT_TRUE(wait_until([&] { return read_file(marks) == "up\n"; }, 10s)) << p.err();
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
+}
+
+TEST_F(TaskRedlock, LeaderLosingQuorumStopsItsChildBeforeTheDeadline) {
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "1500ms";
+  spec.cron = "300ms";
+  spec.kill_grace = "400ms";
+  spec.extra_task = "restart = \"always\"\nrestart_delay = \"100ms\"\n";
+  auto cfg = config(spec);
+  std::string pids = dir_.path() + "/pids";
+  TaskProcess p(dir_.path(), "leader", task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
+  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
+  ASSERT_TRUE(p.wait_for_log("lease renewed", 5s)) << p.err();
+  std::istringstream first(lines(read_file(pids))[0]);
+  pid_t child;
+  unsigned long long token;
+  first >> child >> token;
+
+  auto frozen_at = std::chrono::steady_clock::now();
+  nodes_[0]->pause();
+  nodes_[1]->pause();
+  ASSERT_TRUE(wait_until([&] { return !alive(child); }, 5s)) << p.err();
+  auto dead_after = std::chrono::steady_clock::now() - frozen_at;
+  EXPECT_LT(dead_after, 1500ms) << "the child must be dead before the lease could expire\n" << p.err();
+  std::cout << "child stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
+            << " ms after quorum was lost (TTL 1500 ms)\n";
+  std::this_thread::sleep_for(300ms);  // keep the quorum away a little longer (fault duration)
+  nodes_[0]->resume();
+  nodes_[1]->resume();
+  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
+  std::istringstream second(lines(read_file(pids))[1]);
+  pid_t child2;
+  unsigned long long token2;
+  second >> child2 >> token2;
+  EXPECT_GT(token2, token);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
+}
+
+TEST_F(TaskRedlock, FiveContendersStayExclusiveWhileNodesComeAndGo) {
+  // Short jobs from 5 oneshot contenders while, one at a time, a node is frozen,
+  // killed, or restarted empty (no sooner than one TTL after it went down).
+  ConfigSpec spec;
+  spec.expire = "1s";
+  spec.cron = "250ms";
+  spec.kill_grace = "300ms";
+  auto cfg = config(spec);
+  std::string log = dir_.path() + "/intervals.log";
+  std::string script = "echo \"start $(date +%s%N) $REDISGO_TASK_TOKEN\" >> " + log +
+                       "; sleep 0.1; echo \"end $(date +%s%N)\" >> " + log;
+  constexpr int kRounds = 3;
+  std::vector<std::unique_ptr<TaskProcess>> procs;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < 5; ++i) {
+      procs.push_back(std::make_unique<TaskProcess>(dir_.path(), "c" + std::to_string(round) + std::to_string(i),
+                                                    task(cfg, script)));
+    }
+    // A fault per round, on a different node each time.
+    RedisServer& node = *nodes_[static_cast<std::size_t>(round)];
+    switch (round) {
+      case 0:
+        node.pause();
+        std::this_thread::sleep_for(400ms);
+        node.resume();
+        break;
+      case 1:
+        node.kill();
+        std::this_thread::sleep_for(1100ms);  // down for more than one TTL
+        node.start();                         // back empty
+        break;
+      default:
+        node.stop();
+        std::this_thread::sleep_for(1100ms);
+        node.start();
+        break;
+    }
+  }
+  for (auto& p : procs) {
+    auto code = p->wait_for(60s);
+    ASSERT_TRUE(code.has_value()) << p->err();
+    EXPECT_EQ(*code, 0) << p->err();
+  }
+  auto events = lines(read_file(log));
+  ASSERT_EQ(events.size(), 2u * 5 * kRounds) << read_file(log);
+  std::vector<std::pair<long long, std::string>> timeline;
+  std::vector<std::pair<long long, unsigned long long>> starts;
+  for (const auto& e : events) {
+    std::istringstream in(e);
+    std::string kind;
+    long long t;
+    in >> kind >> t;
+    timeline.emplace_back(t, kind);
+    if (kind == "start") {
+      unsigned long long token;
+      in >> token;
+      starts.emplace_back(t, token);
+    }
+  }
+  std::sort(timeline.begin(), timeline.end());
+  for (std::size_t i = 0; i < timeline.size(); ++i) {
+    ASSERT_EQ(timeline[i].second, i % 2 == 0 ? "start" : "end") << "overlap at event " << i << "\n" << read_file(log);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (std::size_t i = 1; i < starts.size(); ++i) EXPECT_GT(starts[i].second, starts[i - 1].second) << i;
+}
+
+}  // namespace
