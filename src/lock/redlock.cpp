@@ -88,8 +88,7 @@ std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script
   using Status = NodeReply::Status;
   const std::size_t n = nodes_.size();
   std::vector<NodeReply> out(n);
-  std::vector<std::size_t> pending;
-  const auto deadline = steady_clock::now() + node_timeout_;
+  std::vector<std::pair<std::size_t, steady_clock::time_point>> pending;  // node, its deadline
   const auto now = clock_.now();
 
   auto fail = [&](std::size_t i, std::string error) {
@@ -112,7 +111,7 @@ std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script
       }
       try {
         node.conn.send_eval(script, keys, args);
-        pending.push_back(i);
+        pending.emplace_back(i, steady_clock::now() + node_timeout_);
       } catch (const std::exception& e) {
         fail(i, e.what());
       }
@@ -121,50 +120,55 @@ std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script
 
   std::vector<pollfd> fds;
   while (!pending.empty()) {
-    // A blocking reconnect above may have used up the round; still take one look (poll
-    // with timeout 0) at the replies that have arrived meanwhile before giving up.
-    const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(deadline - steady_clock::now()));
+    // Each node has node_timeout from its own send: a node sent after another node's
+    // blocking reconnect still gets its full time. Every node gets at least one look
+    // (a poll with timeout 0 when its time is already up) before it is given up.
+    auto earliest = pending.front().second;
+    for (const auto& p : pending) earliest = std::min(earliest, p.second);
+    const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(earliest - steady_clock::now()));
     fds.clear();
-    for (auto i : pending) fds.push_back(pollfd{nodes_[i].conn.fd(), POLLIN, 0});
+    for (const auto& p : pending) fds.push_back(pollfd{nodes_[p.first].conn.fd(), POLLIN, 0});
     int rc = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
     if (rc < 0) {
       if (errno == EINTR) continue;
       const std::string why = errno_message("poll", errno);
-      for (auto i : pending) fail(i, nodes_[i].conn.describe() + ": " + why);
+      for (const auto& p : pending) fail(p.first, nodes_[p.first].conn.describe() + ": " + why);
       pending.clear();
       break;
     }
-    std::vector<std::size_t> still;
+    const auto after = steady_clock::now();
+    std::vector<std::pair<std::size_t, steady_clock::time_point>> still;
     for (std::size_t k = 0; k < pending.size(); ++k) {
-      const std::size_t i = pending[k];
-      if (fds[k].revents == 0) {
-        still.push_back(i);
-        continue;
-      }
+      const std::size_t i = pending[k].first;
       Node& node = nodes_[i];
-      try {
-        auto reply = node.conn.read_reply();
-        if (!reply) {
-          still.push_back(i);  // partial reply, or NOSCRIPT re-sent as EVAL
+      if (fds[k].revents != 0) {
+        try {
+          auto reply = node.conn.read_reply();
+          if (reply) {
+            out[i].status = Status::kReply;
+            out[i].reply = std::move(*reply);
+            node_ok(node);
+            continue;
+          }
+          // Partial reply, or NOSCRIPT re-sent as EVAL: keep waiting (until its deadline).
+        } catch (const ReplyError& e) {
+          // The server answered (the connection is fine) but refused: a "no" vote,
+          // without the reconnect backoff meant for unreachable nodes.
+          out[i].status = Status::kFailed;
+          out[i].error = e.what();
+          continue;
+        } catch (const std::exception& e) {
+          fail(i, e.what());
           continue;
         }
-        out[i].status = Status::kReply;
-        out[i].reply = std::move(*reply);
-        node_ok(node);
-      } catch (const ReplyError& e) {
-        // The server answered (the connection is fine) but refused: a "no" vote, without
-        // the reconnect backoff meant for unreachable nodes.
-        out[i].status = Status::kFailed;
-        out[i].error = e.what();
-      } catch (const std::exception& e) {
-        fail(i, e.what());
+      }
+      if (pending[k].second <= after) {
+        fail(i, node.conn.describe() + ": no reply within " + std::to_string(node_timeout_.count()) + " ms");
+      } else {
+        still.push_back(pending[k]);
       }
     }
     pending.swap(still);
-    if (left == Millis(0)) break;
-  }
-  for (auto i : pending) {
-    fail(i, nodes_[i].conn.describe() + ": no reply within " + std::to_string(node_timeout_.count()) + " ms");
   }
   return out;
 }

@@ -4,8 +4,11 @@
 ///
 /// Every operation is one round: the script is sent to every node without waiting
 /// (Connection::send_eval), then all sockets are poll()ed together until each node has
-/// answered or node_timeout has passed since the round started. So one slow or hung node
-/// costs a round at most node_timeout, never the sum over nodes, and cannot eat the lease.
+/// answered or node_timeout has passed since its own send. So a slow or hung connected
+/// node costs a round at most node_timeout, not the sum over nodes, and cannot eat the
+/// lease. Connected nodes are sent to first; a node that must (re)connect does so
+/// synchronously, each blocking step bounded by node_timeout (its connect/io timeouts are
+/// capped to it), and only when its retry time has come.
 /// A node that throws, times out or cannot be reached is a "no" vote; its connection is
 /// dropped (a late reply must never be read as the answer to a later command) and it is
 /// left alone until its own retry time (LeaseOptions::node_retry_*), so while it is down

@@ -1,0 +1,279 @@
+// Quorum acquisition over three real redis-servers (issue 4): all nodes, one down, two
+// down; fencing across rotating majorities, and the naive per-node maximum that this
+// protocol exists to avoid; a hung (SIGSTOPped) node; dead and restarted nodes.
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lock/fencing.h"
+#include "lock/lease.h"
+#include "redis/connection.h"
+#include "redis/scripts.h"
+#include "support/redis_server.h"
+#include "util/clock.h"
+
+namespace redisgo::lock {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RedisServer;
+using testing::test_key;
+using testing::wait_until;
+
+redis::ConnectionOptions node(const RedisServer& s, Millis io_timeout = 1000ms) {
+  redis::ConnectionOptions o;
+  auto ep = redis::Endpoint::parse(s.address());
+  EXPECT_TRUE(ep) << s.address();
+  if (ep) o.endpoint = *ep;
+  o.connect_timeout = 1000ms;
+  o.io_timeout = io_timeout;
+  return o;
+}
+
+class LockRedlock : public ::testing::Test {
+ protected:
+  LeaseOptions options(const std::string& holder, const std::string& key = test_key()) {
+    LeaseOptions o;
+    for (auto& s : servers_) o.nodes.push_back(node(s));
+    o.key = key;
+    o.holder = holder;
+    o.ttl = 10s;
+    // Restarted nodes come back in tests within milliseconds; do not wait seconds.
+    o.node_retry_initial = 5ms;
+    o.node_retry_max = 20ms;
+    return o;
+  }
+  std::string get(std::size_t i, const std::string& key) { return servers_[i].cli({"GET", key}); }
+  std::string first_error(const std::vector<std::string>& errors) { return errors.empty() ? "" : errors.front(); }
+
+  std::array<RedisServer, 3> servers_;
+};
+
+TEST_F(LockRedlock, AcquiresWithAllNodes) {
+  auto a = make_redis_backend(options("holder-a"));
+  EXPECT_EQ(a->node_count(), 3);
+  EXPECT_EQ(a->quorum(), 2);
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired) << first_error(got.errors);
+  EXPECT_EQ(got.votes, 3);
+  ASSERT_EQ(got.node_tokens.size(), 3u);
+  EXPECT_EQ(got.token, quorum_token(got.node_tokens));
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(get(i, test_key()), "holder-a");
+    // Every granting node's counter was raised to the quorum's token.
+    EXPECT_EQ(get(i, "{" + test_key() + "}:fence"), std::to_string(got.token));
+  }
+  auto b = make_redis_backend(options("holder-b"));
+  auto busy = b->acquire();
+  EXPECT_FALSE(busy.acquired);
+  EXPECT_EQ(busy.holder, "holder-a");
+  EXPECT_GT(busy.holder_ttl_ms, 0);
+
+  auto r = a->renew();
+  EXPECT_TRUE(r.confirmed);
+  EXPECT_EQ(r.votes, 3);
+  EXPECT_EQ(a->release(), 3);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(servers_[i].cli({"EXISTS", test_key()}), "0");
+}
+
+TEST_F(LockRedlock, AcquiresWithOneNodeDown) {
+  servers_[2].stop();
+  auto a = make_redis_backend(options("holder-a"));
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired) << first_error(got.errors);
+  EXPECT_EQ(got.votes, 2);
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_NE(got.errors[0].find(servers_[2].address()), std::string::npos) << got.errors[0];
+  EXPECT_EQ(got.node_tokens[2], 0u);
+  auto r = a->renew();
+  EXPECT_TRUE(r.confirmed);
+  EXPECT_FALSE(r.lost);
+  EXPECT_EQ(a->release(), 2);
+}
+
+TEST_F(LockRedlock, FailsWithTwoOfThreeDownAndLeavesNothingHeld) {
+  servers_[1].stop();
+  servers_[2].stop();
+  auto a = make_redis_backend(options("holder-a"));
+  auto got = a->acquire();
+  EXPECT_FALSE(got.acquired);
+  EXPECT_EQ(got.votes, 1);  // node 0 granted, then the attempt was undone there
+  EXPECT_EQ(got.token, 0u);
+  EXPECT_EQ(got.errors.size(), 2u);
+  EXPECT_EQ(servers_[0].cli({"EXISTS", test_key()}), "0");
+  // Another holder can take it at once on the same single live node... and also fails
+  // for lack of a quorum, leaving nothing behind either.
+  auto b = make_redis_backend(options("holder-b"));
+  EXPECT_FALSE(b->acquire().acquired);
+  EXPECT_EQ(servers_[0].cli({"EXISTS", test_key()}), "0");
+}
+
+TEST_F(LockRedlock, LostWhenAMajorityNoLongerHoldsIt) {
+  auto a = make_redis_backend(options("holder-a"));
+  ASSERT_TRUE(a->acquire().acquired);
+  servers_[0].cli({"DEL", test_key()});
+  auto one = a->renew();  // one node lost it: a quorum still confirms
+  EXPECT_TRUE(one.confirmed);
+  EXPECT_FALSE(one.lost);
+  EXPECT_EQ(one.votes, 2);
+  servers_[1].cli({"SET", test_key(), "someone-else"});
+  auto two = a->renew();
+  EXPECT_FALSE(two.confirmed);
+  EXPECT_TRUE(two.lost);
+  EXPECT_EQ(get(1, test_key()), "someone-else");
+}
+
+// The naive protocol: SET NX + per-node INCR on each node, token = max of the replies,
+// and no raise. Returns 0 when it did not get a majority.
+std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const LeaseKeys& keys, const std::string& holder) {
+  std::uint64_t best = 0;
+  int votes = 0;
+  for (const auto* s : live) {
+    redis::Connection c(node(*s));
+    auto r = c.eval(redis::kAcquire, {keys.key, keys.fence}, {holder, "10000"});
+    if (r.size() >= 2 && r.element(0)->integer == 1) {
+      best = std::max(best, parse_token(std::string(r.element(1)->str, r.element(1)->len)).value_or(0));
+      ++votes;
+    }
+    c.eval(redis::kRelease, {keys.key, keys.channel}, {holder});
+  }
+  return votes >= 2 ? best : 0;
+}
+
+// Rotating majorities, one node stopped (and so emptied) at a time. Node 0's counters
+// start far above the TIME floor, as on a node that served many acquisitions or whose
+// clock ran ahead. The quorum that follows the one containing node 0 no longer contains
+// it: the naive max then falls back to the TIME floor, below the token already handed
+// out; the raise carries the high value through the node the two majorities share.
+TEST_F(LockRedlock, FencingTokensIncreaseAcrossRotatingMajorities) {
+  const auto ours_key = test_key("ours");
+  const auto naive_keys = LeaseKeys::derive(test_key("naive"));
+  const auto time = servers_[0].cli({"TIME"});  // "sec\nusec"
+  const auto nl = time.find('\n');
+  ASSERT_NE(nl, std::string::npos) << time;
+  const std::uint64_t now_us = std::stoull(time.substr(0, nl)) * 1000000 + std::stoull(time.substr(nl + 1));
+  const std::string high = std::to_string(now_us + 1000000000000ULL);  // ~11.6 days of µs ahead
+  servers_[0].cli({"SET", LeaseKeys::derive(ours_key).fence, high});
+  servers_[0].cli({"SET", naive_keys.fence, high});
+
+  auto a = make_redis_backend(options("holder-a", ours_key));
+  std::uint64_t last = 0, naive_last = 0;
+  bool naive_went_back = false, single_node_went_back = false;
+  for (int round = 0; round < 6; ++round) {
+    const std::size_t down = static_cast<std::size_t>(round + 2) % 3;  // 2, 0, 1, 2, 0, 1
+    servers_[down].stop();
+    Acquisition got;
+    ASSERT_TRUE(wait_until([&] { return (got = a->acquire()).acquired; }, 5s))
+        << "round " << round << ": " << first_error(got.errors);
+    EXPECT_EQ(got.votes, 2) << "round " << round;
+    EXPECT_GT(got.token, last) << "round " << round;
+    for (auto t : got.node_tokens) single_node_went_back |= (t != 0 && t <= last);
+    last = got.token;
+    EXPECT_EQ(a->release(), 2);
+
+    std::vector<const RedisServer*> live;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (i != down) live.push_back(&servers_[i]);
+    }
+    const auto naive = naive_acquire(live, naive_keys, "holder-naive");
+    ASSERT_GT(naive, 0u) << "round " << round;
+    naive_went_back |= naive <= naive_last;
+    naive_last = naive;
+    servers_[down].start();
+  }
+  EXPECT_GE(last, std::stoull(high));  // the high counter survived every rotation
+  EXPECT_TRUE(naive_went_back) << "the scenario did not exercise the cross-quorum case";
+  EXPECT_TRUE(single_node_went_back) << "some quorum never contained a node below the last token";
+}
+
+TEST_F(LockRedlock, HungNodeDuringAcquisitionCostsOnlyTheNodeTimeout) {
+  auto o = options("holder-a");
+  o.node_timeout = 200ms;
+  for (auto& n : o.nodes) n.io_timeout = 5000ms;  // the round, not io_timeout, bounds it
+  auto a = make_redis_backend(o);
+  ASSERT_TRUE(a->acquire().acquired);  // connect and load the scripts everywhere
+  ASSERT_EQ(a->release(), 3);
+
+  servers_[2].pause();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = a->acquire();
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  servers_[2].resume();
+  ASSERT_TRUE(got.acquired) << first_error(got.errors);
+  EXPECT_EQ(got.votes, 2);
+  EXPECT_LT(elapsed, 3s);  // far below the 5 s io_timeout; about the 200 ms round
+  ASSERT_EQ(got.errors.size(), 1u);
+  EXPECT_NE(got.errors[0].find("no reply within 200 ms"), std::string::npos) << got.errors[0];
+  EXPECT_GE(a->release(), 2);
+}
+
+TEST_F(LockRedlock, HungNodeBeforeFirstContactDoesNotBlockTheOthers) {
+  auto o = options("holder-a");
+  o.node_timeout = 200ms;
+  for (auto& n : o.nodes) n.io_timeout = 5000ms;
+  auto a = make_redis_backend(o);
+  servers_[1].pause();  // accepts TCP (kernel backlog) but never answers
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = a->acquire();
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  auto r = a->renew();  // the hung node is in its retry backoff now: skipped
+  servers_[1].resume();
+  ASSERT_TRUE(got.acquired) << first_error(got.errors);
+  EXPECT_EQ(got.votes, 2);
+  EXPECT_LT(elapsed, 3s);
+  EXPECT_TRUE(r.confirmed) << first_error(r.errors);
+  EXPECT_EQ(r.votes, 2);
+  EXPECT_GE(a->release(), 2);
+}
+
+TEST_F(LockRedlock, DeadNodeIsSkippedUntilItsRetryTimeThenRejoins) {
+  auto o = options("holder-a");
+  o.node_retry_initial = 60000ms;  // long enough that the second round surely skips it
+  o.node_retry_max = 60000ms;
+  auto a = make_redis_backend(o);
+  servers_[2].stop();
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired) << first_error(got.errors);
+  auto r = a->renew();
+  EXPECT_TRUE(r.confirmed);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("not retried"), std::string::npos) << r.errors[0];
+
+  // A backend with a short retry: once the node is back (empty), it answers "not ours"
+  // to renewals — which does not lose a lease that a quorum still confirms.
+  auto o2 = options("holder-a");
+  auto b = make_redis_backend(o2);
+  EXPECT_TRUE(b->renew().confirmed);  // node 2 still down
+  servers_[2].start();
+  Renewal r2;
+  ASSERT_TRUE(wait_until([&] { return (r2 = b->renew()).errors.empty(); }, 5s)) << first_error(r2.errors);
+  EXPECT_TRUE(r2.confirmed);
+  EXPECT_FALSE(r2.lost);
+  EXPECT_EQ(r2.votes, 2);
+  EXPECT_EQ(b->release(), 2);
+}
+
+TEST_F(LockRedlock, InspectReportsEveryNode) {
+  servers_[1].stop();
+  auto a = make_redis_backend(options("holder-a"));
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  auto views = a->inspect();
+  ASSERT_EQ(views.size(), 3u);
+  EXPECT_TRUE(views[0].reachable && views[0].held);
+  EXPECT_FALSE(views[1].reachable);
+  EXPECT_FALSE(views[1].error.empty());
+  EXPECT_TRUE(views[2].reachable && views[2].held);
+  EXPECT_EQ(views[2].holder, "holder-a");
+  EXPECT_EQ(views[0].token, got.token);
+  EXPECT_EQ(views[2].token, got.token);
+}
+
+}  // namespace
+}  // namespace redisgo::lock
