@@ -1054,7 +1054,12 @@ std::string render_effective(const Config& config) {
   std::ostringstream o;
   auto dur = [](Millis d) { return quote(format_duration(d)); };
   o << "# Effective configuration";
-  if (!config.source.empty()) o << " of " << config.source;
+  if (!config.source.empty()) {
+    // A comment ends at a newline; a path containing one must not break the TOML.
+    std::string src = config.source;
+    std::replace_if(src.begin(), src.end(), [](char c) { return c == '\n' || c == '\r'; }, '?');
+    o << " of " << src;
+  }
   o << " (defaults filled in, secrets masked)\n\n";
 
   o << "[redis]\n";
