@@ -1054,12 +1054,12 @@ std::string render_effective(const Config& config) {
   std::ostringstream o;
   auto dur = [](Millis d) { return quote(format_duration(d)); };
   o << "# Effective configuration";
-  if (!config.source.empty()) {
-    // A comment ends at a newline; a path containing one must not break the TOML.
-    std::string src = config.source;
-    std::replace_if(src.begin(), src.end(), [](char c) { return c == '\n' || c == '\r'; }, '?');
-    o << " of " << src;
-  }
+  // A comment ends at a newline; a path containing one must not break the TOML.
+  auto comment_safe = [](std::string text) {
+    std::replace_if(text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, '?');
+    return text;
+  };
+  if (!config.source.empty()) o << " of " << comment_safe(config.source);
   o << " (defaults filled in, secrets masked)\n\n";
 
   o << "[redis]\n";
@@ -1092,11 +1092,11 @@ std::string render_effective(const Config& config) {
       break;
     case PasswordSource::kEnv:
       o << "password_env = " << quote(r.password_origin) << "  # password = \"" << kMask << "\", from env "
-        << r.password_origin << "\n";
+        << comment_safe(r.password_origin) << "\n";
       break;
     case PasswordSource::kFile:
       o << "password_file = " << quote(r.password_origin) << "  # password = \"" << kMask << "\", from file "
-        << r.password_origin << "\n";
+        << comment_safe(r.password_origin) << "\n";
       break;
   }
   o << "db = " << r.db << "\n";
