@@ -943,13 +943,14 @@ class Loader {
       // goes out after cron, so if cron + kill_grace + drift reaches expire the child
       // could not be stopped in time when a renewal fails (and would be stopped even
       // when all goes well).
+      // The SIGKILL goes kill_margin() before the deadline, so that is part of it too.
       Millis drift(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
-                   r.drift_fixed.count());
+                   r.drift_fixed.count() + kill_margin(r.expire).count());
       Millis need = r.cron + c.task.kill_grace + drift;
       if (need >= r.expire) {
         std::string key = given("task.kill_grace") ? "task.kill_grace" : given("redis.cron") ? "redis.cron" : "redis.expire";
         error(where(key), key,
-              "expected redis.cron + task.kill_grace + drift allowance < redis.expire, found " +
+              "expected redis.cron + task.kill_grace + drift and kill margin < redis.expire, found " +
                   shown(r.cron, given("redis.cron"), "expire/3") + " + " +
                   shown(c.task.kill_grace, given("task.kill_grace"), "default") + " + " + format_duration(drift) +
                   " >= " + format_duration(r.expire) +
@@ -1186,5 +1187,7 @@ const char* to_string(Mode v) { return enum_name(kModes, v); }
 const char* to_string(Restart v) { return enum_name(kRestarts, v); }
 const char* to_string(LogLevel v) { return enum_name(kLevels, v); }
 const char* to_string(LogFormat v) { return enum_name(kFormats, v); }
+
+Millis kill_margin(Millis expire) { return std::clamp(expire / 20, Millis(5), Millis(100)); }
 
 }  // namespace redisgo::config

@@ -127,6 +127,10 @@ LoadResult load_string(const std::string& text, const std::string& source,
 /// "********" with where it came from noted in a comment. For `validate`.
 std::string render_effective(const Config& config);
 
+/// Time between the SIGKILL to the child's group and the local lease deadline: covers
+/// signal delivery and reaping. 1/20 of the TTL, at least 5 ms, at most 100 ms.
+Millis kill_margin(Millis expire);
+
 /// Name <-> value helpers shared with the CLI and logs.
 std::optional<int> parse_signal(const std::string& name);   ///< "SIGTERM", "TERM", "15"
 std::string signal_name(int sig);                            ///< "SIGTERM"

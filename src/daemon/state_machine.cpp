@@ -60,7 +60,7 @@ AfterExit after_exit(const ExitContext& c) {
   return {restart ? Kind::kRestart : Kind::kRecontend, 0, c.restart_delay};
 }
 
-Millis kill_margin(Millis ttl) { return std::clamp(ttl / 20, Millis(5), Millis(100)); }
+Millis kill_margin(Millis ttl) { return config::kill_margin(ttl); }
 
 StopSchedule stop_schedule(Clock::time_point deadline, Millis kill_grace, Millis ttl) {
   StopSchedule s;
