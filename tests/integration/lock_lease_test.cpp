@@ -253,14 +253,14 @@ TEST(LockLease, WrongTypeKeyIsAFailureNotAGrant) {
 
 TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
   RedisServer server;
-  auto opts = options(server, "holder-a", 300ms);
+  auto opts = options(server, "holder-a", 500ms);
   auto a = make_redis_backend(opts);
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(make_redis_backend(opts), 60ms, got.valid_until, wake);
-  // 15 renewals at 60 ms take ~3 TTLs; without them the key would be gone after one.
-  ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 15 || renewer.lost(); }, 10s));
+  Renewer renewer(make_redis_backend(opts), 50ms, got.valid_until, wake);
+  // 30 renewals at 50 ms take ~3 TTLs; without them the key would be gone after one.
+  ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 30 || renewer.lost(); }, 10s));
   EXPECT_FALSE(renewer.lost()) << renewer.lost_reason();
   EXPECT_EQ(server.cli({"GET", test_key()}), "holder-a");
   EXPECT_GT(renewer.valid_until(), got.valid_until);
