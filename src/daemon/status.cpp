@@ -1,33 +1,17 @@
 #include "daemon/status.h"
 
-#include <cstdio>
 #include <map>
 
 #include "daemon/daemon.h"
 #include "daemon/state_machine.h"
+#include "log/logging.h"
 #include "util/error.h"
 
 namespace redisgo::daemon {
 
 std::string json_quote(const std::string& s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
+  log::append_json_escaped(s, out);
   return out + "\"";
 }
 

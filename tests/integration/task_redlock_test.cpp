@@ -18,17 +18,6 @@ using namespace redisgo::testing;
 
 namespace {
 
-bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty()) out.push_back(l);
-  }
-  return out;
-}
-
 class TaskRedlock : public ::testing::Test {
  protected:
   TaskRedlock() {
@@ -96,17 +85,14 @@ TEST_F(TaskRedlock, LeaderLosingQuorumStopsItsChildBeforeTheDeadline) {
   auto cfg = config(spec);
   std::string pids = dir_.path() + "/pids";
   TaskProcess p(dir_.path(), "leader", task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
-  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
   ASSERT_TRUE(p.wait_for_log("lease renewed", 5s)) << p.err();
-  std::istringstream first(lines(read_file(pids))[0]);
-  pid_t child;
-  unsigned long long token;
-  first >> child >> token;
+  auto [child, token] = parse_child_record(split_lines(read_file(pids))[0]);
 
   auto frozen_at = std::chrono::steady_clock::now();
   nodes_[0]->pause();
   nodes_[1]->pause();
-  ASSERT_TRUE(wait_until([&] { return !alive(child); }, 5s)) << p.err();
+  ASSERT_TRUE(wait_until([&] { return !process_alive(child); }, 5s)) << p.err();
   auto dead_after = std::chrono::steady_clock::now() - frozen_at;
   EXPECT_LT(dead_after, 1500ms) << "the child must be dead before the lease could expire\n" << p.err();
   std::cout << "child stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
@@ -114,11 +100,8 @@ TEST_F(TaskRedlock, LeaderLosingQuorumStopsItsChildBeforeTheDeadline) {
   std::this_thread::sleep_for(300ms);  // keep the quorum away a little longer (fault duration)
   nodes_[0]->resume();
   nodes_[1]->resume();
-  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
-  std::istringstream second(lines(read_file(pids))[1]);
-  pid_t child2;
-  unsigned long long token2;
-  second >> child2 >> token2;
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
+  auto [child2, token2] = parse_child_record(split_lines(read_file(pids))[1]);
   EXPECT_GT(token2, token);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_for(10s), 0) << p.err();
@@ -133,8 +116,7 @@ TEST_F(TaskRedlock, FiveContendersStayExclusiveWhileNodesComeAndGo) {
   spec.kill_grace = "300ms";
   auto cfg = config(spec);
   std::string log = dir_.path() + "/intervals.log";
-  std::string script = "echo \"start $(date +%s%N) $REDISGO_TASK_TOKEN\" >> " + log +
-                       "; sleep 0.1; echo \"end $(date +%s%N)\" >> " + log;
+  std::string script = interval_job(log, "0.1");
   constexpr int kRounds = 3;
   std::vector<std::unique_ptr<TaskProcess>> procs;
   for (int round = 0; round < kRounds; ++round) {
@@ -167,28 +149,7 @@ TEST_F(TaskRedlock, FiveContendersStayExclusiveWhileNodesComeAndGo) {
     ASSERT_TRUE(code.has_value()) << p->err();
     EXPECT_EQ(*code, 0) << p->err();
   }
-  auto events = lines(read_file(log));
-  ASSERT_EQ(events.size(), 2u * 5 * kRounds) << read_file(log);
-  std::vector<std::pair<long long, std::string>> timeline;
-  std::vector<std::pair<long long, unsigned long long>> starts;
-  for (const auto& e : events) {
-    std::istringstream in(e);
-    std::string kind;
-    long long t;
-    in >> kind >> t;
-    timeline.emplace_back(t, kind);
-    if (kind == "start") {
-      unsigned long long token;
-      in >> token;
-      starts.emplace_back(t, token);
-    }
-  }
-  std::sort(timeline.begin(), timeline.end());
-  for (std::size_t i = 0; i < timeline.size(); ++i) {
-    ASSERT_EQ(timeline[i].second, i % 2 == 0 ? "start" : "end") << "overlap at event " << i << "\n" << read_file(log);
-  }
-  std::sort(starts.begin(), starts.end());
-  for (std::size_t i = 1; i < starts.size(); ++i) EXPECT_GT(starts[i].second, starts[i - 1].second) << i;
+  expect_exclusive_intervals(read_file(log), 5 * kRounds);
 }
 
 }  // namespace

@@ -21,17 +21,6 @@ using namespace redisgo::testing;
 
 namespace {
 
-bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty()) out.push_back(l);
-  }
-  return out;
-}
-
 class TaskRunner : public ::testing::Test {
  protected:
   std::string config(ConfigSpec spec) {
@@ -137,7 +126,7 @@ TEST_F(TaskRunner, ChildGetsItsEnvironmentAndNoInheritedFd) {
   EXPECT_NE(r.out.find("TARGET=s3://bucket\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("PWD=" + dir_.path() + "\n"), std::string::npos) << r.out;
   std::string token, holder, pgid, pid;
-  for (const auto& l : lines(r.out)) {
+  for (const auto& l : split_lines(r.out)) {
     if (l.rfind("TOKEN=", 0) == 0) token = l.substr(6);
     if (l.rfind("HOLDER=", 0) == 0) holder = l.substr(7);
     if (l.rfind("PGID=", 0) == 0) pgid = l.substr(5);
@@ -155,7 +144,7 @@ TEST_F(TaskRunner, ChildInheritsNoFdBeyondStdio) {
   auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/ls", "-l", "/proc/self/fd/"}, 10s);
   ASSERT_EQ(r.code, 0) << r.err;
   std::vector<std::string> fds;
-  for (const auto& l : lines(r.out)) {
+  for (const auto& l : split_lines(r.out)) {
     auto arrow = l.find(" -> ");
     if (arrow == std::string::npos) continue;
     auto name_start = l.rfind(' ', arrow - 1) + 1;
@@ -182,9 +171,7 @@ TEST_F(TaskRunner, ShellStringCommandFromConfig) {
 TEST_F(TaskRunner, FiveContendersNeverOverlapAndTokensIncrease) {
   auto cfg = config({});
   std::string log = dir_.path() + "/intervals.log";
-  // Each child appends "start <ns> <token>" and "end <ns>" (small O_APPEND writes are atomic).
-  std::string script = "echo \"start $(date +%s%N) $REDISGO_TASK_TOKEN\" >> " + log +
-                       "; sleep 0.15; echo \"end $(date +%s%N)\" >> " + log;
+  std::string script = interval_job(log, "0.15");
   std::vector<std::unique_ptr<TaskProcess>> procs;
   for (int i = 0; i < 5; ++i) {
     procs.push_back(std::make_unique<TaskProcess>(dir_.path(), "c" + std::to_string(i), task(cfg, script)));
@@ -194,28 +181,7 @@ TEST_F(TaskRunner, FiveContendersNeverOverlapAndTokensIncrease) {
     ASSERT_TRUE(code.has_value()) << p->err();
     EXPECT_EQ(*code, 0) << p->err();
   }
-  auto events = lines(read_file(log));
-  ASSERT_EQ(events.size(), 10u) << read_file(log);
-  // Strictly alternating start/end in time order means no two intervals overlap.
-  std::vector<std::pair<long long, std::string>> timeline;
-  std::vector<unsigned long long> tokens;
-  for (const auto& e : events) {
-    std::istringstream in(e);
-    std::string kind;
-    long long t;
-    in >> kind >> t;
-    timeline.emplace_back(t, kind);
-    if (kind == "start") {
-      unsigned long long token;
-      in >> token;
-      tokens.push_back(token);
-    }
-  }
-  std::sort(timeline.begin(), timeline.end());
-  for (std::size_t i = 0; i < timeline.size(); ++i) {
-    EXPECT_EQ(timeline[i].second, i % 2 == 0 ? "start" : "end") << "overlap at event " << i << "\n" << read_file(log);
-  }
-  for (std::size_t i = 1; i < tokens.size(); ++i) EXPECT_GT(tokens[i], tokens[i - 1]);
+  expect_exclusive_intervals(read_file(log), 5);
 }
 
 TEST_F(TaskRunner, StandbyIsWokenByTheReleaseNotAFallbackPoll) {
@@ -309,32 +275,26 @@ TEST_F(TaskRunner, KilledLeaderTakesItsChildAlongAndAStandbyTakesOver) {
   std::string pids = dir_.path() + "/pids";
   std::string script = "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60";
   TaskProcess a(dir_.path(), "a", task(cfg, script));
-  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 1; }, 10s)) << a.err();
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << a.err();
   TaskProcess b(dir_.path(), "b", task(cfg, script));
   ASSERT_TRUE(b.wait_for_log("lease busy", 10s)) << b.err();
-  std::istringstream first(lines(read_file(pids))[0]);
-  pid_t child_a;
-  unsigned long long token_a;
-  first >> child_a >> token_a;
-  ASSERT_TRUE(alive(child_a));
+  auto [child_a, token_a] = parse_child_record(split_lines(read_file(pids))[0]);
+  ASSERT_TRUE(process_alive(child_a));
 
   auto t0 = std::chrono::steady_clock::now();
   a.signal(SIGKILL);
-  EXPECT_TRUE(wait_until([&] { return !alive(child_a); }, 5s)) << "PDEATHSIG took the child along";
-  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
+  EXPECT_TRUE(wait_until([&] { return !process_alive(child_a); }, 5s)) << "PDEATHSIG took the child along";
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
   auto takeover = std::chrono::steady_clock::now() - t0;
   // SPEC invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus scheduling slack.
   EXPECT_LT(takeover, 2500ms);
   std::cout << "takeover after SIGKILL of the leader: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms\n";
-  std::istringstream second(lines(read_file(pids))[1]);
-  pid_t child_b;
-  unsigned long long token_b;
-  second >> child_b >> token_b;
+  auto [child_b, token_b] = parse_child_record(split_lines(read_file(pids))[1]);
   EXPECT_GT(token_b, token_a);
   b.signal(SIGTERM);
   EXPECT_EQ(b.wait_for(10s), 0) << b.err();
-  EXPECT_FALSE(alive(child_b));
+  EXPECT_FALSE(process_alive(child_b));
 }
 
 TEST_F(TaskRunner, RedisPausedPastTheTtlStopsTheChildBeforeTheDeadline) {
@@ -347,17 +307,14 @@ TEST_F(TaskRunner, RedisPausedPastTheTtlStopsTheChildBeforeTheDeadline) {
   auto cfg = config(spec);
   std::string pids = dir_.path() + "/pids";
   TaskProcess p(dir_.path(), "leader", task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
-  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
-  std::istringstream first(lines(read_file(pids))[0]);
-  pid_t child;
-  unsigned long long token;
-  first >> child >> token;
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
+  auto [child, token] = parse_child_record(split_lines(read_file(pids))[0]);
   // Let at least one renewal happen so the test covers a renewed lease.
   ASSERT_TRUE(p.wait_for_log("lease renewed", 5s)) << p.err();
 
   auto paused_at = std::chrono::steady_clock::now();
   redis_.pause();
-  ASSERT_TRUE(wait_until([&] { return !alive(child); }, 5s)) << p.err();
+  ASSERT_TRUE(wait_until([&] { return !process_alive(child); }, 5s)) << p.err();
   auto dead_after = std::chrono::steady_clock::now() - paused_at;
   // The last renewal Redis confirmed was sent before the pause, so the lease on Redis
   // ends no earlier than that + expire; the child must be dead before then.
@@ -366,11 +323,8 @@ TEST_F(TaskRunner, RedisPausedPastTheTtlStopsTheChildBeforeTheDeadline) {
             << " ms after Redis froze (TTL 1500 ms)\n";
   std::this_thread::sleep_for(500ms);  // hold Redis frozen past the TTL (fault duration, not synchronisation)
   redis_.resume();
-  ASSERT_TRUE(wait_until([&] { return lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
-  std::istringstream second(lines(read_file(pids))[1]);
-  pid_t child2;
-  unsigned long long token2;
-  second >> child2 >> token2;
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
+  auto [child2, token2] = parse_child_record(split_lines(read_file(pids))[1]);
   EXPECT_GT(token2, token);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_for(10s), 0) << p.err();

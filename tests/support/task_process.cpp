@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -114,6 +117,54 @@ RunResult run_task_binary(const std::vector<std::string>& args, std::chrono::mil
   r.out = p.out();
   r.err = p.err();
   return r;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty()) out.push_back(l);
+  }
+  return out;
+}
+
+bool process_alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+ChildRecord parse_child_record(const std::string& line) {
+  ChildRecord r;
+  std::istringstream in(line);
+  in >> r.pid >> r.token;
+  return r;
+}
+
+std::string interval_job(const std::string& log, const std::string& seconds) {
+  return "echo \"start $(date +%s%N) $REDISGO_TASK_TOKEN\" >> " + log + "; sleep " + seconds +
+         "; echo \"end $(date +%s%N)\" >> " + log;
+}
+
+void expect_exclusive_intervals(const std::string& log_text, std::size_t jobs) {
+  auto events = split_lines(log_text);
+  ASSERT_EQ(events.size(), 2 * jobs) << log_text;
+  std::vector<std::pair<long long, std::string>> timeline;
+  std::vector<std::pair<long long, unsigned long long>> starts;
+  for (const auto& e : events) {
+    std::istringstream in(e);
+    std::string kind;
+    long long t = 0;
+    in >> kind >> t;
+    timeline.emplace_back(t, kind);
+    if (kind == "start") {
+      unsigned long long token = 0;
+      in >> token;
+      starts.emplace_back(t, token);
+    }
+  }
+  std::sort(timeline.begin(), timeline.end());
+  for (std::size_t i = 0; i < timeline.size(); ++i) {
+    ASSERT_EQ(timeline[i].second, i % 2 == 0 ? "start" : "end") << "overlap at event " << i << "\n" << log_text;
+  }
+  std::sort(starts.begin(), starts.end());
+  for (std::size_t i = 1; i < starts.size(); ++i) EXPECT_GT(starts[i].second, starts[i - 1].second) << log_text;
 }
 
 std::string make_config(const ConfigSpec& spec) {

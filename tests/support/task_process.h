@@ -65,4 +65,26 @@ std::string make_config(const ConfigSpec& spec);
 /// Reads a whole file ("" if missing).
 std::string read_file(const std::string& path);
 
+/// Non-empty lines of `text`.
+std::vector<std::string> split_lines(const std::string& text);
+
+/// kill(pid, 0) succeeds.
+bool process_alive(pid_t pid);
+
+/// A line "<pid> <token>" that a child wrote about itself.
+struct ChildRecord {
+  pid_t pid = -1;
+  unsigned long long token = 0;
+};
+ChildRecord parse_child_record(const std::string& line);
+
+/// Shell snippet for a job that logs its interval: appends "start <ns> <token>" to `log`,
+/// sleeps `seconds`, appends "end <ns>" (small O_APPEND writes are atomic).
+std::string interval_job(const std::string& log, const std::string& seconds);
+
+/// Checks an interval_job() log: `jobs` intervals, no two overlapping (start/end strictly
+/// alternate in time order), and tokens strictly increasing in start order. Reports
+/// failures through GoogleTest.
+void expect_exclusive_intervals(const std::string& log_text, std::size_t jobs);
+
 }  // namespace redisgo::testing
