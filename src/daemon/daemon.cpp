@@ -275,6 +275,11 @@ bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& chi
   spawn.argv = cfg_.task.command;
   spawn.workdir = cfg_.task.workdir;
   spawn.env = cfg_.task.env;
+  // systemd's notify and watchdog variables address the daemon, the unit's main process.
+  // A child that speaks sd_notify would otherwise report READY/STATUS/WATCHDOG as if it
+  // were the service (NotifyAccess=all lets it; under NotifyAccess=main systemd logs a
+  // rejection for each), and with WATCHDOG_PID absent it would even feed the watchdog.
+  spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
   spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
   spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(token);
   spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;

@@ -49,13 +49,15 @@ struct Plan {
   int death_signal = 0;
 };
 
-std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
+std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides,
+                                            const std::vector<std::string>& unset) {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     auto eq = entry.find('=');
     std::string name(entry.substr(0, eq));
     if (overrides.count(name) != 0) continue;
+    if (std::find(unset.begin(), unset.end(), name) != unset.end()) continue;
     env.emplace_back(entry);
   }
   for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
@@ -105,7 +107,7 @@ Plan make_plan(const SpawnOptions& options) {
   }
   Plan plan;
   plan.argv_storage = options.argv;
-  plan.env_storage = merged_environment(options.env);
+  plan.env_storage = merged_environment(options.env, options.unset_env);
   plan.workdir = options.workdir;
   plan.death_signal = options.death_signal;
 

@@ -38,6 +38,9 @@ struct SpawnOptions {
   std::vector<std::string> argv;
   std::string workdir;                         ///< empty = inherit the daemon's
   std::map<std::string, std::string> env;      ///< added to (overriding) the daemon's environment
+  /// Names removed from the daemon's environment (before `env` is applied): variables
+  /// addressed to the daemon itself, such as systemd's NOTIFY_SOCKET.
+  std::vector<std::string> unset_env;
   /// Signal the child gets when the daemon dies (PR_SET_PDEATHSIG). 0 = none.
   int death_signal = 9;                        // SIGKILL
 };
