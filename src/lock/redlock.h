@@ -9,6 +9,13 @@
 /// lease. Connected nodes are sent to first; a node that must (re)connect does so
 /// synchronously, each blocking step bounded by node_timeout (its connect/io timeouts are
 /// capped to it), and only when its retry time has come.
+///
+/// A node that comes back empty (restarted without persistence) cannot break exclusion
+/// if it returns no sooner than one TTL after it went down: by then every lease it had
+/// granted has expired on the clock of every holder too (validity subtracts the drift),
+/// so granting again is what it would have done anyway. Sooner, it could give a second
+/// holder a quorum; that restart delay is the operator's side of the Redlock contract.
+/// Its fence counter restarts from its TIME floor (lock/fencing.h).
 /// A node that throws, times out or cannot be reached is a "no" vote; its connection is
 /// dropped (a late reply must never be read as the answer to a later command) and it is
 /// left alone until its own retry time (LeaseOptions::node_retry_*), so while it is down
