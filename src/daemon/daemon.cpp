@@ -87,7 +87,7 @@ class Runner {
   // --- leading ---
   std::optional<int> lead(const lock::Acquisition& acquired);
   bool spawn_child(std::uint64_t token, std::optional<process::Child>& child, int& spawn_failure);
-  void release();
+  void log_release(int released);
   // --- shared ---
   /// Reads pending signals. TERM/INT set stop_requested_; others are returned for forwarding.
   std::vector<int> read_signals();
@@ -157,7 +157,10 @@ bool Runner::interruptible_sleep(Millis delay) {
 }
 
 int Runner::run() {
-  backend_ = lock::make_redis_backend(lease_opts_, clock_);
+  // Only the main loop's acquisitions watch the signalfd: a stop must not wait on a hung node.
+  lock::LeaseOptions main_opts = lease_opts_;
+  main_opts.cancel_fd = signals_.fd();
+  backend_ = lock::make_redis_backend(main_opts, clock_);
   std::uint64_t seed;
   if (::getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<std::uint64_t>(::getpid());
   backoff_ = backoff::make(cfg_.backoff, seed);
@@ -183,7 +186,7 @@ void Runner::ensure_subscribed() {
   for (auto& s : subscriptions_) {
     if (s->subscriber.active() || now < s->retry_at) continue;
     try {
-      s->subscriber.subscribe(keys_.channel);
+      s->subscriber.subscribe(keys_.channel, signals_.fd());
       s->retry_delay = kResubscribeMin;
       log_->debug("subscribed to {} on {}", keys_.channel, s->node);
     } catch (const Error& e) {
@@ -298,12 +301,14 @@ bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& chi
   return false;
 }
 
-void Runner::release() {
-  int released = backend_->release();
-  if (released < backend_->node_count()) {
-    log_->warn("release reached {} of {} node(s); the rest expire by their TTL", released, backend_->node_count());
+void Runner::log_release(int released) {
+  // release() counts the nodes where a lease of ours was deleted; elsewhere it had
+  // expired, was taken, or the node did not answer (then it expires by its TTL).
+  if (released > 0) {
+    log_->info("released key={} on {} of {} node(s)", cfg_.redis.key, released, backend_->node_count());
   } else {
-    log_->info("released key={}", cfg_.redis.key);
+    log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
+               cfg_.redis.key);
   }
 }
 
@@ -439,10 +444,8 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   }
 
   if (child && child->running()) child->terminate_group(SIGKILL, Millis(0));  // never outlive the lease phase
-  bool lost = renewer->lost();
-  renewer->stop();
-  if (lost) log_->warn("lease lost: {}", renewer->lost_reason());
-  release();
+  if (renewer->lost()) log_->warn("lease lost: {}", renewer->lost_reason());
+  log_release(renewer->stop_and_release());
   if (outcome->kind == AfterExit::Kind::kExit) return outcome->exit_code;
   notifier_.status("standby");
   log_->info("contending again in {}", format_duration(outcome->delay));

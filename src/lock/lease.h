@@ -44,6 +44,10 @@ struct LeaseOptions {
   /// renewals nothing. Release and inspect still try every node.
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
+  /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
+  /// signalfd, so SIGTERM ends a wait on a hung node at once). -1 = none. Renew, release
+  /// and inspect ignore it: they must finish.
+  int cancel_fd = -1;
 };
 
 /// Outcome of one acquisition attempt.

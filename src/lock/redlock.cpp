@@ -84,7 +84,8 @@ void RedlockBackend::node_ok(Node& node) noexcept {
 std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script& script,
                                                              const std::vector<std::string>& keys,
                                                              const std::vector<std::string>& args,
-                                                             const std::vector<bool>* only, bool respect_backoff) {
+                                                             const std::vector<bool>* only, bool respect_backoff,
+                                                             bool cancellable) {
   using Status = NodeReply::Status;
   const std::size_t n = nodes_.size();
   std::vector<NodeReply> out(n);
@@ -128,7 +129,19 @@ std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script
     const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(earliest - steady_clock::now()));
     fds.clear();
     for (const auto& p : pending) fds.push_back(pollfd{nodes_[p.first].conn.fd(), POLLIN, 0});
+    const bool watch_cancel = cancellable && options_.cancel_fd >= 0;
+    if (watch_cancel) fds.push_back(pollfd{options_.cancel_fd, POLLIN, 0});
     int rc = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
+    if (rc > 0 && watch_cancel && fds.back().revents != 0) {
+      // A stop was requested: a waiter must not hang on a slow node (SPEC: within 100 ms).
+      for (const auto& p : pending) {
+        nodes_[p.first].conn.disconnect();  // its reply would be misread later
+        out[p.first].status = Status::kFailed;
+        out[p.first].error = nodes_[p.first].conn.describe() + ": cancelled";
+      }
+      pending.clear();
+      break;
+    }
     if (rc < 0) {
       if (errno == EINTR) continue;
       const std::string why = errno_message("poll", errno);
@@ -179,7 +192,8 @@ Acquisition RedlockBackend::acquire() {
   const std::size_t n = nodes_.size();
   a.node_tokens.assign(n, 0);
   const auto start = clock_.now();
-  auto replies = round(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_}, nullptr, true);
+  auto replies =
+      round(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_}, nullptr, true, true);
 
   for (std::size_t i = 0; i < n; ++i) {
     const auto& r = replies[i];
@@ -221,7 +235,7 @@ Acquisition RedlockBackend::acquire() {
     for (std::size_t i = 0; i < n; ++i) at_token += (a.node_tokens[i] == token) ? 1 : 0;
     if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
       auto raised = round(redis::kRaiseFence, {keys_.key, keys_.fence}, {options_.holder, std::to_string(token)},
-                          &raise, true);
+                          &raise, true, true);
       for (std::size_t i = 0; i < n; ++i) {
         if (!raise[i]) continue;
         const auto& r = raised[i];
@@ -259,7 +273,9 @@ Acquisition RedlockBackend::acquire() {
     for (std::size_t i = 0; i < n; ++i) {
       if (replies[i].status == Status::kReply && as_integer(element(replies[i].reply, 0)) == 0) undo[i] = false;
     }
-    release_on(&undo);
+    // Cancellable: on a stop request a hung node is not waited for; what this attempt may
+    // have set there expires by its TTL, and no child was started under it.
+    release_on(&undo, true);
     a.token = 0;
     a.valid_until = {};
     return a;
@@ -301,9 +317,9 @@ Renewal RedlockBackend::renew() {
   return rn;
 }
 
-int RedlockBackend::release_on(const std::vector<bool>* only) noexcept {
+int RedlockBackend::release_on(const std::vector<bool>* only, bool cancellable) noexcept {
   try {
-    auto replies = round(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, only, false);
+    auto replies = round(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, only, false, cancellable);
     int released = 0;
     for (const auto& r : replies) {
       if (r.status == NodeReply::Status::kReply && r.reply.is_integer() && r.reply.integer() == 1) ++released;

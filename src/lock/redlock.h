@@ -74,15 +74,17 @@ class RedlockBackend final : public LeaseBackend {
 
   /// Runs `script` on the nodes selected by `only` (all when null), in parallel.
   /// `respect_backoff`: skip nodes before their retry time (acquire/renew); release and
-  /// inspect try every node. Never throws for a node's failure.
+  /// inspect try every node. Never throws for a node's failure. `cancellable`: stop waiting
+  /// as soon as LeaseOptions::cancel_fd is readable (the nodes still pending are dropped
+  /// and count as "no", without a retry backoff).
   std::vector<NodeReply> round(const redis::Script& script, const std::vector<std::string>& keys,
                                const std::vector<std::string>& args, const std::vector<bool>* only,
-                               bool respect_backoff);
+                               bool respect_backoff, bool cancellable = false);
   void node_failed(Node& node, std::string error) noexcept;
   void node_ok(Node& node) noexcept;
   /// Release on the selected nodes (all when null), ignoring their retry backoff;
   /// returns how many deleted a key that was ours.
-  int release_on(const std::vector<bool>* only) noexcept;
+  int release_on(const std::vector<bool>* only, bool cancellable = false) noexcept;
 
   LeaseOptions options_;
   const Clock& clock_;

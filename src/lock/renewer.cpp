@@ -53,6 +53,11 @@ void Renewer::stop() noexcept {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+int Renewer::stop_and_release() noexcept {
+  stop();
+  return backend_->release();
+}
+
 void Renewer::run() {
   // The waits are real time (condition_variable); the deadline is on clock_, which only
   // differs from real time in tests (FakeClock) and across a suspend (boot time).

@@ -35,6 +35,10 @@ class Renewer {
   std::uint64_t renewals() const noexcept { return renewals_.load(); }
   /// Stops renewing (idempotent) and joins. Does not release.
   void stop() noexcept;
+  /// stop(), then release the lease through the renewer's own connections: they were in
+  /// use every interval, so they are the least likely to have gone stale while the child
+  /// ran. Returns LeaseBackend::release()'s count. Never throws.
+  int stop_and_release() noexcept;
 
  private:
   void run();

@@ -283,6 +283,7 @@ void Connection::disconnect() noexcept {
   ctx_.reset();
   pending_ = false;
   pending_retried_ = false;
+  pending_script_load_ = false;
 }
 
 void Connection::ensure_connected() {
@@ -297,6 +298,7 @@ void Connection::fail(int err, Millis timeout) {
   ContextPtr dead = std::move(ctx_);
   pending_ = false;
   pending_retried_ = false;
+  pending_script_load_ = false;
   detail::throw_context_error(dead.get(), err, describe(), timeout);
 }
 
@@ -352,39 +354,57 @@ void Connection::append_and_flush(const std::vector<std::string>& argv) {
 void Connection::send_eval(const Script& script, const std::vector<std::string>& keys,
                            const std::vector<std::string>& args) {
   ensure_connected();
-  // Once per connection object: a synchronous SCRIPT LOAD (the issue wants scripts loaded
-  // and run by SHA). Later sends go straight out.
-  std::string sha = script_sha(script.source);
   pending_source_.assign(script.source);
   pending_keys_ = keys;
   pending_args_ = args;
   pending_retried_ = false;
-  append_and_flush(eval_argv("EVALSHA", sha, keys, args));
+  pending_script_load_ = false;
+  if (auto it = sha_by_source_.find(script.source); it != sha_by_source_.end()) {
+    append_and_flush(eval_argv("EVALSHA", it->second, keys, args));
+  } else {
+    // First use on this connection: SCRIPT LOAD (to learn the SHA for later EVALSHA) and
+    // EVAL go out together, so this call never waits for a reply: the caller's poll()
+    // stays the only place that waits, and it can be cancelled there.
+    pending_script_load_ = true;
+    append_and_flush({"SCRIPT", "LOAD", pending_source_});
+    append_and_flush(eval_argv("EVAL", pending_source_, keys, args));
+  }
   pending_ = true;
 }
 
 std::optional<Reply> Connection::read_reply() {
   if (!pending_ || !ctx_) throw Error(describe() + ": read_reply() without a send_eval() in flight");
-  void* raw = nullptr;
-  errno = 0;
-  if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) fail(errno, options_.io_timeout);
-  if (!raw) {
-    // Exactly one read(): the caller saw POLLIN, so it returns at once.
+  bool read_once = false;
+  for (;;) {
+    void* raw = nullptr;
     errno = 0;
-    if (redisBufferRead(ctx_.get()) != REDIS_OK) fail(errno, options_.io_timeout);
     if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) fail(errno, options_.io_timeout);
-    if (!raw) return std::nullopt;
+    if (!raw) {
+      // At most one read(): the caller saw POLLIN, so it returns at once.
+      if (read_once) return std::nullopt;
+      read_once = true;
+      errno = 0;
+      if (redisBufferRead(ctx_.get()) != REDIS_OK) fail(errno, options_.io_timeout);
+      continue;
+    }
+    ReplyPtr r(static_cast<redisReply*>(raw));
+    if (pending_script_load_) {
+      // The SCRIPT LOAD sent with the first EVAL: remember the SHA; an error here is not
+      // fatal (the EVAL that follows still runs the script).
+      pending_script_load_ = false;
+      if (r->type == REDIS_REPLY_STRING) sha_by_source_.emplace(pending_source_, reply_text(r.get()));
+      continue;
+    }
+    if (is_noscript(r) && !pending_retried_) {
+      // Restarted or flushed server: send the source once; the caller keeps polling.
+      pending_retried_ = true;
+      append_and_flush(eval_argv("EVAL", pending_source_, pending_keys_, pending_args_));
+      return std::nullopt;
+    }
+    pending_ = false;
+    if (is_error(r)) throw ReplyError(describe() + ": " + reply_text(r.get()));
+    return Reply(std::move(r));
   }
-  ReplyPtr r(static_cast<redisReply*>(raw));
-  if (is_noscript(r) && !pending_retried_) {
-    // Restarted or flushed server: send the source once; the caller keeps polling.
-    pending_retried_ = true;
-    append_and_flush(eval_argv("EVAL", pending_source_, pending_keys_, pending_args_));
-    return std::nullopt;
-  }
-  pending_ = false;
-  if (is_error(r)) throw ReplyError(describe() + ": " + reply_text(r.get()));
-  return Reply(std::move(r));
 }
 
 }  // namespace redisgo::redis

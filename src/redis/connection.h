@@ -158,6 +158,7 @@ class Connection {
   // source is copied: the caller's Script may be a temporary.
   bool pending_ = false;
   bool pending_retried_ = false;
+  bool pending_script_load_ = false;  // a SCRIPT LOAD reply comes before the EVAL's
   std::string pending_source_;
   std::vector<std::string> pending_keys_, pending_args_;
 };

@@ -1,10 +1,13 @@
 #include "redis/subscriber.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "util/error.h"
 
@@ -30,15 +33,50 @@ constexpr int kMaxReadsPerDrain = 64;
 
 Subscriber::Subscriber(ConnectionOptions options) : options_(std::move(options)) {}
 
-void Subscriber::subscribe(const std::string& channel) {
+void Subscriber::subscribe(const std::string& channel, int cancel_fd) {
   close();
   const std::string who = detail::describe(options_.endpoint);
   ContextPtr c = detail::open_context(options_);
-  // Blocking, bounded by io_timeout: wait for the confirmation, so a PUBLISH after
-  // subscribe() returns is guaranteed to reach us.
-  int err = 0;
-  ReplyPtr r = detail::run_argv(c.get(), {"SUBSCRIBE", channel}, &err);
-  if (!r) detail::throw_context_error(c.get(), err, who, options_.io_timeout);
+  // Send, then wait for the confirmation in poll() (bounded by io_timeout) so a stop
+  // request can end the wait on a hung server.
+  {
+    std::vector<const char*> argv{"SUBSCRIBE", channel.c_str()};
+    std::vector<size_t> lens{9, channel.size()};
+    detail::SigpipeGuard guard;
+    errno = 0;
+    if (redisAppendCommandArgv(c.get(), 2, argv.data(), lens.data()) != REDIS_OK) {
+      detail::throw_context_error(c.get(), errno, who, options_.io_timeout);
+    }
+    int done = 0;
+    while (!done) {
+      errno = 0;
+      if (redisBufferWrite(c.get(), &done) != REDIS_OK) detail::throw_context_error(c.get(), errno, who, options_.io_timeout);
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options_.io_timeout;
+  ReplyPtr r;
+  while (!r) {
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(c.get(), &raw) != REDIS_OK) detail::throw_context_error(c.get(), errno, who, options_.io_timeout);
+    if (raw) {
+      r.reset(static_cast<redisReply*>(raw));
+      break;
+    }
+    pollfd fds[2] = {{c->fd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    auto left = std::chrono::ceil<Millis>(deadline - std::chrono::steady_clock::now());
+    if (options_.io_timeout > Millis(0) && left <= Millis(0)) {
+      throw TimeoutError(who + ": no SUBSCRIBE confirmation within " + std::to_string(options_.io_timeout.count()) + "ms");
+    }
+    int timeout = options_.io_timeout > Millis(0) ? static_cast<int>(left.count()) : -1;
+    int rc = ::poll(fds, cancel_fd >= 0 ? 2 : 1, timeout);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) throw_errno(who + ": poll", errno);
+    if (cancel_fd >= 0 && fds[1].revents != 0) throw Error(who + ": SUBSCRIBE cancelled");
+    if (fds[0].revents != 0) {
+      errno = 0;
+      if (redisBufferRead(c.get()) != REDIS_OK) detail::throw_context_error(c.get(), errno, who, options_.io_timeout);
+    }
+  }
   if (r->type == REDIS_REPLY_ERROR) {
     throw ReplyError(who + ": SUBSCRIBE failed: " + std::string(r->str, r->len));
   }

@@ -12,8 +12,10 @@ namespace redisgo::redis {
 class Subscriber {
  public:
   explicit Subscriber(ConnectionOptions options);
-  /// Connects (AUTH as configured) and SUBSCRIBEs; waits for the confirmation. Throws.
-  void subscribe(const std::string& channel);
+  /// Connects (AUTH as configured) and SUBSCRIBEs; waits for the confirmation (up to
+  /// io_timeout), so a PUBLISH after it returns reaches us. Throws. When `cancel_fd` is
+  /// given and becomes readable, the wait ends at once with an Error ("cancelled").
+  void subscribe(const std::string& channel, int cancel_fd = -1);
   /// True when subscribed and the connection is healthy.
   bool active() const noexcept;
   /// The socket to poll for POLLIN, or -1.

@@ -262,6 +262,31 @@ TEST_F(TaskRunner, StopWhileWaitingEndsTheWaitAtOnce) {
   EXPECT_EQ(redis_.cli({"GET", key()}), "someone-else");
 }
 
+TEST_F(TaskRunner, StopDuringAnAcquisitionOnAHungRedisIsImmediate) {
+  // Redis frozen: the acquire round would wait its full 3 s I/O timeout; SIGTERM must
+  // end it at once (the daemon's signalfd is part of the round's poll).
+  ConfigSpec spec;
+  spec.expire = "10s";
+  spec.cron = "2s";
+  spec.kill_grace = "1s";
+  spec.io_timeout = "3s";
+  auto cfg = config(spec);
+  // Connect first (a frozen server still accepts connections in the kernel backlog).
+  redis_.pause();
+  TaskProcess p(dir_.path(), "hung", task(cfg, "echo ran"));
+  ASSERT_TRUE(p.wait_for_log("contending for key", 10s)) << p.err();
+  std::this_thread::sleep_for(100ms);  // let the attempt get under way (its length is the fault)
+  auto t0 = std::chrono::steady_clock::now();
+  p.signal(SIGTERM);
+  auto code = p.wait_for(2500ms);  // below the 3 s I/O timeout
+  auto latency = std::chrono::steady_clock::now() - t0;
+  redis_.resume();
+  ASSERT_TRUE(code.has_value()) << p.err();
+  EXPECT_EQ(*code, 75) << p.err();
+  std::cout << "stop latency during a hung acquisition: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(latency).count() << " ms\n";
+}
+
 // --- faults --------------------------------------------------------------------------
 
 TEST_F(TaskRunner, KilledLeaderTakesItsChildAlongAndAStandbyTakesOver) {

@@ -170,7 +170,7 @@ void expect_exclusive_intervals(const std::string& log_text, std::size_t jobs) {
 std::string make_config(const ConfigSpec& spec) {
   std::ostringstream s;
   s << "[redis]\n" << spec.nodes << "\nkey = \"" << spec.key << "\"\nexpire = \"" << spec.expire << "\"\ncron = \""
-    << spec.cron << "\"\nconnect_timeout = \"200ms\"\nio_timeout = \"200ms\"\n" << spec.extra_redis << "\n"
+    << spec.cron << "\"\nconnect_timeout = \"" << spec.io_timeout << "\"\nio_timeout = \"" << spec.io_timeout << "\"\n" << spec.extra_redis << "\n"
     << "[backoff]\n" << spec.backoff << "\n"
     << "[task]\nmode = \"" << spec.mode << "\"\nkill_grace = \"" << spec.kill_grace << "\"\n" << spec.extra_task << "\n"
     << "[log]\nlevel = \"" << spec.log_level << "\"\n";

@@ -54,6 +54,7 @@ struct ConfigSpec {
   std::string expire = "2s";
   std::string cron = "500ms";
   std::string kill_grace = "500ms";
+  std::string io_timeout = "200ms";  ///< also connect_timeout
   std::string mode = "oneshot";
   std::string extra_redis;   ///< more [redis] lines
   std::string extra_task;    ///< more [task] lines
