@@ -3,11 +3,14 @@
 //
 //   redisgo_lease_bench --nodes 127.0.0.1:7001,127.0.0.1:7002,... [--rounds 2000]
 //                       [--warmup 100] [--key bench:lease] [--node-timeout-ms 0]
+//                       [--samples FILE]
 //
 // Prints one JSON object: nodes, rounds, failures (rounds that did not reach a quorum),
 // median_us, p99_us, mean_us, max_us. A cycle is acquire() (SET NX PX + fence INCR on
 // every node in parallel) followed by release() (compare-and-DEL + PUBLISH on every
-// node), timed on steady_clock around both, as a oneshot holder pays them.
+// node), timed on steady_clock around both, as a oneshot holder pays them. --samples
+// also writes every measured cycle as "cycle_us acquire_us release_us" lines, so that
+// runs made in turns can be pooled.
 
 #include <algorithm>
 #include <chrono>
@@ -32,13 +35,14 @@ struct Args {
   int warmup = 100;
   std::string key = "bench:lease";
   long node_timeout_ms = 0;
+  std::string samples;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "redisgo_lease_bench: %s\n"
                "usage: redisgo_lease_bench --nodes H:P[,H:P...] [--rounds N] [--warmup N] [--key K]"
-               " [--node-timeout-ms MS]\n",
+               " [--node-timeout-ms MS] [--samples FILE]\n",
                why);
   std::exit(2);
 }
@@ -75,6 +79,8 @@ Args parse(int argc, char** argv) {
       a.warmup = static_cast<int>(to_long(value, "bad --warmup"));
     } else if (arg == "--key") {
       a.key = value;
+    } else if (arg == "--samples") {
+      a.samples = value;
     } else if (arg == "--node-timeout-ms") {
       a.node_timeout_ms = to_long(value, "bad --node-timeout-ms");
     } else {
@@ -133,6 +139,17 @@ int main(int argc, char** argv) try {
     acquire_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     release_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
     cycle_us.push_back(std::chrono::duration<double, std::micro>(t2 - t0).count());
+  }
+  if (!args.samples.empty()) {
+    std::FILE* f = std::fopen(args.samples.c_str(), "w");
+    if (f == nullptr) {
+      std::perror(args.samples.c_str());
+      return 1;
+    }
+    for (std::size_t i = 0; i < cycle_us.size(); ++i) {
+      std::fprintf(f, "%.1f %.1f %.1f\n", cycle_us[i], acquire_us[i], release_us[i]);
+    }
+    std::fclose(f);
   }
   for (auto* v : {&cycle_us, &acquire_us, &release_us}) std::sort(v->begin(), v->end());
   double sum = 0;
