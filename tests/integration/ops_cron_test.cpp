@@ -1,0 +1,191 @@
+// scripts/cron-example, the wrapper the README's cron section installs as
+// redisgo_task-cron: the same crontab line on every host runs the job on one of them;
+// the others stay silent (cron mails any output), while real failures stay loud.
+// The real script, the real binary (REDISGO_TASK), a real redis-server.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/redis_server.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+const std::string kScript = std::string(REDISGO_SOURCE_DIR) + "/scripts/cron-example";
+
+/// The wrapper as cron runs it: stdout and stderr into one file (what cron would mail).
+class Wrapper {
+ public:
+  Wrapper(const TempDir& dir, const std::string& name, const std::vector<std::string>& args)
+      : out_path_(dir.path() + "/" + name + ".mail") {
+    std::vector<std::string> argv_s{"/bin/sh", kScript};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string bin = "REDISGO_TASK=" + task_binary();
+    std::string tmp = "TMPDIR=" + dir.path();
+    std::vector<char*> envp{bin.data(), tmp.data(), const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) throw std::runtime_error("cannot open " + out_path_);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::setpgid(0, 0);  // so a test that gives up can kill the wrapper and redisgo_task together
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(out);
+  }
+  ~Wrapper() {
+    if (!code_ && pid_ > 0) {
+      ::kill(-pid_, SIGKILL);  // the group this test started (redisgo_task's child dies by PDEATHSIG)
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  Wrapper(const Wrapper&) = delete;
+  Wrapper& operator=(const Wrapper&) = delete;
+
+  /// Exit status within `timeout` (nullopt if still running).
+  std::optional<int> wait_for(std::chrono::milliseconds timeout) {
+    wait_until(
+        [&] {
+          int status;
+          if (!code_ && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+            code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          }
+          return code_.has_value();
+        },
+        timeout);
+    return code_;
+  }
+  std::string mail() const { return read_file(out_path_); }
+
+ private:
+  std::string out_path_;
+  pid_t pid_ = -1;
+  std::optional<int> code_;
+};
+
+class OpsCron : public ::testing::Test {
+ protected:
+  std::string config(const std::string& log_format = "text") {
+    ConfigSpec spec;
+    spec.nodes = "host = \"" + redis_.address() + "\"";
+    spec.key = test_key();
+    spec.expire = "1500ms";
+    spec.cron = "300ms";
+    spec.kill_grace = "400ms";
+    spec.log_level = "info";
+    // [log] is the last table make_config writes.
+    return dir_.write("cron-" + log_format + ".toml", make_config(spec) + "format = \"" + log_format + "\"\n");
+  }
+  /// Runs the wrapper to its end (bounded) and returns {status, mail}.
+  std::pair<int, std::string> run(const std::vector<std::string>& args) {
+    Wrapper w(dir_, "run" + std::to_string(++runs_), args);
+    auto code = w.wait_for(20s);
+    return {code.value_or(-1), w.mail()};
+  }
+
+  RedisServer redis_;
+  TempDir dir_;
+  int runs_ = 0;
+};
+
+TEST_F(OpsCron, BusyLeaseIsASilentSuccess) {
+  for (const std::string format : {"text", "json"}) {
+    auto cfg = config(format);
+    redis_.cli({"SET", test_key(), "other-host", "PX", "60000"});
+    auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo ran"});
+    EXPECT_EQ(code, 0) << format << ": " << mail;
+    EXPECT_EQ(mail, "") << format << ": cron would mail this on every host that skipped";
+    EXPECT_EQ(redis_.cli({"GET", test_key()}), "other-host");
+    redis_.cli({"DEL", test_key()});
+  }
+}
+
+TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {
+  auto cfg = config();
+  auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo job-output; exit 3"});
+  EXPECT_EQ(code, 3) << mail;
+  EXPECT_NE(mail.find("job-output"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("exit status 3"), std::string::npos) << "a failing job must mail even if silent\n" << mail;
+  EXPECT_EQ(redis_.cli({"EXISTS", test_key()}), "0") << "released";
+
+  std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"});
+  EXPECT_EQ(code, 0) << mail;
+}
+
+TEST_F(OpsCron, MinimumHoldMakesALateHostSkip) {
+  // Host A's cron fired first and its job is done in a moment; host B's cron fires a
+  // little later (clock skew). Without the hold B would find the key free and run again.
+  auto cfg = config();
+  const std::string log = dir_.path() + "/runs.log";
+  const std::string job = "echo run-$REDISGO_TASK_TOKEN >> " + log;
+  Wrapper a(dir_, "a", {"--min-hold", "2", cfg, "--", "/bin/sh", "-c", job});
+  ASSERT_TRUE(wait_until([&] { return !read_file(log).empty(); }, 10s)) << a.mail();
+  EXPECT_FALSE(a.wait_for(0ms).has_value()) << "A must still hold the lease after its job ended\n" << a.mail();
+  EXPECT_NE(redis_.cli({"GET", test_key()}), "") << "the lease is still held";
+
+  auto [code_b, mail_b] = run({"--min-hold", "2", cfg, "--", "/bin/sh", "-c", job});
+  EXPECT_EQ(code_b, 0) << mail_b;
+  EXPECT_EQ(mail_b, "");
+
+  auto code_a = a.wait_for(10s);
+  ASSERT_TRUE(code_a.has_value()) << a.mail();
+  EXPECT_EQ(*code_a, 0) << a.mail();
+  const std::string runs = read_file(log);
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 1) << runs;
+  EXPECT_EQ(redis_.cli({"EXISTS", test_key()}), "0") << "released after the hold";
+}
+
+TEST_F(OpsCron, RedisDownIsLoudOnEveryHost) {
+  // Nobody can run the job: each host must say so, not skip it as if another host had.
+  auto cfg = config();
+  redis_.stop();
+  auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo ran"});
+  EXPECT_EQ(code, 75) << mail;
+  EXPECT_NE(mail.find("acquire attempt 1 failed"), std::string::npos) << mail;
+  EXPECT_EQ(mail.find("ran\n"), std::string::npos) << mail;
+}
+
+TEST_F(OpsCron, LeaseLostWhileTheJobRanIsLoud) {
+  auto cfg = config();
+  const std::string marker = dir_.path() + "/job-started";
+  Wrapper w(dir_, "lost", {"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "touch " + marker + "; sleep 30"});
+  ASSERT_TRUE(wait_until([&] { return ::access(marker.c_str(), F_OK) == 0; }, 10s))
+      << w.mail();
+  redis_.stop();
+  auto code = w.wait_for(15s);
+  ASSERT_TRUE(code.has_value()) << w.mail();
+  EXPECT_EQ(*code, 75) << w.mail();
+  EXPECT_NE(w.mail().find("exit status 75"), std::string::npos) << w.mail();
+}
+
+TEST_F(OpsCron, BadConfigOrUsageIs78AndLoud) {
+  auto bad = dir_.write("bad.toml", "[redis]\nkey = \"k\"\n");
+  auto [code, mail] = run({bad, "--", "/bin/true"});
+  EXPECT_EQ(code, 78);
+  EXPECT_NE(mail, "");
+  std::tie(code, mail) = run({config(), "/bin/true"});  // no --
+  EXPECT_EQ(code, 78);
+  EXPECT_NE(mail.find("usage:"), std::string::npos) << mail;
+}
+
+}  // namespace
