@@ -81,7 +81,8 @@ class Runner {
   // --- contending ---
   std::optional<int> contend();
   WaitEnd wait_between_attempts(Millis wait);
-  void ensure_subscribed();
+  /// Subscribes the nodes that are not yet (due for a retry); true if one became active.
+  bool ensure_subscribed();
   int drain_subscriptions();
   bool any_subscribed() const;
   // --- leading ---
@@ -181,13 +182,15 @@ bool Runner::any_subscribed() const {
                      [](const auto& s) { return s->subscriber.active(); });
 }
 
-void Runner::ensure_subscribed() {
+bool Runner::ensure_subscribed() {
   auto now = clock_.now();
+  bool added = false;
   for (auto& s : subscriptions_) {
     if (s->subscriber.active() || now < s->retry_at) continue;
     try {
       s->subscriber.subscribe(keys_.channel, signals_.fd());
       s->retry_delay = kResubscribeMin;
+      added = true;
       log_->debug("subscribed to {} on {}", keys_.channel, s->node);
     } catch (const Error& e) {
       log_->debug("cannot subscribe to the release channel: {}", e.what());
@@ -195,6 +198,7 @@ void Runner::ensure_subscribed() {
       s->retry_delay = std::min(s->retry_delay * 2, kResubscribeMax);
     }
   }
+  return added;
 }
 
 int Runner::drain_subscriptions() {
@@ -221,10 +225,10 @@ WaitEnd Runner::wait_between_attempts(Millis wait) {
 
 std::optional<int> Runner::contend() {
   int attempts = 0;
+  bool recheck = false;  // the attempt right after a new subscription does not count
   backoff_->reset();
   for (;;) {
     if (stop_requested_) return cfg_.task.mode == Mode::kOneshot ? kExitTempFail : 0;
-    ensure_subscribed();
     drain_subscriptions();  // messages from before this attempt are stale
     lock::Acquisition acq;
     try {
@@ -232,7 +236,7 @@ std::optional<int> Runner::contend() {
     } catch (const Error& e) {
       acq.errors.push_back(e.what());
     }
-    ++attempts;
+    if (!recheck) ++attempts;
     if (acq.acquired) {
       backoff_->reset();
       return lead(acq);
@@ -263,6 +267,11 @@ std::optional<int> Runner::contend() {
                  acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
       return kExitTempFail;
     }
+    // Subscribe only once there is something to wait for: an uncontended run costs no
+    // extra connection. A release between the attempt above and the SUBSCRIBE would be
+    // missed, so a new subscription is followed at once by another attempt.
+    recheck = ensure_subscribed();
+    if (recheck) continue;
     log_->debug("lease busy{}; next attempt in {}", acq.holder.empty() ? "" : " (held by " + acq.holder + ")",
                 format_duration(next.wait));
     switch (wait_between_attempts(next.wait)) {
@@ -445,7 +454,15 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
 
   if (child && child->running()) child->terminate_group(SIGKILL, Millis(0));  // never outlive the lease phase
   if (renewer->lost()) log_->warn("lease lost: {}", renewer->lost_reason());
-  log_release(renewer->stop_and_release());
+  // Release through whichever connections are freshest: the renewer's once it has been
+  // renewing (the main ones may have idled for hours), else the main ones that just
+  // acquired (the renewer's may not even be open yet: a short job costs no reconnect).
+  if (renewer->renewals() > 0) {
+    log_release(renewer->stop_and_release());
+  } else {
+    renewer->stop();
+    log_release(backend_->release());
+  }
   if (outcome->kind == AfterExit::Kind::kExit) return outcome->exit_code;
   notifier_.status("standby");
   log_->info("contending again in {}", format_duration(outcome->delay));

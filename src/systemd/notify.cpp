@@ -1,6 +1,10 @@
 #include "systemd/notify.h"
 
-#include <systemd/sd-daemon.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <cstdint>
@@ -9,13 +13,32 @@
 namespace redisgo::systemd {
 
 Notifier::Notifier() {
-  const char* socket = std::getenv("NOTIFY_SOCKET");
-  enabled_ = socket != nullptr && socket[0] != '\0';
+  // The sd_notify protocol (systemd's sd_notify(3)): one datagram per message to the
+  // AF_UNIX socket named by NOTIFY_SOCKET, a path or "@abstract". Written here rather
+  // than linking libsystemd, which pulls in seven shared libraries and costs every start
+  // of the binary about 1.5 ms of dynamic loading (docs/BENCHMARKS.md). The environment
+  // is read once, here: nothing reads it again while other threads run.
+  const char* socket_env = std::getenv("NOTIFY_SOCKET");
+  if (socket_env == nullptr || socket_env[0] == '\0') return;
+  std::string path = socket_env;
+  if (path.size() >= sizeof(addr_.sun_path) || (path[0] != '/' && path[0] != '@')) return;
+  addr_.sun_family = AF_UNIX;
+  std::memcpy(addr_.sun_path, path.data(), path.size());
+  addr_len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+  if (path[0] == '@') addr_.sun_path[0] = '\0';  // abstract namespace
+  else ++addr_len_;                              // path: include the terminating NUL
+  fd_.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  enabled_ = fd_.valid();
   if (!enabled_) return;
-  // sd_watchdog_enabled checks WATCHDOG_PID against getpid(): a WATCHDOG_USEC inherited
-  // from a parent that is itself watched must not make us ping on its behalf.
-  std::uint64_t usec = 0;
-  if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+  // WATCHDOG_USEC applies to us only when WATCHDOG_PID is unset or names this process:
+  // a value inherited from a watched parent must not make us ping on its behalf.
+  const char* usec_env = std::getenv("WATCHDOG_USEC");
+  const char* pid_env = std::getenv("WATCHDOG_PID");
+  if (usec_env == nullptr) return;
+  if (pid_env != nullptr && std::strtol(pid_env, nullptr, 10) != static_cast<long>(::getpid())) return;
+  char* end = nullptr;
+  unsigned long long usec = std::strtoull(usec_env, &end, 10);
+  if (end != usec_env && *end == '\0' && usec > 0) {
     watchdog_ = std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(usec));
   }
 }
@@ -24,7 +47,8 @@ void Notifier::send(const std::string& message) noexcept {
   if (!enabled_) return;
   // A failed notification is not worth stopping for: systemd would only notice a
   // missing READY/WATCHDOG, and it has its own timeouts for that.
-  (void)sd_notify(0, message.c_str());
+  (void)::sendto(fd_.get(), message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr_),
+                 addr_len_);
 }
 
 void Notifier::ready() noexcept { send("READY=1"); }

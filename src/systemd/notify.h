@@ -1,8 +1,12 @@
 #pragma once
-/// systemd Type=notify integration through $NOTIFY_SOCKET (libsystemd's sd_notify, which
-/// handles path and abstract "@" sockets). Every call does nothing when the variable is
-/// unset, so the daemon runs the same outside systemd. MAINPID is never sent: the daemon
+/// systemd Type=notify integration through $NOTIFY_SOCKET: the sd_notify datagram
+/// protocol, to a path or an abstract "@" socket, written here (no libsystemd). Every
+/// call does nothing when the variable is unset, so the daemon runs the same outside
+/// systemd. MAINPID is never sent: the daemon
 /// itself is the main process, and the child must not be mistaken for it.
+
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,13 +17,14 @@
 #include <thread>
 
 #include "util/clock.h"
+#include "util/unique_fd.h"
 
 namespace redisgo::systemd {
 
 class Notifier {
  public:
-  /// Reads NOTIFY_SOCKET / WATCHDOG_USEC / WATCHDOG_PID from the environment (and leaves
-  /// them there). The socket itself is looked up again by sd_notify on every call.
+  /// Reads NOTIFY_SOCKET / WATCHDOG_USEC / WATCHDOG_PID from the environment once (and
+  /// leaves them there) and opens the datagram socket (close-on-exec).
   Notifier();
   /// True when NOTIFY_SOCKET is set (non-empty).
   bool enabled() const noexcept { return enabled_; }
@@ -36,6 +41,9 @@ class Notifier {
  private:
   void send(const std::string& message) noexcept;
   bool enabled_ = false;
+  UniqueFd fd_;
+  sockaddr_un addr_{};
+  socklen_t addr_len_ = 0;
   std::optional<std::chrono::microseconds> watchdog_;
 };
 
