@@ -213,6 +213,9 @@ struct Malformed {
   std::vector<std::string> mentions;  ///< what was expected / found
 };
 
+// GoogleTest prints a parameter in test listings; the case name says it all.
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
+
 class ConfigMalformed : public ::testing::TestWithParam<Malformed> {};
 
 TEST_P(ConfigMalformed, ErrorNamesKeyLineExpectedAndFound) {
