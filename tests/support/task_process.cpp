@@ -167,6 +167,46 @@ void expect_exclusive_intervals(const std::string& log_text, std::size_t jobs) {
   for (std::size_t i = 1; i < starts.size(); ++i) EXPECT_GT(starts[i].second, starts[i - 1].second) << log_text;
 }
 
+ConfigSpec fault_config_spec() {
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "1500ms";
+  spec.cron = "300ms";
+  spec.kill_grace = "400ms";
+  spec.extra_task = "restart = \"always\"\nrestart_delay = \"100ms\"\n";
+  return spec;
+}
+
+void expect_child_stopped_before_lease_ends(const std::string& dir, const std::string& config,
+                                            const std::function<void()>& fault, std::chrono::milliseconds fault_for,
+                                            const std::function<void()>& heal) {
+  using namespace std::chrono_literals;
+  const std::string pids = dir + "/pids";
+  TaskProcess p(dir, "leader",
+                {"task", "--config", config, "--", "/bin/sh", "-c",
+                 "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"});
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << p.err();
+  // At least one renewal, so the check covers a renewed lease, not just the first.
+  ASSERT_TRUE(p.wait_for_log("lease renewed", 5s)) << p.err();
+  auto first = parse_child_record(split_lines(read_file(pids))[0]);
+
+  auto fault_at = std::chrono::steady_clock::now();
+  fault();
+  ASSERT_TRUE(wait_until([&] { return !process_alive(first.pid); }, 5s)) << p.err();
+  auto dead_after = std::chrono::steady_clock::now() - fault_at;
+  // The last renewal Redis confirmed was sent before the fault, so the lease there ends
+  // no earlier than that + expire (1500 ms): the child must be dead before then.
+  EXPECT_LT(dead_after, 1500ms) << p.err();
+  std::cout << "child stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
+            << " ms after the fault (TTL 1500 ms)\n";
+  std::this_thread::sleep_for(fault_for);  // the fault's duration, not a synchronisation
+  heal();
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() >= 2; }, 10s)) << p.err();
+  EXPECT_GT(parse_child_record(split_lines(read_file(pids))[1]).token, first.token);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
+}
+
 std::string make_config(const ConfigSpec& spec) {
   std::ostringstream s;
   s << "[redis]\n" << spec.nodes << "\nkey = \"" << spec.key << "\"\nexpire = \"" << spec.expire << "\"\ncron = \""

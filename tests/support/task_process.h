@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -62,6 +63,17 @@ struct ConfigSpec {
   std::string log_level = "debug";
 };
 std::string make_config(const ConfigSpec& spec);
+
+/// The shared fault check of the Redis-pause and lost-quorum tests: runs a supervise
+/// leader (expire 1500 ms, cron 300 ms, kill_grace 400 ms, restart always) from the config
+/// file `config`, waits for its child and a renewal, calls `fault`, expects the child
+/// dead before the TTL could have run out, keeps the fault `fault_for` longer, calls
+/// `heal`, and expects a new child under a higher token; then stops the daemon.
+/// The config must come from fault_config_spec().
+ConfigSpec fault_config_spec();
+void expect_child_stopped_before_lease_ends(const std::string& dir, const std::string& config,
+                                            const std::function<void()>& fault, std::chrono::milliseconds fault_for,
+                                            const std::function<void()>& heal);
 
 /// Reads a whole file ("" if missing).
 std::string read_file(const std::string& path);
