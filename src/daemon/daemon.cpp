@@ -357,6 +357,23 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     if (why == StopCause::kLeaseLost || why == StopCause::kDeadline) notifier_.status("lease lost: " + reason);
     child->signal_group(sig);
   };
+  // The lease comes first: stop the child when the renewer lost the lease or the local
+  // deadline is within kill_grace (SPEC invariant 2), or when it ran past its timeout.
+  auto check_lease = [&](Clock::time_point now) {
+    if (!child || !child->running() || cause != StopCause::kNone) return;
+    const auto deadline = renewer->valid_until();
+    const auto sched = stop_schedule(deadline, task.kill_grace, ttl);
+    if (renewer->lost()) {
+      begin_stop(StopCause::kLeaseLost, task.kill_signal, std::min(sched.kill_at, now + task.kill_grace),
+                 renewer->lost_reason());
+    } else if (now >= sched.term_at) {
+      begin_stop(StopCause::kDeadline, task.kill_signal, sched.kill_at,
+                 "no confirmed renewal; lease deadline in " + format_duration(until(deadline, now)));
+    } else if (timeout_at && now >= *timeout_at) {
+      begin_stop(StopCause::kTimeout, task.kill_signal, std::min(sched.kill_at, now + task.kill_grace),
+                 "ran past timeout " + format_duration(*task.timeout));
+    }
+  };
   // The child ended (or never started): decide what comes next.
   auto on_child_end = [&](int code) {
     ExitContext ec{task.mode, task.restart, task.restart_delay, code, cause};
@@ -379,19 +396,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     const auto sched = stop_schedule(deadline, task.kill_grace, ttl);
     bool running = child && child->running();
 
-    // After any wake-up, a pause included, the lease deadline comes first.
-    if (running && cause == StopCause::kNone) {
-      if (renewer->lost()) {
-        begin_stop(StopCause::kLeaseLost, task.kill_signal, std::min(sched.kill_at, now + task.kill_grace),
-                   renewer->lost_reason());
-      } else if (now >= sched.term_at) {
-        begin_stop(StopCause::kDeadline, task.kill_signal, sched.kill_at,
-                   "no confirmed renewal; lease deadline in " + format_duration(until(deadline, now)));
-      } else if (timeout_at && now >= *timeout_at) {
-        begin_stop(StopCause::kTimeout, task.kill_signal, std::min(sched.kill_at, now + task.kill_grace),
-                   "ran past timeout " + format_duration(*task.timeout));
-      }
-    }
+    check_lease(now);
     if (running && cause != StopCause::kNone && !sigkill_sent && now >= std::min(stop_kill_at, sched.kill_at)) {
       log_->warn("child pid={} still running after {}; sending SIGKILL to its group", child->pid(),
                  format_duration(task.kill_grace));
@@ -430,6 +435,10 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     if (running && child->exit_fd() >= 0) fds.push_back({child->exit_fd(), POLLIN, 0});
     poll_fds(fds, until(next, clock_.now()));
     if (fds[1].revents & POLLIN) renewer_wake_.clear();
+    // After any wake-up, a pause included (SIGSTOP, a VM freeze), the deadline is
+    // checked before anything else: a child that ended while the lease ran out did not
+    // run to its end under the lease.
+    check_lease(clock_.now());
 
     for (int sig : read_signals()) {
       if (child && child->running()) {

@@ -328,6 +328,43 @@ TEST_F(TaskRunner, RedisPausedPastTheTtlStopsTheChildBeforeTheDeadline) {
       dir_.path(), config(fault_config_spec()), [&] { redis_.pause(); }, 500ms, [&] { redis_.resume(); });
 }
 
+TEST_F(TaskRunner, FrozenHolderStopsItsStaleChildAtOnceOnResume) {
+  // SPEC invariant 1/2: the whole holder tree frozen past the TTL (as a VM pause does).
+  // No daemon can prevent the overlap while it is frozen; on resume the holder checks its
+  // deadline first and kills the stale child at once, and the new holder's token is higher.
+  ConfigSpec spec;
+  spec.expire = "1s";
+  spec.cron = "250ms";
+  spec.kill_grace = "300ms";
+  auto cfg = config(spec);
+  std::string pids = dir_.path() + "/pids";
+  std::string script = "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60";
+  TaskProcess a(dir_.path(), "a", task(cfg, script));
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << a.err();
+  auto [child_a, token_a] = parse_child_record(split_lines(read_file(pids))[0]);
+  TaskProcess b(dir_.path(), "b", task(cfg, script));
+  ASSERT_TRUE(b.wait_for_log("lease busy", 10s)) << b.err();
+
+  ::kill(a.pid(), SIGSTOP);
+  ::kill(child_a, SIGSTOP);
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
+  auto [child_b, token_b] = parse_child_record(split_lines(read_file(pids))[1]);
+  EXPECT_GT(token_b, token_a);
+
+  auto resumed_at = std::chrono::steady_clock::now();
+  ::kill(child_a, SIGCONT);
+  ::kill(a.pid(), SIGCONT);
+  ASSERT_TRUE(wait_until([&] { return !process_alive(child_a); }, 5s)) << a.err();
+  std::cout << "stale child stopped "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - resumed_at).count()
+            << " ms after its holder resumed\n";
+  EXPECT_EQ(a.wait_for(5s), 75) << a.err();
+  EXPECT_TRUE(process_alive(child_b)) << "the new holder's child is untouched";
+  EXPECT_EQ(redis_.cli({"EXISTS", key()}), "1") << "the old holder's release left the new lease alone";
+  b.signal(SIGTERM);
+  b.wait_for(5s);
+}
+
 // --- status ---------------------------------------------------------------------------
 
 TEST_F(TaskRunner, StatusWhileHeldFreeAndDown) {
