@@ -265,13 +265,16 @@ Acquisition RedlockBackend::acquire() {
     }
   }
   if (!ok) {
-    // Undo this attempt: on the nodes that granted, and also on those that did not
-    // answer, since their SET may land after our timeout. Not on the nodes that answered
-    // "held": the key there is not from this attempt (it may even be a lease of ours
-    // that this refused re-acquisition must not destroy).
+    // Undo this attempt: on the nodes that granted, and also on those that were sent it
+    // but did not answer, since their SET may land after our timeout. Not on the nodes
+    // that answered "held": the key there is not from this attempt (it may even be a lease
+    // of ours that this refused re-acquisition must not destroy).
     std::vector<bool> undo(n, true);
     for (std::size_t i = 0; i < n; ++i) {
       if (replies[i].status == Status::kReply && as_integer(element(replies[i].reply, 0)) == 0) undo[i] = false;
+      // A node skipped for its retry backoff was never sent the SET: nothing to undo, and
+      // a hung node there would cost every failed attempt a node timeout.
+      if (replies[i].status == Status::kSkipped) undo[i] = false;
     }
     // Cancellable: on a stop request a hung node is not waited for; what this attempt may
     // have set there expires by its TTL, and no child was started under it.
