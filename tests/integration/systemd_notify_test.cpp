@@ -185,14 +185,17 @@ TEST(SystemdNotify, WatchdogStopsPromptlyOnDestruction) {
   Notifier n;
   auto before = thread_count();
   auto start = std::chrono::steady_clock::now();
+  std::size_t during = 0;
   {
     Watchdog w(n);
     EXPECT_EQ(w.period(), 15s);
-    EXPECT_EQ(thread_count(), before + 1);
+    // Relative counts: a sanitizer runtime may start a helper thread of its own with ours.
+    during = thread_count();
+    EXPECT_GT(during, before);
     EXPECT_TRUE(sock.wait_for("WATCHDOG=1", 5s)) << "first ping at start";
   }
   // The stop wakes the thread instead of waiting out its 30 s sleep.
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   // A joined thread can linger in /proc/self/task for a moment while the kernel reaps it.
-  EXPECT_TRUE(redisgo::testing::wait_until([&] { return thread_count() == before; }, 2s)) << thread_count();
+  EXPECT_TRUE(redisgo::testing::wait_until([&] { return thread_count() == during - 1; }, 2s)) << thread_count();
 }
