@@ -31,6 +31,8 @@ using config::Mode;
 /// How long a failed subscriber waits before trying that node again (doubling).
 constexpr Millis kResubscribeMin{500};
 constexpr Millis kResubscribeMax{30'000};
+/// Least delay before retrying a child that could not be started at all.
+constexpr Millis kSpawnRetryMin{1000};
 /// A repeated acquisition error is logged at warn at most this often.
 constexpr Millis kErrorLogInterval{10'000};
 
@@ -375,11 +377,14 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
   };
   // The child ended (or never started): decide what comes next.
-  auto on_child_end = [&](int code) {
+  auto on_child_end = [&](int code, bool child_never_started = false) {
     ExitContext ec{task.mode, task.restart, task.restart_delay, code, cause};
     if (stop_requested_ && cause == StopCause::kNone) ec.cause = StopCause::kShutdown;
     AfterExit next = after_exit(ec);
     if (next.kind == AfterExit::Kind::kRestart && !stop_requested_ && !renewer->lost()) {
+      // A command that cannot even be started (127/126) is retried no faster than once a
+      // second, whatever restart_delay says, so a typo cannot spin the loop.
+      if (child_never_started) next.delay = std::max(next.delay, kSpawnRetryMin);
       log_->info("restarting child in {} (restart={})", format_duration(next.delay), config::to_string(task.restart));
       restart_at = clock_.now() + next.delay;
     } else {
@@ -388,7 +393,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
   };
 
-  if (!start()) on_child_end(spawn_failure);
+  if (!start()) on_child_end(spawn_failure, true);
 
   while (!outcome) {
     auto now = clock_.now();
@@ -414,7 +419,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
         break;
       }
       if (now >= *restart_at) {
-        if (!start()) on_child_end(spawn_failure);
+        if (!start()) on_child_end(spawn_failure, true);
         continue;
       }
     }

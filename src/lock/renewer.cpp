@@ -98,7 +98,7 @@ void Renewer::run() {
       continue;
     }
     if (r.lost) {
-      std::string why = "lease lost: a quorum can no longer confirm it (" + std::to_string(r.votes) +
+      std::string why = "the key is no longer ours on enough nodes for a quorum (" + std::to_string(r.votes) +
                         " node(s) renewed it)";
       if (!r.errors.empty()) why += "; " + join_errors(r.errors);
       declare_lost(std::move(why));

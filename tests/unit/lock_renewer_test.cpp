@@ -106,7 +106,7 @@ TEST(Renewer, LostIsReportedOnceAndRenewingStops) {
   Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, clock.now() + 1s, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
   EXPECT_TRUE(wake.triggered());
-  EXPECT_NE(r.lost_reason().find("lease lost"), std::string::npos) << r.lost_reason();
+  EXPECT_NE(r.lost_reason().find("no longer ours"), std::string::npos) << r.lost_reason();
   EXPECT_EQ(r.renewals(), 1u);
   // The thread has ended: no further renew() calls, however long we look.
   EXPECT_FALSE(wait_until([&] { return calls(script) > 2; }, 50ms));
