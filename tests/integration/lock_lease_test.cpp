@@ -298,7 +298,7 @@ TEST(LockRenewer, TakenOverKeyIsReportedLost) {
   Renewer renewer(make_redis_backend(opts), 20ms, got.valid_until, wake);
   server.cli({"SET", test_key(), "intruder"});
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
-  EXPECT_NE(renewer.lost_reason().find("lease lost"), std::string::npos) << renewer.lost_reason();
+  EXPECT_NE(renewer.lost_reason().find("no longer ours"), std::string::npos) << renewer.lost_reason();
   EXPECT_EQ(server.cli({"GET", test_key()}), "intruder");  // never overwritten by renew
 }
 
