@@ -210,6 +210,27 @@ ReplyPtr run_argv(redisContext* c, const std::vector<std::string>& argv, int* er
   return ReplyPtr(static_cast<redisReply*>(raw));
 }
 
+bool send_argv(redisContext* c, const std::vector<std::string>& argv, int* err) {
+  ArgvView view(argv);
+  detail::SigpipeGuard guard;
+  errno = 0;
+  if (redisAppendCommandArgv(c, view.argc(), view.ptrs.data(), view.lens.data()) != REDIS_OK) {
+    *err = errno;
+    return false;
+  }
+  // The socket is blocking with SO_SNDTIMEO, so each write either makes progress or
+  // times out; a command is small, so this normally takes one write.
+  int done = 0;
+  while (!done) {
+    errno = 0;
+    if (redisBufferWrite(c, &done) != REDIS_OK) {
+      *err = errno;
+      return false;
+    }
+  }
+  return true;
+}
+
 ContextPtr open_context(const ConnectionOptions& options) {
   const std::string who = describe(options.endpoint);
   const Endpoint& ep = options.endpoint;
@@ -336,19 +357,8 @@ Reply Connection::eval(const Script& script, const std::vector<std::string>& key
 }
 
 void Connection::append_and_flush(const std::vector<std::string>& argv) {
-  ArgvView view(argv);
-  detail::SigpipeGuard guard;
-  errno = 0;
-  if (redisAppendCommandArgv(ctx_.get(), view.argc(), view.ptrs.data(), view.lens.data()) != REDIS_OK) {
-    fail(errno, options_.io_timeout);
-  }
-  // The socket is blocking with SO_SNDTIMEO, so each write either makes progress or
-  // times out; a command is small, so this normally takes one write.
-  int done = 0;
-  while (!done) {
-    errno = 0;
-    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) fail(errno, options_.io_timeout);
-  }
+  int err = 0;
+  if (!detail::send_argv(ctx_.get(), argv, &err)) fail(err, options_.io_timeout);
 }
 
 void Connection::send_eval(const Script& script, const std::vector<std::string>& keys,

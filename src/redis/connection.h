@@ -176,6 +176,9 @@ std::string describe(const Endpoint& endpoint);
 /// SIGPIPE suppressed for this thread. Returns the reply, which may be an error reply;
 /// on an I/O or protocol error returns nullptr and stores the errno seen in *err.
 ReplyPtr run_argv(redisContext* c, const std::vector<std::string>& argv, int* err);
+/// Sends argv without waiting for the reply (append, then flush the output buffer), with
+/// SIGPIPE suppressed. False on failure, with errno in *err (see throw_context_error).
+bool send_argv(redisContext* c, const std::vector<std::string>& argv, int* err);
 /// Throws the exception for c->err (after a failed hiredis call that saw errno `err`):
 /// TimeoutError ("timed out after <timeout>"), IoError (errstr and errno), ClosedError
 /// (EOF) or IoError (protocol). `who` is the describe() prefix.

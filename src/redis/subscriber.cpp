@@ -39,19 +39,8 @@ void Subscriber::subscribe(const std::string& channel, int cancel_fd) {
   ContextPtr c = detail::open_context(options_);
   // Send, then wait for the confirmation in poll() (bounded by io_timeout) so a stop
   // request can end the wait on a hung server.
-  {
-    std::vector<const char*> argv{"SUBSCRIBE", channel.c_str()};
-    std::vector<size_t> lens{9, channel.size()};
-    detail::SigpipeGuard guard;
-    errno = 0;
-    if (redisAppendCommandArgv(c.get(), 2, argv.data(), lens.data()) != REDIS_OK) {
-      detail::throw_context_error(c.get(), errno, who, options_.io_timeout);
-    }
-    int done = 0;
-    while (!done) {
-      errno = 0;
-      if (redisBufferWrite(c.get(), &done) != REDIS_OK) detail::throw_context_error(c.get(), errno, who, options_.io_timeout);
-    }
+  if (int err = 0; !detail::send_argv(c.get(), {"SUBSCRIBE", channel}, &err)) {
+    detail::throw_context_error(c.get(), err, who, options_.io_timeout);
   }
   const auto deadline = std::chrono::steady_clock::now() + options_.io_timeout;
   ReplyPtr r;
