@@ -22,6 +22,7 @@
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/strings.h"
 
 namespace redisgo::daemon {
 namespace {
@@ -42,15 +43,6 @@ std::string hex(const unsigned char* data, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     out += digits[data[i] >> 4];
     out += digits[data[i] & 15];
-  }
-  return out;
-}
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out += sep;
-    out += p;
   }
   return out;
 }
@@ -82,7 +74,11 @@ class Runner {
  private:
   // --- contending ---
   std::optional<int> contend();
-  WaitEnd wait_between_attempts(Millis wait);
+  /// Sleeps `wait`, ended early by a stop request, and with `wake_on_release` by a
+  /// message on the release channel.
+  WaitEnd wait_for(Millis wait, bool wake_on_release);
+  /// SPEC: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
+  int stopped_while_waiting() const;
   /// Subscribes the nodes that are not yet (due for a retry); true if one became active.
   bool ensure_subscribed();
   int drain_subscriptions();
@@ -96,7 +92,6 @@ class Runner {
   std::vector<int> read_signals();
   int poll_fds(std::vector<pollfd>& fds, Millis timeout);
   Millis watchdog_cap(Millis timeout) const;
-  bool interruptible_sleep(Millis delay);  ///< false if a stop was requested
 
   const TaskOptions& opts_;
   const config::Config& cfg_;
@@ -145,18 +140,6 @@ std::vector<int> Runner::read_signals() {
     }
   }
   return forward;
-}
-
-bool Runner::interruptible_sleep(Millis delay) {
-  auto until_tp = clock_.now() + delay;
-  while (!stop_requested_) {
-    auto left = until(until_tp, clock_.now());
-    if (left <= Millis(0)) return true;
-    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
-    poll_fds(fds, left);
-    read_signals();
-  }
-  return false;
 }
 
 int Runner::run() {
@@ -209,28 +192,32 @@ int Runner::drain_subscriptions() {
   return messages;
 }
 
-WaitEnd Runner::wait_between_attempts(Millis wait) {
+WaitEnd Runner::wait_for(Millis wait, bool wake_on_release) {
   auto until_tp = clock_.now() + wait;
   for (;;) {
-    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
-    for (auto& s : subscriptions_) {
-      if (s->subscriber.active()) fds.push_back({s->subscriber.fd(), POLLIN, 0});
-    }
+    if (stop_requested_) return WaitEnd::kShutdown;
     auto left = until(until_tp, clock_.now());
     if (left <= Millis(0)) return WaitEnd::kTimer;
+    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+    if (wake_on_release) {
+      for (auto& s : subscriptions_) {
+        if (s->subscriber.active()) fds.push_back({s->subscriber.fd(), POLLIN, 0});
+      }
+    }
     poll_fds(fds, left);
     read_signals();  // nothing to forward while there is no child
-    if (stop_requested_) return WaitEnd::kShutdown;
-    if (drain_subscriptions() > 0) return WaitEnd::kReleased;
+    if (wake_on_release && drain_subscriptions() > 0 && !stop_requested_) return WaitEnd::kReleased;
   }
 }
+
+int Runner::stopped_while_waiting() const { return cfg_.task.mode == Mode::kOneshot ? kExitTempFail : 0; }
 
 std::optional<int> Runner::contend() {
   int attempts = 0;
   bool recheck = false;  // the attempt right after a new subscription does not count
   backoff_->reset();
   for (;;) {
-    if (stop_requested_) return cfg_.task.mode == Mode::kOneshot ? kExitTempFail : 0;
+    if (stop_requested_) return stopped_while_waiting();
     drain_subscriptions();  // messages from before this attempt are stale
     lock::Acquisition acq;
     try {
@@ -276,8 +263,8 @@ std::optional<int> Runner::contend() {
     if (recheck) continue;
     log_->debug("lease busy{}; next attempt in {}", acq.holder.empty() ? "" : " (held by " + acq.holder + ")",
                 format_duration(next.wait));
-    switch (wait_between_attempts(next.wait)) {
-      case WaitEnd::kShutdown: return cfg_.task.mode == Mode::kOneshot ? kExitTempFail : 0;
+    switch (wait_for(next.wait, true)) {
+      case WaitEnd::kShutdown: return stopped_while_waiting();
       case WaitEnd::kReleased: log_->debug("release message received; trying now"); break;
       case WaitEnd::kTimer: break;
     }
@@ -480,7 +467,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   if (outcome->kind == AfterExit::Kind::kExit) return outcome->exit_code;
   notifier_.status("standby");
   log_->info("contending again in {}", format_duration(outcome->delay));
-  if (!interruptible_sleep(outcome->delay)) return task.mode == Mode::kOneshot ? kExitTempFail : 0;
+  if (wait_for(outcome->delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
   return std::nullopt;
 }
 

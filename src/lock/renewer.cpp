@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <exception>
 
+#include "util/strings.h"
+
 namespace redisgo::lock {
 namespace {
 
@@ -11,15 +13,6 @@ namespace {
 constexpr Millis kMinRetry{10};
 
 Millis retry_interval(Millis interval) { return std::max(kMinRetry, interval / 4); }
-
-std::string join_errors(const std::vector<std::string>& errors) {
-  std::string out;
-  for (const auto& e : errors) {
-    if (!out.empty()) out += "; ";
-    out += e;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -100,14 +93,14 @@ void Renewer::run() {
     if (r.lost) {
       std::string why = "the key is no longer ours on enough nodes for a quorum (" + std::to_string(r.votes) +
                         " node(s) renewed it)";
-      if (!r.errors.empty()) why += "; " + join_errors(r.errors);
+      if (!r.errors.empty()) why += "; " + join(r.errors, "; ");
       declare_lost(std::move(why));
       return;
     }
     const auto now = clock_.now();
     if (now >= valid_until()) {
       std::string why = "lease deadline passed without a confirmed renewal";
-      if (!r.errors.empty()) why += " (" + join_errors(r.errors) + ")";
+      if (!r.errors.empty()) why += " (" + join(r.errors, "; ") + ")";
       declare_lost(std::move(why));
       return;
     }
