@@ -4,20 +4,6 @@
 
 namespace redisgo::daemon {
 
-const char* to_string(State s) {
-  switch (s) {
-    case State::kIdle: return "idle";
-    case State::kAcquiring: return "acquiring";
-    case State::kWaiting: return "waiting";
-    case State::kRunning: return "running";
-    case State::kRestartWait: return "restart-wait";
-    case State::kDraining: return "draining";
-    case State::kReleasing: return "releasing";
-    case State::kStopped: return "stopped";
-  }
-  return "?";
-}
-
 AfterMiss after_miss(const MissContext& c) {
   AfterMiss out;
   if (c.mode == config::Mode::kOneshot) {

@@ -24,9 +24,6 @@ inline constexpr int kExitConfig = 78;       ///< bad configuration or command l
 inline constexpr int kExitUnavailable = 69;  ///< status: no node reachable
 inline constexpr int kExitTimeout = 124;     ///< oneshot child ran past [task] timeout
 
-enum class State { kIdle, kAcquiring, kWaiting, kRunning, kRestartWait, kDraining, kReleasing, kStopped };
-const char* to_string(State);
-
 /// Why the child is being stopped (first cause wins).
 enum class StopCause { kNone, kShutdown, kLeaseLost, kDeadline, kTimeout };
 

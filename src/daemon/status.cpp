@@ -8,14 +8,14 @@
 #include "util/error.h"
 
 namespace redisgo::daemon {
+namespace {
 
+/// A JSON string literal.
 std::string json_quote(const std::string& s) {
   std::string out = "\"";
   log::append_json_escaped(s, out);
   return out + "\"";
 }
-
-namespace {
 
 /// The holder that a quorum of nodes agrees on, if any.
 struct QuorumView {

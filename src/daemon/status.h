@@ -11,7 +11,4 @@ namespace redisgo::daemon {
 /// least one node could be read, kExitUnavailable (69) when none.
 int run_status(const config::Config& config, bool json, std::ostream& out);
 
-/// JSON string literal with escaping (shared with tests).
-std::string json_quote(const std::string& s);
-
 }  // namespace redisgo::daemon
