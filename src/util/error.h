@@ -5,7 +5,9 @@
 ///  +- IoError      a socket/syscall failed (connection refused, reset, EOF)
 ///  |   +- TimeoutError  connect or I/O timed out
 ///  +- ClosedError  the peer closed the connection
-///  +- ReplyError   the server answered with an error reply (e.g. WRONGPASS)
+///  +- ReplyError   the server answered with an error reply (e.g. OOM, LOADING)
+///  +- AuthError    the server refused our credentials (WRONGPASS, NOAUTH, NOPERM) or
+///                  its TLS certificate failed verification: exit 77, not a retry
 ///
 /// Release paths and destructors never throw; they log instead.
 
@@ -35,6 +37,11 @@ class ClosedError : public Error {
 };
 
 class ReplyError : public Error {
+ public:
+  using Error::Error;
+};
+
+class AuthError : public Error {
  public:
   using Error::Error;
 };
