@@ -1,419 +1,423 @@
 #include "redis/connection.h"
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <cerrno>
-#include <charconv>
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "util/error.h"
-#include "util/unique_fd.h"
+#include "util/sha1.h"
 
 namespace redisgo::redis {
 namespace {
 
-timeval to_timeval(Millis ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
+/// Reads per on_ready(): enough to drain any realistic burst, bounded so that a peer
+/// that floods us cannot starve the other nodes of the same poll loop.
+constexpr int kMaxReadsPerWakeup = 64;
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+bool element_is(const redisReply* e, std::string_view text) {
+  auto s = as_string(e);
+  return s && *s == text;
 }
 
-const char* type_name(const redisReply* r) {
-  if (!r) return "none";
-  switch (r->type) {
-    case REDIS_REPLY_STRING: return "string";
-    case REDIS_REPLY_ARRAY: return "array";
-    case REDIS_REPLY_INTEGER: return "integer";
-    case REDIS_REPLY_NIL: return "nil";
-    case REDIS_REPLY_STATUS: return "status";
-    case REDIS_REPLY_ERROR: return "error";
-    default: return "unknown";
-  }
+/// ["message", channel, payload]
+bool is_message_push(const redisReply* r) {
+  return r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 && element_is(r->element[0], "message");
 }
 
-bool is_error(const ReplyPtr& r) { return r && r->type == REDIS_REPLY_ERROR; }
-
-std::string reply_text(const redisReply* r) { return r->str ? std::string(r->str, r->len) : std::string(); }
-
-// A restarted (or SCRIPT FLUSHed) server no longer knows the SHA.
-bool is_noscript(const ReplyPtr& r) {
-  return is_error(r) && r->len >= 8 && std::memcmp(r->str, "NOSCRIPT", 8) == 0;
-}
-
-std::vector<std::string> eval_argv(const char* verb, std::string_view script_or_sha,
-                                   const std::vector<std::string>& keys, const std::vector<std::string>& args) {
-  std::vector<std::string> argv;
-  argv.reserve(3 + keys.size() + args.size());
-  argv.emplace_back(verb);
-  argv.emplace_back(script_or_sha);
-  argv.push_back(std::to_string(keys.size()));
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
-
-// hiredis wants parallel arrays of pointers and lengths (binary-safe argv form).
-struct ArgvView {
-  explicit ArgvView(const std::vector<std::string>& argv) {
-    ptrs.reserve(argv.size());
-    lens.reserve(argv.size());
-    for (const auto& a : argv) {
-      ptrs.push_back(a.data());
-      lens.push_back(a.size());
-    }
-  }
-  int argc() const { return static_cast<int>(ptrs.size()); }
+std::string format_command(const std::vector<std::string>& argv) {
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
-};
-
-bool parse_port(std::string_view text, int* port) {
-  if (text.empty() || text.size() > 5) return false;
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return false;
-  *port = value;
-  return true;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  char* raw = nullptr;
+  int len = redisFormatCommandArgv(&raw, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  if (len < 0 || !raw) throw std::bad_alloc();
+  std::string out(raw, static_cast<std::size_t>(len));
+  redisFreeCommand(raw);
+  return out;
 }
+
+std::string ms_text(Millis d) { return std::to_string(d.count()) + " ms"; }
 
 }  // namespace
 
-// ---------------------------------------------------------------------------- Endpoint
-
-std::optional<Endpoint> Endpoint::parse(std::string_view text, std::string* why) {
-  auto fail = [why](const char* reason) -> std::optional<Endpoint> {
-    if (why) *why = reason;
-    return std::nullopt;
-  };
-  constexpr std::string_view kUnix = "unix://";
-  Endpoint ep;
-  if (text.substr(0, kUnix.size()) == kUnix) {
-    std::string_view path = text.substr(kUnix.size());
-    if (path.empty() || path.front() != '/') return fail("unix socket path must be absolute (unix:///path)");
-    ep.kind = Kind::kUnix;
-    ep.path = std::string(path);
-    return ep;
+const char* to_string(Fault fault) {
+  switch (fault) {
+    case Fault::kNone: return "none";
+    case Fault::kResolve: return "resolve";
+    case Fault::kConnect: return "connect";
+    case Fault::kTimeout: return "timeout";
+    case Fault::kClosed: return "closed";
+    case Fault::kProtocol: return "protocol";
+    case Fault::kAuth: return "auth";
+    case Fault::kTls: return "tls";
+    case Fault::kReply: return "reply";
+    case Fault::kCancelled: return "cancelled";
   }
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return fail("expected host:port or unix:///path");
-  std::string_view host = text.substr(0, colon);
-  std::string_view port = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find_first_of("[]") != std::string_view::npos) {
-    return fail("malformed [IPv6] address");
+  return "unknown";
+}
+
+Fault classify_error_reply(std::string_view text) {
+  if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) return Fault::kAuth;
+  return Fault::kReply;
+}
+
+Script::Script(std::string_view src) : source(src), sha(sha1_hex(src)) {}
+
+AsyncConnection::AsyncConnection(ConnectionOptions options)
+    : options_(std::move(options)), reader_(std::make_unique<ReplyReader>()) {
+  options_.connect_timeout = std::max(options_.connect_timeout, Millis(1));
+  options_.io_timeout = std::max(options_.io_timeout, Millis(1));
+}
+
+AsyncConnection::~AsyncConnection() = default;
+AsyncConnection::AsyncConnection(AsyncConnection&&) noexcept = default;
+AsyncConnection& AsyncConnection::operator=(AsyncConnection&&) noexcept = default;
+
+std::string AsyncConnection::describe() const { return "redis " + options_.endpoint.str(); }
+
+std::string AsyncConnection::peer_info() const {
+  return state_ == State::kOpen && transport_ ? transport_->peer_info() : std::string();
+}
+
+int AsyncConnection::fd() const noexcept {
+  switch (state_) {
+    case State::kIdle: return -1;
+    case State::kResolving: return resolution_ ? resolution_->fd() : -1;
+    case State::kConnecting: return connecting_.get();
+    case State::kHandshake:
+    case State::kOpen: return transport_ ? transport_->fd() : -1;
   }
-  if (host.empty()) return fail("missing host");
-  int p = 0;
-  if (!parse_port(port, &p)) return fail("port is not a number");
-  if (p < 1 || p > 65535) return fail("port out of range (1-65535)");
-  ep.kind = Kind::kTcp;
-  ep.host = std::string(host);
-  ep.port = p;
-  return ep;
+  return -1;
 }
 
-std::string Endpoint::str() const {
-  if (kind == Kind::kUnix) return "unix://" + path;
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
-}
-
-// ------------------------------------------------------------------------------- Reply
-
-std::int64_t Reply::integer() const {
-  if (!is_integer()) throw ReplyError(std::string("expected an integer reply, got ") + type_name(r_.get()));
-  return r_->integer;
-}
-
-std::string Reply::str() const {
-  if (!is_string()) throw ReplyError(std::string("expected a string reply, got ") + type_name(r_.get()));
-  return reply_text(r_.get());
-}
-
-std::size_t Reply::size() const { return is_array() ? r_->elements : 0; }
-
-const redisReply* Reply::element(std::size_t i) const { return i < size() ? r_->element[i] : nullptr; }
-
-// ------------------------------------------------------------------------------ detail
-
-namespace detail {
-
-SigpipeGuard::SigpipeGuard() noexcept {
-  int saved = errno;
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  sigset_t pending;
-  sigemptyset(&pending);
-  sigpending(&pending);
-  // One already pending is someone else's; leave it alone.
-  was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-  pthread_sigmask(SIG_BLOCK, &pipe, &old_);
-  errno = saved;
-}
-
-SigpipeGuard::~SigpipeGuard() {
-  int saved = errno;  // callers read errno after hiredis calls; keep it intact
-  if (!was_pending_) {
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    if (sigismember(&pending, SIGPIPE) == 1) {
-      sigset_t pipe;
-      sigemptyset(&pipe);
-      sigaddset(&pipe, SIGPIPE);
-      timespec zero{};
-      while (sigtimedwait(&pipe, nullptr, &zero) < 0 && errno == EINTR) {
-      }
+short AsyncConnection::events() const noexcept {
+  switch (state_) {
+    case State::kIdle: return 0;
+    case State::kResolving: return POLLIN;
+    case State::kConnecting: return POLLOUT;
+    case State::kHandshake: return transport_wants_;
+    case State::kOpen: {
+      short ev = POLLIN | transport_wants_;
+      if (out_offset_ < out_.size()) ev |= POLLOUT;
+      return ev;
     }
   }
-  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  errno = saved;
+  return 0;
 }
 
-std::string describe(const Endpoint& endpoint) { return "redis " + endpoint.str(); }
-
-void throw_context_error(const redisContext* c, int err, const std::string& who, Millis timeout) {
-  if (!c) throw IoError(who + ": cannot allocate a redis context");
-  const std::string errstr = c->errstr;
-  switch (c->err) {
-    case REDIS_ERR_IO:
-      // A socket timeout (SO_RCVTIMEO/SO_SNDTIMEO) surfaces as EAGAIN; hiredis's own
-      // connect timeout sets ETIMEDOUT. errstr is the fallback in case errno was lost.
-      if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT || errstr == std::strerror(ETIMEDOUT) ||
-          errstr == std::strerror(EAGAIN)) {
-        throw TimeoutError(who + ": timed out after " + std::to_string(timeout.count()) + "ms");
-      }
-      if (err != 0) throw IoError(who + ": " + errstr + " (errno " + std::to_string(err) + ")");
-      throw IoError(who + ": " + errstr);
-    case REDIS_ERR_EOF:
-      throw ClosedError(who + ": connection closed by server");
-    case REDIS_ERR_PROTOCOL:
-      throw IoError(who + ": protocol error: " + errstr);
-    case 0:
-      throw IoError(who + ": out of memory");
-    default:  // REDIS_ERR_OTHER (e.g. name resolution), REDIS_ERR_OOM
-      throw IoError(who + ": " + errstr);
-  }
+SteadyClock::time_point AsyncConnection::next_deadline() const noexcept {
+  auto t = SteadyClock::time_point::max();
+  if (state_ == State::kResolving || state_ == State::kConnecting || state_ == State::kHandshake) t = connect_deadline_;
+  for (const auto& p : pending_) t = std::min(t, p.deadline);
+  return t;
 }
 
-ReplyPtr run_argv(redisContext* c, const std::vector<std::string>& argv, int* err) {
-  ArgvView view(argv);
-  detail::SigpipeGuard guard;
-  errno = 0;
-  void* raw = redisCommandArgv(c, view.argc(), view.ptrs.data(), view.lens.data());
-  *err = errno;
-  return ReplyPtr(static_cast<redisReply*>(raw));
+bool AsyncConnection::busy() const noexcept {
+  return !pending_.empty() || (state_ != State::kIdle && state_ != State::kOpen);
 }
 
-bool send_argv(redisContext* c, const std::vector<std::string>& argv, int* err) {
-  ArgvView view(argv);
-  detail::SigpipeGuard guard;
-  errno = 0;
-  if (redisAppendCommandArgv(c, view.argc(), view.ptrs.data(), view.lens.data()) != REDIS_OK) {
-    *err = errno;
-    return false;
-  }
-  // The socket is blocking with SO_SNDTIMEO, so each write either makes progress or
-  // times out; a command is small, so this normally takes one write.
-  int done = 0;
-  while (!done) {
-    errno = 0;
-    if (redisBufferWrite(c, &done) != REDIS_OK) {
-      *err = errno;
-      return false;
-    }
-  }
-  return true;
-}
+std::vector<AsyncConnection::Message> AsyncConnection::take_messages() { return std::exchange(messages_, {}); }
 
-ContextPtr open_context(const ConnectionOptions& options) {
-  const std::string who = describe(options.endpoint);
-  const Endpoint& ep = options.endpoint;
-  // A zero timeval would make hiredis poll() with 0 ms, i.e. fail at once: 0 means "no
-  // timeout", which is the plain blocking connect.
-  const bool timed = options.connect_timeout.count() > 0;
-  const timeval ctv = to_timeval(options.connect_timeout);
-  ContextPtr c;
-  errno = 0;
-  if (ep.kind == Endpoint::Kind::kUnix) {
-    c.reset(timed ? redisConnectUnixWithTimeout(ep.path.c_str(), ctv) : redisConnectUnix(ep.path.c_str()));
-  } else {
-    c.reset(timed ? redisConnectWithTimeout(ep.host.c_str(), ep.port, ctv) : redisConnect(ep.host.c_str(), ep.port));
-  }
-  int err = errno;
-  if (!c || c->err) throw_context_error(c.get(), err, who, options.connect_timeout);
-
-  // hiredis 0.14 cannot create the socket with SOCK_CLOEXEC; close the window as early
-  // as we can so a child forked by another thread does not inherit the connection.
+void AsyncConnection::close(Fault fault, const std::string& why) noexcept {
   try {
-    set_cloexec(c->fd);
-  } catch (const Error& e) {
-    throw IoError(who + ": " + e.what());
+    last_fault_ = fault;
+    const std::string message = describe() + ": " + why;
+    // Taken out first: a caller woken by a failed call may send again, on a fresh state.
+    auto failed = std::exchange(pending_, {});
+    transport_.reset();
+    connecting_.reset();
+    resolution_.reset();
+    addresses_.clear();
+    next_address_ = 0;
+    out_.clear();
+    out_offset_ = 0;
+    transport_wants_ = 0;
+    reader_ = std::make_unique<ReplyReader>();
+    subscribed_ = false;
+    state_ = State::kIdle;
+    for (auto& p : failed) {
+      p.call->state_ = Call::State::kFailed;
+      p.call->fault_ = fault;
+      p.call->error_ = message;
+    }
+  } catch (...) {
+    // Only allocation can fail above; the state is already reset as far as it got.
+    state_ = State::kIdle;
   }
-  // Always set it: 0 clears any socket timeout (block forever), as documented.
-  if (redisSetTimeout(c.get(), to_timeval(options.io_timeout)) != REDIS_OK) {
-    throw_context_error(c.get(), errno, who, options.io_timeout);
-  }
-  if (ep.kind == Endpoint::Kind::kTcp && options.keepalive && redisEnableKeepAlive(c.get()) != REDIS_OK) {
-    throw_context_error(c.get(), errno, who, options.io_timeout);
-  }
+}
 
-  if (!options.password.empty()) {
-    std::vector<std::string> argv{"AUTH"};
-    if (!options.username.empty()) argv.push_back(options.username);
-    argv.push_back(options.password);
-    ReplyPtr r = run_argv(c.get(), argv, &err);
-    if (!r) throw_context_error(c.get(), err, who, options.io_timeout);
-    // Redis's message (WRONGPASS ...) never echoes the password; neither do we.
-    if (is_error(r)) {
-      std::string user = options.username.empty() ? "" : " as user " + options.username;
-      throw ReplyError(who + ": AUTH failed" + user + ": " + reply_text(r.get()));
+void AsyncConnection::fail_with(const std::exception& e, Fault during) {
+  if (dynamic_cast<const ClosedError*>(&e)) return close(Fault::kClosed, e.what());
+  if (dynamic_cast<const TimeoutError*>(&e)) return close(Fault::kTimeout, e.what());
+  if (dynamic_cast<const AuthError*>(&e)) return close(Fault::kAuth, e.what());
+  close(during, e.what());
+}
+
+CallPtr AsyncConnection::send(std::vector<std::string> argv) {
+  auto call = std::make_shared<Call>();
+  try {
+    const auto now = SteadyClock::now();
+    const bool was_idle = state_ == State::kIdle;
+    auto deadline = now + options_.io_timeout;
+    if (state_ != State::kOpen) deadline += options_.connect_timeout;
+    if (was_idle) begin_connect();  // queues AUTH/SELECT/SCRIPT LOAD first
+    if (state_ == State::kIdle) {
+      // begin_connect() failed at once (e.g. a unix path that is too long): reported.
+      call->state_ = Call::State::kFailed;
+      call->fault_ = last_fault_;
+      call->error_ = describe() + ": " + last_connect_error_;
+      return call;
+    }
+    enqueue(std::move(argv), Kind::kUser, call, deadline);
+    if (state_ == State::kOpen) flush();
+  } catch (const std::exception& e) {
+    fail_with(e, Fault::kClosed);
+  }
+  return call;
+}
+
+CallPtr AsyncConnection::eval(const Script& script, const std::vector<std::string>& keys,
+                              const std::vector<std::string>& args) {
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.emplace_back("EVALSHA");
+  argv.push_back(script.sha);
+  argv.push_back(std::to_string(keys.size()));
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return send(std::move(argv));
+}
+
+void AsyncConnection::enqueue(std::vector<std::string> argv, Kind kind, CallPtr call,
+                              SteadyClock::time_point deadline) {
+  if (out_offset_ == out_.size()) {
+    out_.clear();
+    out_offset_ = 0;
+  }
+  out_ += format_command(argv);
+  pending_.push_back(Pending{std::move(call), deadline, kind});
+}
+
+void AsyncConnection::begin_connect() {
+  const auto now = SteadyClock::now();
+  connect_deadline_ = now + options_.connect_timeout;
+  last_connect_error_.clear();
+  // The set-up commands go first, in one write with whatever the caller queues next.
+  const auto deadline = connect_deadline_ + options_.io_timeout;
+  state_ = State::kResolving;
+  if (!options_.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!options_.username.empty()) auth.push_back(options_.username);
+    auth.push_back(options_.password);
+    enqueue(std::move(auth), Kind::kAuth, std::make_shared<Call>(), deadline);
+  }
+  if (options_.db != 0) enqueue({"SELECT", std::to_string(options_.db)}, Kind::kSelect, std::make_shared<Call>(), deadline);
+  for (const Script* s : options_.scripts) {
+    enqueue({"SCRIPT", "LOAD", std::string(s->source)}, Kind::kScriptLoad, std::make_shared<Call>(), deadline);
+  }
+  try {
+    resolution_ = Resolution::start(options_.endpoint);
+  } catch (const std::exception& e) {
+    last_connect_error_ = e.what();
+    close(Fault::kResolve, e.what());
+    return;
+  }
+  if (resolution_->done()) after_resolution();
+}
+
+void AsyncConnection::after_resolution() {
+  addresses_ = resolution_->addresses();
+  const std::string error = resolution_->error();
+  resolution_.reset();
+  if (addresses_.empty()) {
+    last_connect_error_ = error;
+    close(Fault::kResolve, error);
+    return;
+  }
+  next_address_ = 0;
+  connect_next_address();
+}
+
+void AsyncConnection::connect_next_address() {
+  // Each address in turn (a name may resolve to IPv6 and IPv4), within connect_timeout.
+  while (next_address_ < addresses_.size()) {
+    const SocketAddress& address = addresses_[next_address_++];
+    try {
+      bool in_progress = false;
+      connecting_ = start_connect(address, options_.keepalive, &in_progress, "connect to " + address.str());
+      state_ = State::kConnecting;
+      if (!in_progress) socket_connected();
+      return;
+    } catch (const Error& e) {
+      last_connect_error_ = e.what();
     }
   }
-  if (options.db != 0) {
-    ReplyPtr r = run_argv(c.get(), {"SELECT", std::to_string(options.db)}, &err);
-    if (!r) throw_context_error(c.get(), err, who, options.io_timeout);
-    if (is_error(r)) throw ReplyError(who + ": SELECT " + std::to_string(options.db) + " failed: " + reply_text(r.get()));
+  close(Fault::kConnect, last_connect_error_.empty() ? "cannot connect" : last_connect_error_);
+}
+
+void AsyncConnection::socket_connected() {
+  UniqueFd fd = std::move(connecting_);
+  transport_ = options_.transport ? options_.transport->make(std::move(fd), options_.endpoint)
+                                  : std::make_unique<Transport>(std::move(fd));
+  state_ = State::kHandshake;
+  continue_handshake();
+}
+
+void AsyncConnection::continue_handshake() {
+  try {
+    transport_wants_ = transport_->handshake();
+  } catch (const std::exception& e) {
+    fail_with(e, Fault::kTls);
+    return;
   }
-  return c;
+  if (transport_wants_ != 0) return;
+  state_ = State::kOpen;
+  // Everything queued goes out now: each reply is due io_timeout from here, however
+  // quickly or slowly the connection came up.
+  const auto due = SteadyClock::now() + options_.io_timeout;
+  for (auto& p : pending_) p.deadline = due;
+  flush();
 }
 
-}  // namespace detail
-
-// -------------------------------------------------------------------------- Connection
-
-Connection::Connection(ConnectionOptions options) : options_(std::move(options)) {}
-Connection::~Connection() = default;
-Connection::Connection(Connection&&) noexcept = default;
-Connection& Connection::operator=(Connection&&) noexcept = default;
-
-std::string Connection::describe() const { return detail::describe(options_.endpoint); }
-
-int Connection::fd() const noexcept { return ctx_ ? ctx_->fd : -1; }
-
-void Connection::connect() {
-  if (!ctx_) ctx_ = detail::open_context(options_);
-}
-
-void Connection::disconnect() noexcept {
-  ctx_.reset();
-  pending_ = false;
-  pending_retried_ = false;
-  pending_script_load_ = false;
-}
-
-void Connection::ensure_connected() {
-  // A reply still in flight would be read as the answer to the next command.
-  if (pending_) disconnect();
-  connect();
-}
-
-void Connection::fail(int err, Millis timeout) {
-  // The context is unusable after any I/O or protocol error (hiredis README): drop it so
-  // the next command reconnects. It lives until the message has been built.
-  ContextPtr dead = std::move(ctx_);
-  pending_ = false;
-  pending_retried_ = false;
-  pending_script_load_ = false;
-  detail::throw_context_error(dead.get(), err, describe(), timeout);
-}
-
-ReplyPtr Connection::run(const std::vector<std::string>& argv) {
-  ensure_connected();
-  int err = 0;
-  ReplyPtr r = detail::run_argv(ctx_.get(), argv, &err);
-  if (!r) fail(err, options_.io_timeout);
-  return r;
-}
-
-Reply Connection::command(const std::vector<std::string>& argv) {
-  ReplyPtr r = run(argv);
-  if (is_error(r)) throw ReplyError(describe() + ": " + reply_text(r.get()));
-  return Reply(std::move(r));
-}
-
-const std::string& Connection::script_sha(std::string_view source) {
-  if (auto it = sha_by_source_.find(source); it != sha_by_source_.end()) return it->second;
-  ReplyPtr r = run({"SCRIPT", "LOAD", std::string(source)});
-  if (is_error(r)) throw ReplyError(describe() + ": SCRIPT LOAD failed: " + reply_text(r.get()));
-  if (r->type != REDIS_REPLY_STRING) {
-    throw IoError(describe() + ": SCRIPT LOAD returned " + type_name(r.get()) + ", expected a SHA1");
+void AsyncConnection::flush() {
+  while (out_offset_ < out_.size()) {
+    short want = 0;
+    std::size_t n = transport_->write(out_.data() + out_offset_, out_.size() - out_offset_, &want);
+    if (n == 0) {
+      transport_wants_ = want == POLLOUT ? 0 : want;  // POLLOUT is implied by pending output
+      return;
+    }
+    out_offset_ += n;
   }
-  return sha_by_source_.emplace(std::string(source), reply_text(r.get())).first->second;
+  out_.clear();
+  out_offset_ = 0;
 }
 
-Reply Connection::eval(const Script& script, const std::vector<std::string>& keys,
-                       const std::vector<std::string>& args) {
-  const std::string& sha = script_sha(script.source);
-  ReplyPtr r = run(eval_argv("EVALSHA", sha, keys, args));
-  if (is_noscript(r)) r = run(eval_argv("EVAL", script.source, keys, args));  // also caches it server-side
-  if (is_error(r)) throw ReplyError(describe() + ": " + reply_text(r.get()));
-  return Reply(std::move(r));
-}
-
-void Connection::append_and_flush(const std::vector<std::string>& argv) {
-  int err = 0;
-  if (!detail::send_argv(ctx_.get(), argv, &err)) fail(err, options_.io_timeout);
-}
-
-void Connection::send_eval(const Script& script, const std::vector<std::string>& keys,
-                           const std::vector<std::string>& args) {
-  ensure_connected();
-  pending_source_.assign(script.source);
-  pending_keys_ = keys;
-  pending_args_ = args;
-  pending_retried_ = false;
-  pending_script_load_ = false;
-  if (auto it = sha_by_source_.find(script.source); it != sha_by_source_.end()) {
-    append_and_flush(eval_argv("EVALSHA", it->second, keys, args));
-  } else {
-    // First use on this connection: SCRIPT LOAD (to learn the SHA for later EVALSHA) and
-    // EVAL go out together, so this call never waits for a reply: the caller's poll()
-    // stays the only place that waits, and it can be cancelled there.
-    pending_script_load_ = true;
-    append_and_flush({"SCRIPT", "LOAD", pending_source_});
-    append_and_flush(eval_argv("EVAL", pending_source_, keys, args));
+void AsyncConnection::on_ready(short revents) noexcept {
+  try {
+    switch (state_) {
+      case State::kIdle: return;
+      case State::kResolving:
+        if (resolution_ && resolution_->done()) after_resolution();
+        return;
+      case State::kConnecting:
+        if (revents == 0) return;
+        try {
+          connect_finished(connecting_.get(), "connect to " + addresses_[next_address_ - 1].str());
+        } catch (const Error& e) {
+          last_connect_error_ = e.what();
+          connecting_.reset();
+          connect_next_address();
+          return;
+        }
+        socket_connected();
+        return;
+      case State::kHandshake:
+        if (revents != 0) continue_handshake();
+        return;
+      case State::kOpen:
+        if ((revents & POLLOUT) || (transport_wants_ & POLLOUT)) flush();
+        if (state_ == State::kOpen && ((revents & (POLLIN | POLLERR | POLLHUP)) || transport_->has_buffered())) {
+          read_available();
+        }
+        return;
+    }
+  } catch (const std::exception& e) {
+    fail_with(e, state_ == State::kOpen ? Fault::kClosed : Fault::kConnect);
   }
-  pending_ = true;
 }
 
-std::optional<Reply> Connection::read_reply() {
-  if (!pending_ || !ctx_) throw Error(describe() + ": read_reply() without a send_eval() in flight");
-  bool read_once = false;
-  for (;;) {
-    void* raw = nullptr;
-    errno = 0;
-    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) fail(errno, options_.io_timeout);
-    if (!raw) {
-      // At most one read(): the caller saw POLLIN, so it returns at once.
-      if (read_once) return std::nullopt;
-      read_once = true;
-      errno = 0;
-      if (redisBufferRead(ctx_.get()) != REDIS_OK) fail(errno, options_.io_timeout);
-      continue;
+void AsyncConnection::read_available() {
+  char buf[16 * 1024];
+  for (int i = 0; i < kMaxReadsPerWakeup && state_ == State::kOpen; ++i) {
+    short want = 0;
+    std::size_t n = transport_->read(buf, sizeof buf, &want);
+    if (n == 0) {
+      transport_wants_ = want == POLLIN ? 0 : want;  // POLLIN is always polled
+      break;
     }
-    ReplyPtr r(static_cast<redisReply*>(raw));
-    if (pending_script_load_) {
-      // The SCRIPT LOAD sent with the first EVAL: remember the SHA; an error here is not
-      // fatal (the EVAL that follows still runs the script).
-      pending_script_load_ = false;
-      if (r->type == REDIS_REPLY_STRING) sha_by_source_.emplace(pending_source_, reply_text(r.get()));
-      continue;
+    if (!reader_->feed(buf, n)) {
+      close(Fault::kProtocol, reader_->error());
+      return;
     }
-    if (is_noscript(r) && !pending_retried_) {
-      // Restarted or flushed server: send the source once; the caller keeps polling.
-      pending_retried_ = true;
-      append_and_flush(eval_argv("EVAL", pending_source_, pending_keys_, pending_args_));
-      return std::nullopt;
+    while (state_ == State::kOpen) {
+      ReplyPtr r = reader_->next();
+      if (!r) {
+        if (!reader_->error().empty()) close(Fault::kProtocol, reader_->error());
+        break;
+      }
+      dispatch(std::move(r));
     }
-    pending_ = false;
-    if (is_error(r)) throw ReplyError(describe() + ": " + reply_text(r.get()));
-    return Reply(std::move(r));
+    if (state_ != State::kOpen || (n < sizeof buf && !transport_->has_buffered())) break;  // drained for now
+  }
+}
+
+void AsyncConnection::dispatch(ReplyPtr raw) {
+  if (subscribed_ && is_message_push(raw.get())) {
+    messages_.push_back({as_string(raw->element[1]).value_or(""), as_string(raw->element[2]).value_or("")});
+    return;
+  }
+  if (pending_.empty()) {
+    close(Fault::kProtocol, std::string("unexpected ") + type_name(raw.get()) + " reply: nothing was asked");
+    return;
+  }
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  Reply reply(std::move(raw));
+  const bool error = reply.is_error();
+  const std::string text = error ? reply.str() : std::string();
+  switch (p.kind) {
+    case Kind::kAuth:
+      // Redis's message (WRONGPASS ...) never echoes the password; neither do we.
+      if (error) {
+        close(classify_error_reply(text) == Fault::kAuth ? Fault::kAuth : Fault::kReply,
+              "AUTH failed" + (options_.username.empty() ? std::string() : " as user " + options_.username) + ": " +
+                  text);
+      }
+      return;
+    case Kind::kSelect:
+      if (error) close(classify_error_reply(text), "SELECT " + std::to_string(options_.db) + " failed: " + text);
+      return;
+    case Kind::kScriptLoad:
+      if (error) close(classify_error_reply(text), "SCRIPT LOAD failed: " + text);
+      return;
+    case Kind::kUser: break;
+  }
+  Call& call = *p.call;
+  if (error) {
+    call.fault_ = classify_error_reply(text);
+    call.error_ = describe() + ": " + text;
+  } else if (reply.is_array() && reply.size() == 3 && element_is(reply.element(0), "subscribe")) {
+    subscribed_ = true;
+  }
+  call.reply_ = std::move(reply);
+  call.state_ = Call::State::kReplied;
+  if (error && starts_with(text, "NOSCRIPT")) {
+    // SCRIPT FLUSH since we connected: reconnect, which loads the scripts again.
+    close(Fault::kReply, "the server lost the scripts loaded on this connection (SCRIPT FLUSH?); reconnecting");
+  }
+}
+
+void AsyncConnection::check_deadlines(SteadyClock::time_point now) noexcept {
+  if (state_ == State::kIdle) return;
+  if (state_ != State::kOpen && now >= connect_deadline_) {
+    const char* what = state_ == State::kResolving ? "name lookup" : state_ == State::kConnecting ? "connect" : "handshake";
+    close(Fault::kTimeout, std::string(what) + " timed out after " + ms_text(options_.connect_timeout));
+    return;
+  }
+  for (const auto& p : pending_) {
+    if (p.deadline <= now) {
+      close(Fault::kTimeout, "no reply within " + ms_text(options_.io_timeout));
+      return;
+    }
   }
 }
 

@@ -1,201 +1,199 @@
 #pragma once
-/// RAII over a hiredis 0.14 synchronous context (STYLE.md "Redis").
+/// One Redis node as a non-blocking state machine (STYLE.md "Redis"; issue 8 item 4):
 ///
-/// - Connects with redisConnectWithTimeout / redisConnectUnixWithTimeout, then sets
-///   FD_CLOEXEC (0.14 has no REDIS_OPT_SET_SOCK_CLOEXEC), the I/O timeout and TCP keepalive.
-/// - AUTH (password, or ACL username + password) and SELECT db on every (re)connect.
-/// - After any I/O or protocol error the context is unusable: it is dropped and the next
-///   command reconnects (redis-plus-plus Connection::broken()).
-/// - Errors are thrown as IoError / TimeoutError / ClosedError / ReplyError, with the
-///   node's address and Redis's own message; the password never appears in one.
-/// - Not thread-safe: one Connection per thread.
-
-#include <hiredis/hiredis.h>
-#include <signal.h>
+///   idle -> resolving -> connecting -> handshake (TLS) -> open
+///
+/// Commands are queued at once and answered in order (RESP pipelining); on a new
+/// connection AUTH, SELECT and the SCRIPT LOADs of the lease scripts go first, on the same
+/// write, so a (re)connect costs no extra round trip and no blocking step. The owner
+/// drives it from its own poll() loop: fd()/events() say what to wait for, on_ready()
+/// does the I/O, check_deadlines() enforces the timeouts. Nothing here ever blocks.
+///
+/// The connection set-up is bounded by connect_timeout, and every reply by io_timeout
+/// from when its command went out (when the connection opened, for commands queued
+/// while it was being set up). A call that misses its deadline drops the connection and
+/// fails every call on it: replies come back in order, so a late reply could otherwise be
+/// taken for a later command's. After any error the connection is closed; the next send()
+/// reconnects (redis-plus-plus Connection::broken()).
+///
+/// Failures carry a Fault (why: refused, timeout, auth, ...) and a message that starts
+/// with the node ("redis 127.0.0.1:6379: ..."); the password never appears in one.
+/// Not thread-safe: each thread owns its connections.
 
 #include <chrono>
-#include <functional>
-#include <cstdint>
+#include <deque>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
+
+#include "redis/endpoint.h"
+#include "redis/reply.h"
+#include "redis/transport.h"
 
 namespace redisgo::redis {
 
 using Millis = std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
 
-/// A node address: "host:port" (IPv4, hostname or [IPv6]:port) or "unix:///path".
-struct Endpoint {
-  enum class Kind { kTcp, kUnix };
-  Kind kind = Kind::kTcp;
-  std::string host;   ///< kTcp
-  int port = 0;       ///< kTcp
-  std::string path;   ///< kUnix
-  /// Parses; on failure returns nullopt and sets *why ("port out of range", ...).
-  static std::optional<Endpoint> parse(std::string_view text, std::string* why = nullptr);
-  /// Printable form, as it was given ("127.0.0.1:6379", "unix:///run/redis.sock").
-  std::string str() const;
+/// Why a node could not be used. Exit codes, log suppression (one line per cause) and
+/// `status` are decided from it, never from message text.
+enum class Fault {
+  kNone,
+  kResolve,    ///< the host name did not resolve
+  kConnect,    ///< refused, unreachable, reset while connecting
+  kTimeout,    ///< connect or a reply did not come within its timeout
+  kClosed,     ///< the server closed or reset an open connection
+  kProtocol,   ///< the bytes were not RESP (not a Redis server, or a broken one)
+  kAuth,       ///< credentials refused: WRONGPASS, NOAUTH, NOPERM
+  kTls,        ///< TLS handshake or certificate verification failed
+  kReply,      ///< the server answered with an error (OOM, LOADING, READONLY, BUSY, ...)
+  kCancelled,  ///< a stop request ended the wait
+};
+/// "refused", "timeout", "auth", ... (short, for logs and JSON).
+const char* to_string(Fault fault);
+/// NOAUTH / WRONGPASS / NOPERM -> kAuth; any other error reply -> kReply.
+Fault classify_error_reply(std::string_view text);
+
+/// A Lua script and its SHA-1 (what EVALSHA names it by).
+struct Script {
+  explicit Script(std::string_view src);
+  std::string_view source;
+  std::string sha;
 };
 
-/// Settings of one connection (defaults as in SPEC.md).
+/// Makes the Transport for a freshly connected socket (TLS); null means plain TCP/unix.
+class TransportFactory {
+ public:
+  virtual ~TransportFactory() = default;
+  virtual std::unique_ptr<Transport> make(UniqueFd fd, const Endpoint& endpoint) const = 0;
+};
+
+/// Settings of one node's connection (defaults as in SPEC.md).
 struct ConnectionOptions {
   Endpoint endpoint;
-  Millis connect_timeout{500};  ///< 0 means no timeout (block)
-  Millis io_timeout{500};       ///< per command; 0 means no timeout (block forever)
-  std::string username;         ///< empty: AUTH <password> (pre-ACL form)
+  Millis connect_timeout{500};  ///< name lookup + TCP connect + TLS handshake (> 0)
+  Millis io_timeout{500};       ///< each reply, from when its command was sent (> 0)
+  std::string username;         ///< empty: AUTH <password> (the pre-ACL form)
   std::string password;         ///< empty: no AUTH. Secret: never logged.
   int db = 0;                   ///< SELECT when non-zero
-  bool keepalive = true;
+  bool keepalive = true;        ///< TCP keepalive (a silent peer is noticed on idle sockets)
+  /// Loaded with SCRIPT LOAD on every new connection, so EVALSHA of them never meets
+  /// NOSCRIPT (which, pipelined, could reorder an acquire behind its own undo).
+  std::vector<const Script*> scripts;
+  /// TLS when set (redis/tls.h); shared by every connection of a process.
+  std::shared_ptr<const TransportFactory> transport;
 };
 
-struct ContextDeleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ContextPtr = std::unique_ptr<redisContext, ContextDeleter>;
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-/// An owned reply. Error replies never reach the caller as Reply: they are thrown as
-/// ReplyError by Connection::command().
-class Reply {
+/// The outcome of one command. Pending until its reply arrives or its connection fails.
+class Call {
  public:
-  Reply() = default;
-  explicit Reply(ReplyPtr r) : r_(std::move(r)) {}
-  const redisReply* get() const { return r_.get(); }
-  const redisReply* operator->() const { return r_.get(); }
-  bool is_nil() const { return r_ && r_->type == REDIS_REPLY_NIL; }
-  bool is_integer() const { return r_ && r_->type == REDIS_REPLY_INTEGER; }
-  bool is_string() const { return r_ && (r_->type == REDIS_REPLY_STRING || r_->type == REDIS_REPLY_STATUS); }
-  bool is_array() const { return r_ && r_->type == REDIS_REPLY_ARRAY; }
-  std::int64_t integer() const;      ///< throws ReplyError if not an integer
-  std::string str() const;           ///< throws ReplyError if not a string/status
-  std::size_t size() const;          ///< array length; 0 if not an array
-  /// Element i of an array reply, as a borrowed pointer (lifetime of this Reply).
-  const redisReply* element(std::size_t i) const;
+  enum class State { kPending, kReplied, kFailed };
+  State state() const noexcept { return state_; }
+  bool done() const noexcept { return state_ != State::kPending; }
+  /// Replied with a non-error reply.
+  bool ok() const noexcept { return state_ == State::kReplied && !reply_.is_error(); }
+  /// kReplied: the reply, which may be an error reply.
+  const Reply& reply() const noexcept { return reply_; }
+  /// kFailed: why; kReplied with an error reply: kAuth or kReply; else kNone.
+  Fault fault() const noexcept { return fault_; }
+  /// A message that names the node: the failure, or the error reply's text.
+  const std::string& error() const noexcept { return error_; }
 
  private:
-  ReplyPtr r_;
+  friend class AsyncConnection;
+  State state_ = State::kPending;
+  Reply reply_;
+  Fault fault_ = Fault::kNone;
+  std::string error_;
 };
+using CallPtr = std::shared_ptr<Call>;
 
-/// A Lua script with its SHA1, loaded lazily per connection.
-struct Script {
-  std::string_view source;
-};
-
-class Connection {
+class AsyncConnection {
  public:
-  explicit Connection(ConnectionOptions options);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-  Connection(Connection&&) noexcept;
-  Connection& operator=(Connection&&) noexcept;
+  explicit AsyncConnection(ConnectionOptions options);
+  ~AsyncConnection();
+  AsyncConnection(AsyncConnection&&) noexcept;
+  AsyncConnection& operator=(AsyncConnection&&) noexcept;
+  AsyncConnection(const AsyncConnection&) = delete;
+  AsyncConnection& operator=(const AsyncConnection&) = delete;
 
-  /// Connects now if not connected (throws). Commands connect lazily anyway.
-  void connect();
-  /// Drops the context; the next command reconnects.
-  void disconnect() noexcept;
-  bool connected() const noexcept { return ctx_ != nullptr; }
+  /// Queues a command (argv form); starts connecting if needed. Never throws for a node
+  /// failure: the call fails instead (possibly already when this returns).
+  CallPtr send(std::vector<std::string> argv);
+  /// EVALSHA of a script listed in options().scripts.
+  CallPtr eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
-  /// Runs one command in argv form. Throws on I/O error (and drops the context) or on
-  /// an error reply (ReplyError; the context stays usable).
-  Reply command(const std::vector<std::string>& argv);
-
-  /// Runs `script` with EVALSHA (SHA from SCRIPT LOAD, cached per connection); on
-  /// NOSCRIPT (a restarted Redis) falls back to EVAL, which also re-caches it.
-  Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
-
-  /// Pipelined variant for quorum operations across many connections at once:
-  /// send_eval() writes the command without waiting; the caller then polls fd() and
-  /// calls read_reply() (see lock/redlock). Both throw like command().
-  void send_eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
-  /// Reads the reply of a send_eval() if complete. Returns nullopt if more bytes are
-  /// needed (poll fd() for POLLIN and call again). Handles NOSCRIPT by re-sending with
-  /// EVAL transparently (then returns nullopt until that reply arrives).
-  ///
-  /// Reads at most once from the socket per call, and only if no complete reply is
-  /// already buffered: call it when poll() reported POLLIN on fd(), or right after
-  /// send_eval(). Called without POLLIN it blocks for up to io_timeout (the socket is
-  /// blocking with SO_RCVTIMEO) and then throws TimeoutError.
-  /// An error reply is thrown as ReplyError (the context stays usable).
-  std::optional<Reply> read_reply();
-  /// True between send_eval() and the read_reply() that returns or throws its reply.
-  /// Any other command while a reply is pending drops the connection first (the stale
-  /// reply could otherwise be taken for the new command's).
-  bool reply_pending() const noexcept { return pending_; }
-  /// The socket, or -1 when not connected.
+  /// What to poll: the fd (-1: nothing) and its events.
   int fd() const noexcept;
+  short events() const noexcept;
+  /// Earliest instant at which check_deadlines() has something to enforce.
+  SteadyClock::time_point next_deadline() const noexcept;
+  /// Does the I/O that poll() reported (`revents` of fd()). Never throws.
+  void on_ready(short revents) noexcept;
+  /// Closes the connection (failing its calls) if a deadline has passed. Never throws.
+  void check_deadlines(SteadyClock::time_point now) noexcept;
 
-  const ConnectionOptions& options() const { return options_; }
-  /// "redis 127.0.0.1:6379" — used as the prefix of every error message.
+  /// A call outstanding, or a connection being set up.
+  bool busy() const noexcept;
+  /// Connected (the socket is up, AUTH may still be in flight).
+  bool connected() const noexcept { return state_ != State::kIdle; }
+  /// Fails every outstanding call with `fault`/`why` and closes the socket. Never throws.
+  void close(Fault fault, const std::string& why) noexcept;
+
+  /// "redis 127.0.0.1:6379": the prefix of every message.
   std::string describe() const;
+  const ConnectionOptions& options() const noexcept { return options_; }
+  /// The cause of the last close(), kNone if it never failed.
+  Fault last_fault() const noexcept { return last_fault_; }
+  /// The peer line of the transport (TLS certificate), while open; "" otherwise.
+  std::string peer_info() const;
+
+  /// Pub/sub: after a SUBSCRIBE call succeeded, messages ("message" pushes) collect here.
+  struct Message {
+    std::string channel;
+    std::string payload;
+  };
+  bool subscribed() const noexcept { return subscribed_; }
+  std::vector<Message> take_messages();
 
  private:
-  // Transparent hashing so a string_view source finds its owned key without a copy.
-  struct SourceHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  enum class State { kIdle, kResolving, kConnecting, kHandshake, kOpen };
+  enum class Kind { kUser, kAuth, kSelect, kScriptLoad };
+  struct Pending {
+    CallPtr call;
+    SteadyClock::time_point deadline;
+    Kind kind;
   };
-  void ensure_connected();
-  const std::string& script_sha(std::string_view source);
-  ReplyPtr run(const std::vector<std::string>& argv);
-  void append_and_flush(const std::vector<std::string>& argv);
-  [[noreturn]] void fail(int err, Millis timeout);
+
+  void begin_connect();
+  void after_resolution();
+  void connect_next_address();
+  void socket_connected();
+  void continue_handshake();
+  void enqueue(std::vector<std::string> argv, Kind kind, CallPtr call, SteadyClock::time_point deadline);
+  void flush();
+  void read_available();
+  void dispatch(ReplyPtr reply);
+  void fail_with(const std::exception& e, Fault during);
 
   ConnectionOptions options_;
-  ContextPtr ctx_;
-  // source text -> SHA1 from SCRIPT LOAD. Kept across reconnects on purpose: the SHA is a
-  // property of the text, and a restarted server answers NOSCRIPT, which falls back to
-  // EVAL (issue: "a restarted Redis has none"); a server that merely dropped our socket
-  // still has the script and EVALSHA just works.
-  std::unordered_map<std::string, std::string, SourceHash, std::equal_to<>> sha_by_source_;
-  // State of the send_eval()/read_reply() in flight, for the NOSCRIPT fallback. The
-  // source is copied: the caller's Script may be a temporary.
-  bool pending_ = false;
-  bool pending_retried_ = false;
-  bool pending_script_load_ = false;  // a SCRIPT LOAD reply comes before the EVAL's
-  std::string pending_source_;
-  std::vector<std::string> pending_keys_, pending_args_;
+  State state_ = State::kIdle;
+  std::deque<Pending> pending_;
+  std::string out_;
+  std::size_t out_offset_ = 0;
+  short transport_wants_ = 0;   // an extra event the transport asked for (TLS)
+  std::shared_ptr<Resolution> resolution_;
+  std::vector<SocketAddress> addresses_;
+  std::size_t next_address_ = 0;
+  std::string last_connect_error_;
+  UniqueFd connecting_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<ReplyReader> reader_;
+  SteadyClock::time_point connect_deadline_{};
+  bool subscribed_ = false;
+  std::vector<Message> messages_;
+  Fault last_fault_ = Fault::kNone;
 };
-
-namespace detail {
-/// Shared by Connection and Subscriber (one place for connect, AUTH, SELECT and the
-/// mapping of hiredis errors to the Error tree).
-
-/// Connects, sets FD_CLOEXEC, the I/O timeout and keepalive, AUTHs and SELECTs. Throws
-/// IoError/TimeoutError/ClosedError/ReplyError prefixed by describe(endpoint).
-ContextPtr open_context(const ConnectionOptions& options);
-/// "redis " + endpoint.str()
-std::string describe(const Endpoint& endpoint);
-/// Sends argv and waits for its reply (bounded by the socket's I/O timeout), with
-/// SIGPIPE suppressed for this thread. Returns the reply, which may be an error reply;
-/// on an I/O or protocol error returns nullptr and stores the errno seen in *err.
-ReplyPtr run_argv(redisContext* c, const std::vector<std::string>& argv, int* err);
-/// Sends argv without waiting for the reply (append, then flush the output buffer), with
-/// SIGPIPE suppressed. False on failure, with errno in *err (see throw_context_error).
-bool send_argv(redisContext* c, const std::vector<std::string>& argv, int* err);
-/// Throws the exception for c->err (after a failed hiredis call that saw errno `err`):
-/// TimeoutError ("timed out after <timeout>"), IoError (errstr and errno), ClosedError
-/// (EOF) or IoError (protocol). `who` is the describe() prefix.
-[[noreturn]] void throw_context_error(const redisContext* c, int err, const std::string& who, Millis timeout);
-/// Blocks SIGPIPE for the calling thread while alive and swallows one raised meanwhile:
-/// hiredis write()s to sockets, and a peer that went away must be an error, not a kill.
-class SigpipeGuard {
- public:
-  SigpipeGuard() noexcept;
-  ~SigpipeGuard();
-  SigpipeGuard(const SigpipeGuard&) = delete;
-  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
-
- private:
-  sigset_t old_{};
-  bool was_pending_ = false;
-};
-}  // namespace detail
 
 }  // namespace redisgo::redis

@@ -1,9 +1,12 @@
 #pragma once
-/// A dedicated connection in SUBSCRIBE mode, read without blocking so that a waiter can
-/// poll() its fd together with the signal fd and a timer (wake-on-release).
+/// A pub/sub subscription to one channel on one node, kept up without blocking: the
+/// owner puts fd()/events() in its own poll() (with its signal fd and timers), calls
+/// on_ready() on readiness and maintain() on every turn. When the connection fails it
+/// resubscribes after a delay that doubles from kRetryMin to kRetryMax, so a dead node
+/// costs one connection attempt per delay, never a loop.
 
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "redis/connection.h"
 
@@ -11,33 +14,45 @@ namespace redisgo::redis {
 
 class Subscriber {
  public:
-  explicit Subscriber(ConnectionOptions options);
-  /// Connects (AUTH as configured) and SUBSCRIBEs; waits for the confirmation (up to
-  /// io_timeout), so a PUBLISH after it returns reaches us. Throws. When `cancel_fd` is
-  /// given and becomes readable, the wait ends at once with an Error ("cancelled").
-  void subscribe(const std::string& channel, int cancel_fd = -1);
-  /// True when subscribed and the connection is healthy.
-  bool active() const noexcept;
-  /// The socket to poll for POLLIN, or -1.
-  int fd() const noexcept;
-  /// Drains what is readable without blocking; returns the number of messages received
-  /// on the channel since the last call (0 if none). On a broken connection: drops it,
-  /// returns the messages that arrived before the break (usually 0), and active()
-  /// becomes false (the caller resubscribes with backoff).
-  /// Also returns messages that arrived together with the SUBSCRIBE confirmation and are
-  /// already buffered (poll() cannot see those): call it once right after subscribe().
-  int drain() noexcept;
+  static constexpr Millis kRetryMin{500};
+  static constexpr Millis kRetryMax{30'000};
+
+  Subscriber(ConnectionOptions options, std::string channel);
+
+  /// (Re)subscribes when not subscribed, not already trying, and the retry time has
+  /// come; enforces the connection's deadlines. Never blocks, never throws.
+  void maintain(SteadyClock::time_point now) noexcept;
+  /// True once the server confirmed the SUBSCRIBE (and until the connection fails).
+  bool active() const noexcept { return conn_.subscribed(); }
+  int fd() const noexcept { return conn_.fd(); }
+  short events() const noexcept { return conn_.events(); }
+  /// When maintain() next has something to do (a retry or a deadline); max() if nothing.
+  SteadyClock::time_point next_wakeup() const noexcept;
+  /// Does the I/O poll() reported. Never throws.
+  void on_ready(short revents) noexcept;
+  /// The payloads published on the channel since the last call.
+  std::vector<std::string> take_payloads();
+  /// True the first time it is called after the subscription became active.
+  bool take_became_active() noexcept;
+  /// Unsubscribes by closing the connection; maintain() subscribes again.
   void close() noexcept;
-  /// The channel of the last successful subscribe().
+  /// Why the last attempt failed ("" if none).
+  const std::string& last_error() const noexcept { return last_error_; }
+  Fault last_fault() const noexcept { return last_fault_; }
   const std::string& channel() const noexcept { return channel_; }
+  std::string describe() const { return conn_.describe(); }
 
  private:
-  // Counts complete replies already in the hiredis reader; false on a protocol error.
-  bool take_buffered(int* count) noexcept;
+  void note_failure(SteadyClock::time_point now) noexcept;
 
-  ConnectionOptions options_;
-  ContextPtr ctx_;
+  AsyncConnection conn_;
   std::string channel_;
+  CallPtr call_;  // the SUBSCRIBE in flight or confirmed
+  SteadyClock::time_point retry_at_{};
+  Millis retry_delay_ = kRetryMin;
+  bool reported_active_ = false;
+  std::string last_error_;
+  Fault last_fault_ = Fault::kNone;
 };
 
 }  // namespace redisgo::redis

@@ -1,0 +1,42 @@
+#pragma once
+/// One poll() loop over many AsyncConnections (ninja's SubprocessSet shape): every node
+/// advances on its own readiness and its own deadlines, so a slow node never delays
+/// reading the others (SPEC invariant 8), and a stop fd ends the wait at once.
+
+#include <functional>
+#include <vector>
+
+#include "redis/connection.h"
+
+namespace redisgo::redis {
+
+struct DriveOptions {
+  /// Give up waiting at this instant (the calls stay pending on their connections).
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+  /// Readable: stop waiting at once (the daemon's signalfd, a thread's stop eventfd). -1: none.
+  int cancel_fd = -1;
+  /// Called at least every `heartbeat_every` while waiting (the systemd watchdog's proof
+  /// that the main loop is alive). Empty: none.
+  std::function<void()> heartbeat;
+  Millis heartbeat_every{1000};
+};
+
+enum class DriveEnd {
+  kDone,       ///< done() returned true
+  kIdle,       ///< no connection has anything outstanding
+  kDeadline,   ///< options.deadline passed
+  kCancelled,  ///< cancel_fd became readable
+};
+
+/// Drives `conns` until `done()` (checked after every step; may be empty), until none of
+/// them is busy, until the deadline, or until cancel_fd is readable. Null entries are
+/// skipped. Never throws for a node's failure (its calls fail instead).
+DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<bool()>& done,
+               const DriveOptions& options = {});
+
+/// Blocking convenience for tools (status, check) and tests: sends each argv on `conn`
+/// and drives it until every reply is in or has failed, or cancel. Returns the calls.
+std::vector<CallPtr> run_commands(AsyncConnection& conn, const std::vector<std::vector<std::string>>& argvs,
+                                  int cancel_fd = -1);
+
+}  // namespace redisgo::redis
