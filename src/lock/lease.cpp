@@ -1,5 +1,7 @@
 #include "lock/lease.h"
 
+#include <algorithm>
+
 #include "lock/redlock.h"
 
 namespace redisgo::lock {
@@ -15,6 +17,11 @@ LeaseKeys LeaseKeys::derive(const std::string& key) {
   }
   const std::string base = has_tag ? key : "{" + key + "}";
   return LeaseKeys{key, base + ":fence", base + ":released"};
+}
+
+Millis fence_ttl(Millis lease_ttl) {
+  constexpr Millis kWeek = std::chrono::hours(24 * 7);
+  return std::max(kWeek, lease_ttl * 100);
 }
 
 std::unique_ptr<LeaseBackend> make_redis_backend(const LeaseOptions& options, const Clock& clock) {

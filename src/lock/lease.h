@@ -1,13 +1,15 @@
 #pragma once
 /// The lease as the daemon sees it: acquire / renew / release / inspect over one or more
-/// independent Redis nodes (SPEC.md invariants 2-4; issue 4 for N > 1).
+/// independent Redis nodes (SPEC.md invariants 2-4, 7, 8, 10).
 ///
 /// Every ownership check runs inside Lua (redis/scripts.h): acquire is SET NX PX plus the
-/// fence INCR in one script, renew is compare-and-PEXPIRE, release is compare-and-DEL
-/// plus PUBLISH on the release channel.
+/// fence counter in one script, renew is compare-and-PEXPIRE, release is compare-and-DEL
+/// plus PUBLISH on the release channel, and the undo of a failed attempt is a
+/// compare-and-DEL that publishes nothing.
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +30,9 @@ struct LeaseKeys {
   static LeaseKeys derive(const std::string& key);
 };
 
+/// SPEC "Keys": the fence counter lives the longer of 7 days and 100 × expire.
+Millis fence_ttl(Millis lease_ttl);
+
 struct LeaseOptions {
   std::vector<redis::ConnectionOptions> nodes;  ///< 1 = single instance; N = Redlock, quorum N/2+1
   std::string key;
@@ -35,35 +40,49 @@ struct LeaseOptions {
   Millis ttl{5000};
   double drift_factor = 0.01;                   ///< validity = ttl - elapsed - (ttl*drift_factor + drift_fixed)
   Millis drift_fixed{2};
-  /// Time one operation may take on one node before it counts as a "no" vote. 0 = each
-  /// connection's io_timeout. Kept well below ttl so one slow node cannot eat the lease.
-  Millis node_timeout{0};
+  /// An acquisition that leaves less validity than this is undone and counts as failed:
+  /// a child started under it could not be stopped before the lease ends (the daemon
+  /// passes kill_grace + kill margin). 0 = any positive validity will do.
+  Millis min_validity{0};
   /// A node that failed (refused, timed out, broken) is not contacted by acquire/renew
   /// again before its own retry time: node_retry_initial after the first failure,
   /// doubling up to node_retry_max, reset by a success. So a dead node costs the others'
-  /// renewals nothing. Release and inspect still try every node.
+  /// renewals nothing and is never retried faster than this.
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
-  /// signalfd, so SIGTERM ends a wait on a hung node at once). -1 = none. Renew, release
-  /// and inspect ignore it: they must finish.
+  /// signalfd, the renewer its stop eventfd). -1 = none.
   int cancel_fd = -1;
+  /// Called while an operation waits on the network (the systemd watchdog heartbeat).
+  std::function<void()> heartbeat;
+};
+
+/// One node's failure in an operation.
+struct NodeError {
+  std::string node;          ///< endpoint, "127.0.0.1:7001"
+  redis::Fault fault = redis::Fault::kNone;
+  std::string message;       ///< names the node
 };
 
 /// Outcome of one acquisition attempt.
 struct Acquisition {
   bool acquired = false;
+  bool cancelled = false;               ///< cancel_fd ended it
   std::uint64_t token = 0;              ///< fencing token (acquired only)
   Clock::time_point valid_until{};      ///< local lease deadline (acquired only)
   int votes = 0;                        ///< nodes that granted it
-  /// Not acquired: the longest remaining TTL (ms) reported by a node where someone else
-  /// holds the key, so a waiter need not poll faster than the lease can expire. -1 unknown.
+  int busy = 0;                         ///< nodes where another holder has the key
+  /// Not acquired: the holder that a quorum of nodes named, if any, and how long (ms)
+  /// until fewer than a quorum still hold its lease. -1 when no holder has a quorum in
+  /// what the nodes answered (free, split between would-be holders, nodes unreachable).
+  std::string holder;
   std::int64_t holder_ttl_ms = -1;
-  std::string holder;                   ///< not acquired: current holder if a node told us
-  std::vector<std::string> errors;      ///< per-node failures ("redis 127.0.0.1:7001: timeout")
+  /// Not before this instant can a quorum of nodes be asked again (nodes in their retry
+  /// backoff); {} = now. A waiter never tries sooner: there would be nothing to send.
+  Clock::time_point not_before{};
+  std::vector<NodeError> errors;        ///< per-node failures
   /// Per node, in LeaseOptions::nodes order: the token that node's acquire script
-  /// returned (before the quorum raise), 0 where it did not grant. For diagnostics and
-  /// for the test that shows why the plain per-node maximum is not enough.
+  /// returned (before the quorum raise), 0 where it did not grant.
   std::vector<std::uint64_t> node_tokens;
 };
 
@@ -75,13 +94,14 @@ struct Renewal {
   bool lost = false;
   Clock::time_point valid_until{};      ///< confirmed only: new local deadline
   int votes = 0;
-  std::vector<std::string> errors;
+  std::vector<NodeError> errors;
 };
 
 /// One node's view of the key (for `status`).
 struct NodeView {
   std::string node;          ///< endpoint string
   bool reachable = false;
+  redis::Fault fault = redis::Fault::kNone;  ///< when unreachable
   std::string error;         ///< when unreachable
   bool held = false;
   std::string holder;
@@ -95,18 +115,19 @@ class LeaseBackend {
   virtual ~LeaseBackend() = default;
   virtual Acquisition acquire() = 0;
   virtual Renewal renew() = 0;
-  /// Compare-and-delete on every node (also those that did not answer the acquire).
-  /// Never throws; failures are logged by the caller from the returned count.
+  /// Compare-and-delete (publishing the release) on every node, also those that did not
+  /// answer the acquire. Returns how many deleted a lease of ours. Never throws.
   virtual int release() noexcept = 0;
   virtual std::vector<NodeView> inspect() = 0;
+  /// Lets requests already sent (the undo of a failed attempt) reach their nodes: waits
+  /// up to `limit` for outstanding replies. For before the process exits. Never throws.
+  virtual void settle(Millis limit) noexcept { (void)limit; }
   virtual int node_count() const = 0;
   int quorum() const { return node_count() / 2 + 1; }
 };
 
-/// The real backend: N >= 1 independent Redis nodes, operations sent to all nodes in
-/// parallel (pipelined over non-blocking polls, one connection per node), each node
-/// bounded by node_timeout. One node is the N = 1 case of the same code.
-/// Not thread-safe; the renewal thread makes its own instance (own connections).
+/// The real backend: N >= 1 independent Redis nodes driven concurrently by one poll loop
+/// (lock/redlock.h). Not thread-safe; the renewal thread makes its own instance.
 std::unique_ptr<LeaseBackend> make_redis_backend(const LeaseOptions& options,
                                                  const Clock& clock = SystemClock::instance());
 

@@ -1,47 +1,28 @@
 #include "lock/redlock.h"
 
-#include <poll.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
+#include <map>
 #include <stdexcept>
 
 #include "lock/fencing.h"
+#include "redis/poller.h"
 #include "redis/scripts.h"
-#include "util/error.h"
 
 namespace redisgo::lock {
 namespace {
 
-using std::chrono::steady_clock;
+using redis::Call;
+using redis::CallPtr;
+using redis::Fault;
+using redis::SteadyClock;
 
-Millis effective_node_timeout(const LeaseOptions& o) {
-  if (o.node_timeout > Millis(0)) return o.node_timeout;
-  if (!o.nodes.empty() && o.nodes.front().io_timeout > Millis(0)) return o.nodes.front().io_timeout;
-  return std::max(Millis(1), o.ttl / 4);
-}
+const redisReply* element(const CallPtr& c, std::size_t i) { return c->reply().element(i); }
 
-// A blocking step inside a round (connect, AUTH on reconnect, the write) must not take
-// longer than the round itself, or one unreachable node would stall the others' renewal.
-redis::ConnectionOptions bounded(redis::ConnectionOptions o, Millis limit) {
-  if (o.connect_timeout <= Millis(0) || o.connect_timeout > limit) o.connect_timeout = limit;
-  if (o.io_timeout <= Millis(0) || o.io_timeout > limit) o.io_timeout = limit;
-  return o;
-}
-
-const redisReply* element(const redis::Reply& r, std::size_t i) {
-  return i < r.size() ? r.element(i) : nullptr;
-}
-
-std::optional<std::int64_t> as_integer(const redisReply* e) {
-  if (e && e->type == REDIS_REPLY_INTEGER) return e->integer;
-  return std::nullopt;
-}
-
-std::optional<std::string> as_string(const redisReply* e) {
-  if (e && (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)) return std::string(e->str, e->len);
-  return std::nullopt;
+/// A failure that says the node itself is unusable (as opposed to an error reply from
+/// a live server): it earns the node a retry backoff.
+bool node_unusable(const Call& c) {
+  if (c.state() == Call::State::kFailed) return c.fault() != Fault::kCancelled;
+  return c.state() == Call::State::kReplied && c.fault() == Fault::kAuth;
 }
 
 }  // namespace
@@ -62,171 +43,194 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
     : options_(std::move(options)), clock_(clock), keys_(LeaseKeys::derive(options_.key)) {
   if (options_.nodes.empty()) throw std::invalid_argument("lease: no Redis node");
   if (options_.ttl <= Millis(0)) throw std::invalid_argument("lease: ttl must be positive");
-  node_timeout_ = effective_node_timeout(options_);
   ttl_arg_ = std::to_string(options_.ttl.count());
+  fence_ttl_arg_ = std::to_string(fence_ttl(options_.ttl).count());
   nodes_.reserve(options_.nodes.size());
-  for (const auto& n : options_.nodes) nodes_.emplace_back(bounded(n, node_timeout_));
-}
-
-void RedlockBackend::node_failed(Node& node, std::string error) noexcept {
-  node.conn.disconnect();
-  node.backoff = next_node_backoff(node.backoff, options_.node_retry_initial, options_.node_retry_max);
-  node.retry_at = clock_.now() + node.backoff;
-  node.last_error = std::move(error);
-}
-
-void RedlockBackend::node_ok(Node& node) noexcept {
-  node.backoff = Millis(0);
-  node.retry_at = {};
-  node.last_error.clear();
-}
-
-std::vector<RedlockBackend::NodeReply> RedlockBackend::round(const redis::Script& script,
-                                                             const std::vector<std::string>& keys,
-                                                             const std::vector<std::string>& args,
-                                                             const std::vector<bool>* only, bool respect_backoff,
-                                                             bool cancellable) {
-  using Status = NodeReply::Status;
-  const std::size_t n = nodes_.size();
-  std::vector<NodeReply> out(n);
-  std::vector<std::pair<std::size_t, steady_clock::time_point>> pending;  // node, its deadline
-  const auto now = clock_.now();
-
-  auto fail = [&](std::size_t i, std::string error) {
-    out[i].status = Status::kFailed;
-    out[i].error = error;
-    node_failed(nodes_[i], std::move(error));
-  };
-
-  // Connected nodes first: their requests are on the wire while a reconnect (which
-  // blocks up to the bounded connect timeout) is attempted for the others.
-  for (bool want_connected : {true, false}) {
-    for (std::size_t i = 0; i < n; ++i) {
-      Node& node = nodes_[i];
-      if (node.conn.connected() != want_connected) continue;
-      if (only && !(*only)[i]) continue;
-      if (respect_backoff && node.backoff > Millis(0) && now < node.retry_at) {
-        out[i].error = node.conn.describe() + ": not retried for another " +
-                       std::to_string(until(node.retry_at, now).count()) + " ms after: " + node.last_error;
-        continue;  // kSkipped
-      }
-      try {
-        node.conn.send_eval(script, keys, args);
-        pending.emplace_back(i, steady_clock::now() + node_timeout_);
-      } catch (const std::exception& e) {
-        fail(i, e.what());
-      }
-    }
+  for (auto o : options_.nodes) {
+    o.scripts = redis::kLeaseScripts;
+    nodes_.emplace_back(std::move(o));
   }
+}
 
-  std::vector<pollfd> fds;
-  while (!pending.empty()) {
-    // Each node has node_timeout from its own send: a node sent after another node's
-    // blocking reconnect still gets its full time. Every node gets at least one look
-    // (a poll with timeout 0 when its time is already up) before it is given up.
-    auto earliest = pending.front().second;
-    for (const auto& p : pending) earliest = std::min(earliest, p.second);
-    const auto left = std::max(Millis(0), std::chrono::ceil<Millis>(earliest - steady_clock::now()));
-    fds.clear();
-    for (const auto& p : pending) fds.push_back(pollfd{nodes_[p.first].conn.fd(), POLLIN, 0});
-    const bool watch_cancel = cancellable && options_.cancel_fd >= 0;
-    if (watch_cancel) fds.push_back(pollfd{options_.cancel_fd, POLLIN, 0});
-    int rc = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
-    if (rc > 0 && watch_cancel && fds.back().revents != 0) {
-      // A stop was requested: a waiter must not hang on a slow node (SPEC: within 100 ms).
-      for (const auto& p : pending) {
-        nodes_[p.first].conn.disconnect();  // its reply would be misread later
-        out[p.first].status = Status::kFailed;
-        out[p.first].error = nodes_[p.first].conn.describe() + ": cancelled";
-      }
-      pending.clear();
-      break;
-    }
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = errno_message("poll", errno);
-      for (const auto& p : pending) fail(p.first, nodes_[p.first].conn.describe() + ": " + why);
-      pending.clear();
-      break;
-    }
-    const auto after = steady_clock::now();
-    std::vector<std::pair<std::size_t, steady_clock::time_point>> still;
-    for (std::size_t k = 0; k < pending.size(); ++k) {
-      const std::size_t i = pending[k].first;
-      Node& node = nodes_[i];
-      if (fds[k].revents != 0) {
-        try {
-          auto reply = node.conn.read_reply();
-          if (reply) {
-            out[i].status = Status::kReply;
-            out[i].reply = std::move(*reply);
-            node_ok(node);
-            continue;
-          }
-          // Partial reply, or NOSCRIPT re-sent as EVAL: keep waiting (until its deadline).
-        } catch (const ReplyError& e) {
-          // The server answered (the connection is fine) but refused: a "no" vote,
-          // without the reconnect backoff meant for unreachable nodes.
-          out[i].status = Status::kFailed;
-          out[i].error = e.what();
-          continue;
-        } catch (const std::exception& e) {
-          fail(i, e.what());
-          continue;
-        }
-      }
-      if (pending[k].second <= after) {
-        fail(i, node.conn.describe() + ": no reply within " + std::to_string(node_timeout_.count()) + " ms");
-      } else {
-        still.push_back(pending[k]);
-      }
-    }
-    pending.swap(still);
-  }
+std::vector<redis::AsyncConnection*> RedlockBackend::connections() {
+  std::vector<redis::AsyncConnection*> out;
+  out.reserve(nodes_.size());
+  for (auto& n : nodes_) out.push_back(&n.conn);
   return out;
 }
 
-Acquisition RedlockBackend::acquire() {
-  using Status = NodeReply::Status;
-  Acquisition a;
-  const std::size_t n = nodes_.size();
-  a.node_tokens.assign(n, 0);
-  const auto start = clock_.now();
-  auto replies =
-      round(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_}, nullptr, true, true);
+std::vector<CallPtr> RedlockBackend::send(const redis::Script& script, const std::vector<std::string>& keys,
+                                          const std::vector<std::string>& args, const std::vector<bool>& only,
+                                          Send how) {
+  const auto now = SteadyClock::now();
+  std::vector<CallPtr> calls(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    Node& node = nodes_[i];
+    if (!only.empty() && !only[i]) continue;
+    if (how == Send::kRespectBackoff && node.backoff > Millis(0) && now < node.retry_at) continue;
+    calls[i] = node.conn.eval(script, keys, args);
+    node.inflight.push_back(calls[i]);
+  }
+  return calls;
+}
 
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& r = replies[i];
-    if (r.status != Status::kReply) {
-      a.errors.push_back(r.error);
-      continue;
+bool RedlockBackend::wait(const std::vector<CallPtr>& calls, const std::function<bool()>& decided, bool cancellable) {
+  redis::DriveOptions o;
+  o.cancel_fd = cancellable ? options_.cancel_fd : -1;
+  o.heartbeat = options_.heartbeat;
+  auto done = [&] {
+    if (decided && decided()) return true;
+    return std::none_of(calls.begin(), calls.end(), [](const CallPtr& c) { return c && !c->done(); });
+  };
+  return redis::drive(connections(), done, o) != redis::DriveEnd::kCancelled;
+}
+
+void RedlockBackend::sweep() noexcept {
+  try {
+    // One look at every socket (poll with timeout 0): replies to earlier rounds that
+    // arrived meanwhile are read before any deadline is judged.
+    redis::DriveOptions o;
+    o.deadline = SteadyClock::now();
+    redis::drive(connections(), nullptr, o);
+  } catch (...) {
+  }
+  const auto now = SteadyClock::now();
+  for (auto& node : nodes_) {
+    bool failed = false, answered = false;
+    const Call* failure = nullptr;
+    auto& inflight = node.inflight;
+    for (const auto& c : inflight) {
+      if (!c->done()) continue;
+      if (node_unusable(*c)) {
+        failed = true;
+        failure = c.get();
+      } else if (c->state() == Call::State::kReplied) {
+        answered = true;
+      }
     }
-    auto granted = as_integer(element(r.reply, 0));
-    if (granted == 1) {
-      auto text = as_string(element(r.reply, 1));
-      auto token = text ? parse_token(*text) : std::nullopt;
-      if (token && *token > 0) {
-        a.node_tokens[i] = *token;
-        ++a.votes;
-      } else {
-        // We hold the key there but cannot use its token; the release below covers it.
-        a.errors.push_back(nodes_[i].conn.describe() + ": acquire returned no valid token");
-      }
-    } else if (granted == 0) {
-      auto holder = as_string(element(r.reply, 1));
-      auto pttl = as_integer(element(r.reply, 2));
-      if (pttl && *pttl > a.holder_ttl_ms) {
-        a.holder_ttl_ms = *pttl;
-        if (holder) a.holder = *holder;
-      } else if (a.holder.empty() && holder) {
-        a.holder = *holder;
-      }
-    } else {
-      a.errors.push_back(nodes_[i].conn.describe() + ": unexpected reply to the acquire script");
+    inflight.erase(std::remove_if(inflight.begin(), inflight.end(), [](const CallPtr& c) { return c->done(); }),
+                   inflight.end());
+    if (failed) {
+      node.backoff = next_node_backoff(node.backoff, options_.node_retry_initial, options_.node_retry_max);
+      node.retry_at = now + node.backoff;
+      node.last_fault = failure->fault();
+      node.last_error = failure->error();
+    } else if (answered) {
+      node.backoff = Millis(0);
+      node.retry_at = {};
     }
   }
+}
 
-  bool ok = a.votes >= quorum();
+NodeError RedlockBackend::error_of(std::size_t i, const CallPtr& call) const {
+  const Node& node = nodes_[i];
+  if (!call) {
+    // Skipped for its retry backoff: the cause is the failure that put it there (the
+    // message carries no countdown, so repeats of one cause read the same).
+    return {node.name, node.last_fault, node.last_error + " (not retried until its retry time)"};
+  }
+  if (!call->done()) return {node.name, Fault::kTimeout, node.conn.describe() + ": no reply yet"};
+  return {node.name, call->fault(), call->error()};
+}
+
+Clock::time_point RedlockBackend::quorum_available_at() const {
+  const auto now = SteadyClock::now();
+  std::vector<SteadyClock::time_point> at;
+  at.reserve(nodes_.size());
+  for (const auto& n : nodes_) at.push_back(n.backoff > Millis(0) && n.retry_at > now ? n.retry_at : now);
+  std::sort(at.begin(), at.end());
+  const auto t = at[static_cast<std::size_t>(quorum() - 1)];
+  if (t <= now) return {};
+  return clock_.now() + std::chrono::duration_cast<Clock::duration>(t - now);
+}
+
+void RedlockBackend::undo(const std::vector<CallPtr>& acquire_calls, const std::vector<bool>& granted) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& c = acquire_calls[i];
+    if (!c) continue;
+    const bool in_flight = !c->done();
+    if (!granted[i] && !in_flight) continue;
+    // In flight: the undo is pipelined behind the acquire on the same connection. A node
+    // whose connection is gone never saw the SET or can no longer be reached cheaply.
+    if (!nodes_[i].conn.connected()) continue;
+    nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {keys_.key}, {options_.holder}));
+  }
+}
+
+Acquisition RedlockBackend::acquire() {
+  sweep();
+  const std::size_t n = nodes_.size();
+  const int q = quorum();
+  Acquisition a;
+  a.node_tokens.assign(n, 0);
+  const auto start = clock_.now();
+  auto calls = send(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_, fence_ttl_arg_}, {},
+                    Send::kRespectBackoff);
+
+  auto granted_token = [&](std::size_t i) -> std::optional<std::uint64_t> {
+    const auto& c = calls[i];
+    if (!c || !c->ok() || redis::as_integer(element(c, 0)) != 1) return std::nullopt;
+    auto text = redis::as_string(element(c, 1));
+    auto token = text ? parse_token(*text) : std::nullopt;
+    if (token && *token > 0) return token;
+    return std::nullopt;
+  };
+  auto decided = [&] {
+    int yes = 0, no = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!calls[i]) {
+        ++no;
+      } else if (calls[i]->done()) {
+        granted_token(i) ? ++yes : ++no;
+      }
+    }
+    return yes >= q || no > static_cast<int>(n) - q;
+  };
+  a.cancelled = !wait(calls, decided, true);
+  sweep();
+
+  std::vector<bool> granted(n, false);
+  std::map<std::string, std::vector<std::int64_t>> busy_ttls;  // holder -> its nodes' PTTLs
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& c = calls[i];
+    if (!c || !c->done() || !c->ok()) {
+      if (!c || c->done()) a.errors.push_back(error_of(i, c));
+      continue;
+    }
+    auto flag = redis::as_integer(element(c, 0));
+    if (flag == 1) {
+      if (auto token = granted_token(i)) {
+        a.node_tokens[i] = *token;
+        granted[i] = true;
+        ++a.votes;
+      } else {
+        granted[i] = true;  // we may hold the key there: the undo covers it
+        a.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": acquire returned no valid token"});
+      }
+    } else if (flag == 0) {
+      ++a.busy;
+      auto holder = redis::as_string(element(c, 1)).value_or("");
+      auto pttl = redis::as_integer(element(c, 2)).value_or(-1);
+      busy_ttls[holder].push_back(pttl);
+      if (a.holder.empty()) a.holder = holder;
+    } else {
+      a.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the acquire script"});
+    }
+  }
+  // The holder that a quorum names: its lease lasts while a quorum still holds it, i.e.
+  // until the q-th longest remaining TTL among its nodes (-1, no expiry, counts as longest).
+  for (auto& [holder, ttls] : busy_ttls) {
+    if (static_cast<int>(ttls.size()) < q) continue;
+    std::sort(ttls.begin(), ttls.end(), [](std::int64_t x, std::int64_t y) {
+      if (x < 0 || y < 0) return x < 0 && y >= 0;  // "no expiry" first (longest)
+      return x > y;
+    });
+    a.holder = holder;
+    a.holder_ttl_ms = ttls[static_cast<std::size_t>(q - 1)];
+    if (a.holder_ttl_ms < 0) a.holder_ttl_ms = -1;
+  }
+
+  bool ok = !a.cancelled && a.votes >= q;
   if (ok) {
     // Fencing across quorums (lock/fencing.h): a quorum must store at least the token.
     const auto token = quorum_token(a.node_tokens);
@@ -234,53 +238,60 @@ Acquisition RedlockBackend::acquire() {
     int at_token = 0;
     for (std::size_t i = 0; i < n; ++i) at_token += (a.node_tokens[i] == token) ? 1 : 0;
     if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
-      auto raised = round(redis::kRaiseFence, {keys_.key, keys_.fence}, {options_.holder, std::to_string(token)},
-                          &raise, true, true);
+      auto raised = send(redis::kRaiseFence, {keys_.key, keys_.fence},
+                         {options_.holder, std::to_string(token), fence_ttl_arg_}, raise, Send::kAlways);
+      auto raised_ok = [&](std::size_t i) { return raised[i] && raised[i]->ok() && raised[i]->reply().is_integer() && raised[i]->reply().integer() == 1; };
+      auto enough = [&] {
+        int yes = at_token, open = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!raise[i]) continue;
+          if (raised[i]->done()) yes += raised_ok(i) ? 1 : 0;
+          else ++open;
+        }
+        return yes >= q || yes + open < q;
+      };
+      a.cancelled = !wait(raised, enough, true);
+      sweep();
       for (std::size_t i = 0; i < n; ++i) {
-        if (!raise[i]) continue;
-        const auto& r = raised[i];
-        if (r.status == Status::kReply && r.reply.is_integer() && r.reply.integer() == 1) {
+        if (!raise[i] || !raised[i]->done()) continue;
+        if (raised_ok(i)) {
           ++at_token;
-        } else if (r.status != Status::kReply) {
-          a.errors.push_back(r.error);
+        } else if (!raised[i]->ok()) {
+          a.errors.push_back(error_of(i, raised[i]));
         } else {
-          a.errors.push_back(nodes_[i].conn.describe() + ": lease gone before its fence could be raised");
+          a.errors.push_back({nodes_[i].name, Fault::kReply, nodes_[i].conn.describe() + ": lease gone before its fence could be raised"});
         }
       }
     }
-    if (at_token >= quorum()) {
+    if (a.cancelled) {
+      ok = false;
+    } else if (at_token >= q) {
       a.token = token;
     } else {
       ok = false;
-      a.errors.push_back("fence raised on " + std::to_string(at_token) + " node(s), fewer than the quorum of " +
-                         std::to_string(quorum()));
+      a.errors.push_back({"", Fault::kReply, "fence raised on " + std::to_string(at_token) +
+                                                 " node(s), fewer than the quorum of " + std::to_string(q)});
     }
   }
   if (ok) {
     a.valid_until = validity_deadline(start, options_.ttl, options_.drift_factor, options_.drift_fixed);
-    if (a.valid_until <= clock_.now()) {
+    const auto now = clock_.now();
+    if (a.valid_until - options_.min_validity <= now) {
       ok = false;
-      a.errors.push_back("acquired on a quorum, but too late: no validity left of the " +
-                         std::to_string(options_.ttl.count()) + " ms lease");
+      const auto left = until(a.valid_until, now);
+      a.errors.push_back({"", Fault::kTimeout,
+                          "acquired on a quorum, but too late: " + std::to_string(left.count()) + " ms of the " +
+                              std::to_string(options_.ttl.count()) + " ms lease left, less than the " +
+                              std::to_string(options_.min_validity.count()) +
+                              " ms needed to stop a child in time; undone"});
     }
   }
   if (!ok) {
-    // Undo this attempt: on the nodes that granted, and also on those that were sent it
-    // but did not answer, since their SET may land after our timeout. Not on the nodes
-    // that answered "held": the key there is not from this attempt (it may even be a lease
-    // of ours that this refused re-acquisition must not destroy).
-    std::vector<bool> undo(n, true);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (replies[i].status == Status::kReply && as_integer(element(replies[i].reply, 0)) == 0) undo[i] = false;
-      // A node skipped for its retry backoff was never sent the SET: nothing to undo, and
-      // a hung node there would cost every failed attempt a node timeout.
-      if (replies[i].status == Status::kSkipped) undo[i] = false;
-    }
-    // Cancellable: on a stop request a hung node is not waited for; what this attempt may
-    // have set there expires by its TTL, and no child was started under it.
-    release_on(&undo, true);
+    undo(calls, granted);
+    a.votes = a.cancelled ? 0 : a.votes;
     a.token = 0;
     a.valid_until = {};
+    a.not_before = quorum_available_at();
     return a;
   }
   a.acquired = true;
@@ -288,44 +299,70 @@ Acquisition RedlockBackend::acquire() {
 }
 
 Renewal RedlockBackend::renew() {
-  using Status = NodeReply::Status;
+  sweep();
+  const std::size_t n = nodes_.size();
+  const int q = quorum();
   Renewal rn;
   const auto start = clock_.now();
-  auto replies = round(redis::kRenew, {keys_.key}, {options_.holder, ttl_arg_}, nullptr, true);
+  auto calls = send(redis::kRenew, {keys_.key}, {options_.holder, ttl_arg_}, {}, Send::kRespectBackoff);
+  auto vote = [&](std::size_t i) -> int {  // 1 renewed, 0 not ours, -1 no answer/failure
+    const auto& c = calls[i];
+    if (!c || !c->done() || !c->ok() || !c->reply().is_integer()) return -1;
+    return c->reply().integer() == 1 ? 1 : 0;
+  };
+  auto decided = [&] {
+    int yes = 0, not_ours = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      int v = vote(i);
+      yes += v == 1;
+      not_ours += v == 0;
+    }
+    return yes >= q || not_ours > static_cast<int>(n) - q;
+  };
+  const bool finished = wait(calls, decided, true);
+  sweep();
   int not_ours = 0;
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    const auto& r = replies[i];
-    if (r.status != Status::kReply) {
-      rn.errors.push_back(r.error);
-    } else if (r.reply.is_integer() && r.reply.integer() == 1) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const int v = vote(i);
+    if (v == 1) {
       ++rn.votes;
-    } else if (r.reply.is_integer() && r.reply.integer() == 0) {
+    } else if (v == 0) {
       ++not_ours;
-    } else {
-      rn.errors.push_back(nodes_[i].conn.describe() + ": unexpected reply to the renew script");
+    } else if (!calls[i] || calls[i]->done()) {
+      if (calls[i] && calls[i]->ok()) {
+        rn.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the renew script"});
+      } else {
+        rn.errors.push_back(error_of(i, calls[i]));
+      }
     }
   }
+  if (!finished) rn.errors.push_back({"", Fault::kCancelled, "renewal cancelled"});
   // Only nodes that answered "not yours" prove anything: an unreachable node may still
   // hold our key. Lost once fewer than a quorum could possibly still confirm.
-  rn.lost = not_ours > node_count() - quorum();
-  if (!rn.lost && rn.votes >= quorum()) {
+  rn.lost = not_ours > node_count() - q;
+  if (!rn.lost && rn.votes >= q) {
     auto until_ = validity_deadline(start, options_.ttl, options_.drift_factor, options_.drift_fixed);
     if (until_ > clock_.now()) {
       rn.confirmed = true;
       rn.valid_until = until_;
     } else {
-      rn.errors.push_back("renewal confirmed too late to extend the lease");
+      rn.errors.push_back({"", Fault::kTimeout, "renewal confirmed too late to extend the lease"});
     }
   }
   return rn;
 }
 
-int RedlockBackend::release_on(const std::vector<bool>* only, bool cancellable) noexcept {
+int RedlockBackend::release() noexcept {
   try {
-    auto replies = round(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, only, false, cancellable);
+    sweep();
+    auto calls = send(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, {}, Send::kAlways);
+    // Not cancellable: a second SIGTERM must not leave the lease to expire by itself;
+    // every node is bounded by its own timeouts.
+    wait(calls, nullptr, false);
+    sweep();
     int released = 0;
-    for (const auto& r : replies) {
-      if (r.status == NodeReply::Status::kReply && r.reply.is_integer() && r.reply.integer() == 1) ++released;
+    for (const auto& c : calls) {
+      if (c && c->ok() && c->reply().is_integer() && c->reply().integer() == 1) ++released;
     }
     return released;
   } catch (...) {
@@ -334,25 +371,39 @@ int RedlockBackend::release_on(const std::vector<bool>* only, bool cancellable) 
   }
 }
 
-int RedlockBackend::release() noexcept { return release_on(nullptr); }
+void RedlockBackend::settle(Millis limit) noexcept {
+  try {
+    redis::DriveOptions o;
+    o.deadline = SteadyClock::now() + limit;
+    o.cancel_fd = options_.cancel_fd;
+    redis::drive(connections(), nullptr, o);
+    sweep();
+  } catch (...) {
+  }
+}
 
 std::vector<NodeView> RedlockBackend::inspect() {
-  using Status = NodeReply::Status;
-  auto replies = round(redis::kInspect, {keys_.key, keys_.fence}, {}, nullptr, false);
+  sweep();
+  auto calls = send(redis::kInspect, {keys_.key, keys_.fence}, {}, {}, Send::kAlways);
+  wait(calls, nullptr, true);
+  sweep();
   std::vector<NodeView> views(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     auto& v = views[i];
-    const auto& r = replies[i];
-    v.node = nodes_[i].conn.options().endpoint.str();
-    if (r.status != Status::kReply) {
-      v.error = r.error;
+    const auto& c = calls[i];
+    v.node = nodes_[i].name;
+    if (!c->ok()) {
+      auto e = error_of(i, c);
+      v.fault = e.fault;
+      v.error = e.message;
       continue;
     }
-    auto exists = as_integer(element(r.reply, 0));
-    auto holder = as_string(element(r.reply, 1));
-    auto pttl = as_integer(element(r.reply, 2));
-    auto fence = as_string(element(r.reply, 3));
+    auto exists = redis::as_integer(element(c, 0));
+    auto holder = redis::as_string(element(c, 1));
+    auto pttl = redis::as_integer(element(c, 2));
+    auto fence = redis::as_string(element(c, 3));
     if (!exists || !holder || !pttl || !fence) {
+      v.fault = Fault::kProtocol;
       v.error = nodes_[i].conn.describe() + ": unexpected reply to the inspect script";
       continue;
     }

@@ -1,28 +1,38 @@
 #pragma once
-/// The real LeaseBackend: N >= 1 independent Redis nodes, quorum N/2 + 1 (issue 4). One
-/// node is the N = 1 case of the same code.
+/// The real LeaseBackend: N >= 1 independent Redis nodes, quorum N/2 + 1. One node is the
+/// N = 1 case of the same code.
 ///
-/// Every operation is one round: the script is sent to every node without waiting
-/// (Connection::send_eval), then all sockets are poll()ed together until each node has
-/// answered or node_timeout has passed since its own send. So a slow or hung connected
-/// node costs a round at most node_timeout, not the sum over nodes, and cannot eat the
-/// lease. Connected nodes are sent to first; a node that must (re)connect does so
-/// synchronously, each blocking step bounded by node_timeout (its connect/io timeouts are
-/// capped to it), and only when its retry time has come.
+/// Every operation is one round over non-blocking connections (redis/connection.h) driven
+/// by one poll loop (redis/poller.h): the script goes to every node at once, each node
+/// bounded by its own connect and reply timeouts, and the round ends as soon as its
+/// outcome is decided — a quorum granted or renewed, or too many refused for one to be
+/// possible. So a minority of nodes that accept TCP and never answer cost a renewal
+/// nothing (SPEC invariant 8), and neither does a node that must reconnect first: its
+/// connect, AUTH, SELECT and SCRIPT LOAD run concurrently with the others' requests.
+/// Requests still in flight when a round ends stay on their connections; their replies
+/// are read (and their nodes' health accounted) at the start of the next round.
+///
+/// A node that fails (refused, timeout, closed, not Redis, credentials refused) is a "no"
+/// vote and is left alone until its own retry time (LeaseOptions::node_retry_*), so a
+/// dead node costs one connection attempt per retry period, never more. A node that
+/// answers with an error reply (OOM, LOADING, READONLY, BUSY) is a "no" vote too, but
+/// alive. acquire() reports when a quorum of nodes can be asked again (not_before).
+///
+/// A failed attempt is undone with a compare-and-DEL that publishes nothing, on the nodes
+/// that granted and on those whose reply is still outstanding (pipelined behind the
+/// acquire on the same connection, so Redis runs it after the SET). Never on a node
+/// whose connection is gone: reconnecting to a hung node to undo would cost every failed
+/// attempt a connect timeout, and what the attempt set there expires by its TTL.
 ///
 /// A node that comes back empty (restarted without persistence) cannot break exclusion
 /// if it returns no sooner than one TTL after it went down: by then every lease it had
-/// granted has expired on the clock of every holder too (validity subtracts the drift),
-/// so granting again is what it would have done anyway. Sooner, it could give a second
-/// holder a quorum; that restart delay is the operator's side of the Redlock contract.
-/// Its fence counter restarts from its TIME floor (lock/fencing.h).
-/// A node that throws, times out or cannot be reached is a "no" vote; its connection is
-/// dropped (a late reply must never be read as the answer to a later command) and it is
-/// left alone until its own retry time (LeaseOptions::node_retry_*), so while it is down
-/// the other nodes' renewals do not pay for reconnect attempts.
+/// granted has expired on the clock of every holder too (validity subtracts the drift).
+/// Sooner, it could give a second holder a quorum; that restart delay is the operator's
+/// side of the Redlock contract. Its fence counter restarts from its TIME floor
+/// (lock/fencing.h).
 
 #include <cstdint>
-#include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,53 +54,53 @@ class RedlockBackend final : public LeaseBackend {
   /// Throws std::invalid_argument for no nodes or a non-positive ttl. Does not connect.
   RedlockBackend(LeaseOptions options, const Clock& clock);
 
-  /// Quorum acquire + fencing raise (lock/fencing.h). On failure releases on every node.
+  /// Quorum acquire + fencing raise (lock/fencing.h). On failure undoes what it can.
   Acquisition acquire() override;
   /// Quorum compare-and-PEXPIRE. confirmed moves the deadline from the send time.
   Renewal renew() override;
   int release() noexcept override;
   std::vector<NodeView> inspect() override;
+  void settle(Millis limit) noexcept override;
   int node_count() const override { return static_cast<int>(nodes_.size()); }
 
   const LeaseKeys& keys() const { return keys_; }
-  /// The effective per-round timeout (node_timeout, else io_timeout, else ttl / 4).
-  Millis node_timeout() const { return node_timeout_; }
 
  private:
   struct Node {
-    explicit Node(redis::ConnectionOptions options) : conn(std::move(options)) {}
-    redis::Connection conn;
-    Clock::time_point retry_at{};  // acquire/renew skip the node until then
-    Millis backoff{0};             // 0 = healthy
+    explicit Node(redis::ConnectionOptions options) : conn(std::move(options)), name(conn.options().endpoint.str()) {}
+    redis::AsyncConnection conn;
+    std::string name;
+    redis::SteadyClock::time_point retry_at{};  // acquire/renew skip the node until then
+    Millis backoff{0};                          // 0 = healthy
+    redis::Fault last_fault = redis::Fault::kNone;
     std::string last_error;
+    std::vector<redis::CallPtr> inflight;       // sent; outcome not yet accounted
   };
-  /// One node's outcome in a round.
-  struct NodeReply {
-    enum class Status { kReply, kSkipped, kFailed };
-    Status status = Status::kSkipped;
-    redis::Reply reply;
-    std::string error;
-  };
+  enum class Send { kRespectBackoff, kAlways };
 
-  /// Runs `script` on the nodes selected by `only` (all when null), in parallel.
-  /// `respect_backoff`: skip nodes before their retry time (acquire/renew); release and
-  /// inspect try every node. Never throws for a node's failure. `cancellable`: stop waiting
-  /// as soon as LeaseOptions::cancel_fd is readable (the nodes still pending are dropped
-  /// and count as "no", without a retry backoff).
-  std::vector<NodeReply> round(const redis::Script& script, const std::vector<std::string>& keys,
-                               const std::vector<std::string>& args, const std::vector<bool>* only,
-                               bool respect_backoff, bool cancellable = false);
-  void node_failed(Node& node, std::string error) noexcept;
-  void node_ok(Node& node) noexcept;
-  /// Release on the selected nodes (all when null), ignoring their retry backoff;
-  /// returns how many deleted a key that was ours.
-  int release_on(const std::vector<bool>* only, bool cancellable = false) noexcept;
+  /// Sends `script` to the nodes selected by `only` (all when empty). Under
+  /// kRespectBackoff a node before its retry time is skipped: its call is null.
+  std::vector<redis::CallPtr> send(const redis::Script& script, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args, const std::vector<bool>& only, Send how);
+  /// Drives every node until `decided()` or no call of `calls` is pending. Returns false
+  /// when cancel_fd ended the wait (only if `cancellable`).
+  bool wait(const std::vector<redis::CallPtr>& calls, const std::function<bool()>& decided, bool cancellable);
+  /// Reads what arrived for earlier rounds and accounts each node's health from the
+  /// calls that completed (one failure per broken connection, not per call).
+  void sweep() noexcept;
+  /// The error for node i: its call's failure, or why it was skipped.
+  NodeError error_of(std::size_t i, const redis::CallPtr& call) const;
+  /// Undo (no publish) on the nodes whose acquire granted or is still in flight.
+  void undo(const std::vector<redis::CallPtr>& acquire_calls, const std::vector<bool>& granted);
+  /// When a quorum of nodes will be past their retry times ({} = now).
+  Clock::time_point quorum_available_at() const;
+  std::vector<redis::AsyncConnection*> connections();
 
   LeaseOptions options_;
   const Clock& clock_;
   LeaseKeys keys_;
-  Millis node_timeout_;
   std::string ttl_arg_;
+  std::string fence_ttl_arg_;
   std::vector<Node> nodes_;
 };
 

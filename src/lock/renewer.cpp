@@ -8,17 +8,26 @@
 namespace redisgo::lock {
 namespace {
 
-// After an unconfirmed (but not lost) round, retry sooner than the normal tick: the
-// deadline is approaching and each round is bounded by node_timeout anyway.
-constexpr Millis kMinRetry{10};
+// After an unconfirmed (but not lost) round, retry sooner than the normal tick (the
+// deadline is approaching), but never more often than every kMinRetry: a node that
+// answers every renewal with an error must not get more requests for it (SPEC
+// invariant 7). A tick shorter than that is the operator's explicit choice.
+constexpr Millis kMinRetry{100};
 
-Millis retry_interval(Millis interval) { return std::max(kMinRetry, interval / 4); }
+Millis retry_interval(Millis interval) { return std::min(interval, std::max(kMinRetry, interval / 4)); }
 
 }  // namespace
 
-Renewer::Renewer(std::unique_ptr<LeaseBackend> backend, Millis interval, Clock::time_point initial,
-                 Interrupt& wake, const Clock& clock)
-    : backend_(std::move(backend)),
+std::string describe_errors(const std::vector<NodeError>& errors) {
+  std::vector<std::string> parts;
+  parts.reserve(errors.size());
+  for (const auto& e : errors) parts.push_back(e.message);
+  return join(parts, "; ");
+}
+
+Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point initial, Interrupt& wake,
+                 const Clock& clock)
+    : backend_(make_backend(stop_.fd())),
       interval_(std::max(interval, Millis(1))),
       wake_(wake),
       clock_(clock),
@@ -38,11 +47,7 @@ std::string Renewer::lost_reason() const {
 }
 
 void Renewer::stop() noexcept {
-  {
-    std::lock_guard lk(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  stop_.trigger();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
@@ -52,36 +57,34 @@ int Renewer::stop_and_release() noexcept {
 }
 
 void Renewer::run() {
-  // The waits are real time (condition_variable); the deadline is on clock_, which only
-  // differs from real time in tests (FakeClock) and across a suspend (boot time).
   Millis wait = interval_;
-  std::unique_lock lk(mu_);
   auto declare_lost = [&](std::string reason) {
-    lost_reason_ = std::move(reason);
+    {
+      std::lock_guard lk(mu_);
+      lost_reason_ = std::move(reason);
+    }
     lost_.store(true);
     wake_.trigger();
   };
   for (;;) {
-    cv_.wait_for(lk, wait, [this] { return stopping_; });
-    if (stopping_) return;
+    if (stop_.wait_for(wait)) return;
     // After a pause (SIGSTOP, a stalled VM) the deadline is checked before anything
     // else: a renewal that succeeds now would not undo the time the lease was unguarded.
     if (clock_.now() >= valid_until()) {
       declare_lost("lease deadline passed without a confirmed renewal");
       return;
     }
-    lk.unlock();
     Renewal r;
     try {
       r = backend_->renew();
     } catch (const std::exception& e) {
       r = Renewal{};
-      r.errors.push_back(e.what());
+      r.errors.push_back({"", redis::Fault::kNone, e.what()});
     } catch (...) {
       r = Renewal{};
-      r.errors.push_back("unknown error during renewal");
+      r.errors.push_back({"", redis::Fault::kNone, "unknown error during renewal"});
     }
-    lk.lock();
+    if (stop_.triggered()) return;
     if (r.confirmed) {
       // Never move the deadline backwards (a slow round confirmed after a faster one).
       if (r.valid_until > valid_until()) valid_until_ns_.store(r.valid_until.time_since_epoch().count());
@@ -93,14 +96,14 @@ void Renewer::run() {
     if (r.lost) {
       std::string why = "the key is no longer ours on enough nodes for a quorum (" + std::to_string(r.votes) +
                         " node(s) renewed it)";
-      if (!r.errors.empty()) why += "; " + join(r.errors, "; ");
+      if (!r.errors.empty()) why += "; " + describe_errors(r.errors);
       declare_lost(std::move(why));
       return;
     }
     const auto now = clock_.now();
     if (now >= valid_until()) {
       std::string why = "lease deadline passed without a confirmed renewal";
-      if (!r.errors.empty()) why += " (" + join(r.errors, "; ") + ")";
+      if (!r.errors.empty()) why += " (" + describe_errors(r.errors) + ")";
       declare_lost(std::move(why));
       return;
     }

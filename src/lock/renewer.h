@@ -5,10 +5,12 @@
 /// event, not an exception: lost() becomes true and `wake` is triggered.
 ///
 /// The deadline itself is enforced by the daemon's main loop from valid_until(), which is
-/// an atomic read that never waits on Redis, so a hung Redis cannot delay it.
+/// an atomic read that never waits on Redis, so a hung Redis cannot delay it. stop()
+/// cancels a renewal round in flight at once (the backend watches the stop fd).
 
 #include <atomic>
-#include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,10 +22,15 @@ namespace redisgo::lock {
 
 class Renewer {
  public:
+  /// Makes the renewer's backend; `cancel_fd` is the renewer's stop fd, which the backend
+  /// must watch (LeaseOptions::cancel_fd) so stop() does not wait on a slow node.
+  using BackendFactory = std::function<std::unique_ptr<LeaseBackend>(int cancel_fd)>;
+
   /// Starts the thread. `initial` is the deadline from the acquisition. `wake` is
   /// triggered on every change the main loop must look at (lost, deadline moved).
-  Renewer(std::unique_ptr<LeaseBackend> backend, Millis interval, Clock::time_point initial,
-          Interrupt& wake, const Clock& clock = SystemClock::instance());
+  /// Throws (std::system_error, or what the factory throws) when it cannot start.
+  Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point initial, Interrupt& wake,
+          const Clock& clock = SystemClock::instance());
   ~Renewer();  ///< stop() and join
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -43,6 +50,7 @@ class Renewer {
  private:
   void run();
 
+  Interrupt stop_;
   std::unique_ptr<LeaseBackend> backend_;
   Millis interval_;
   Interrupt& wake_;  // trigger() writes the eventfd, hence not const
@@ -51,10 +59,11 @@ class Renewer {
   std::atomic<bool> lost_{false};
   std::atomic<std::uint64_t> renewals_{0};
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;   // guarded by mu_
-  std::string lost_reason_; // guarded by mu_
+  std::string lost_reason_;  // guarded by mu_
   std::thread thread_;
 };
+
+/// "node: message; node: message" of a round's errors, for logs.
+std::string describe_errors(const std::vector<NodeError>& errors);
 
 }  // namespace redisgo::lock

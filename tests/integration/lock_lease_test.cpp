@@ -47,6 +47,15 @@ LeaseOptions options(const RedisServer& server, const std::string& holder, Milli
 
 std::int64_t pttl(const RedisServer& s, const std::string& key) { return std::stoll(s.cli({"PTTL", key})); }
 
+/// A renewer's backend factory over `o` (watching the renewer's stop fd).
+Renewer::BackendFactory factory(LeaseOptions o) {
+  return [o](int cancel_fd) {
+    LeaseOptions copy = o;
+    copy.cancel_fd = cancel_fd;
+    return make_redis_backend(copy);
+  };
+}
+
 TEST(LockLease, AcquireContendRenewRelease) {
   RedisServer server;
   auto a = make_redis_backend(options(server, "holder-a"));
@@ -54,7 +63,7 @@ TEST(LockLease, AcquireContendRenewRelease) {
   const auto key = test_key();
 
   auto got = a->acquire();
-  ASSERT_TRUE(got.acquired) << (got.errors.empty() ? "" : got.errors.front());
+  ASSERT_TRUE(got.acquired) << describe_errors(got.errors);
   EXPECT_EQ(got.votes, 1);
   EXPECT_GT(got.token, 0u);
   EXPECT_GT(got.valid_until, SystemClock::instance().now());
@@ -156,7 +165,7 @@ TEST(LockLease, TokenIncreasesAcrossRestartThatLostAllData) {
   // first round may meet the dead socket and put the node in a short retry backoff.
   Acquisition got;
   ASSERT_TRUE(wait_until([&] { return (got = a->acquire()).acquired; }, 5s))
-      << (got.errors.empty() ? "" : got.errors.front());
+      << describe_errors(got.errors);
   EXPECT_GT(got.token, last);  // the TIME floor, not 1
 }
 
@@ -167,7 +176,10 @@ TEST(LockLease, ReleasePublishesOnTheReleaseChannel) {
 
   // An independent subscriber, straight hiredis: the test's own view of the server.
   timeval tv{5, 0};
-  std::unique_ptr<redisContext, redis::ContextDeleter> sub(redisConnectWithTimeout("127.0.0.1", server.port(), tv));
+  struct ContextDeleter {
+    void operator()(redisContext* c) const noexcept { redisFree(c); }
+  };
+  std::unique_ptr<redisContext, ContextDeleter> sub(redisConnectWithTimeout("127.0.0.1", server.port(), tv));
   ASSERT_TRUE(sub && !sub->err);
   redisSetTimeout(sub.get(), tv);
   redis::ReplyPtr confirm(static_cast<redisReply*>(redisCommand(sub.get(), "SUBSCRIBE %s", channel.c_str())));
@@ -225,11 +237,14 @@ TEST(LockLease, UnreachableNodeIsANoVoteNotAnException) {
   auto got = a->acquire();
   EXPECT_FALSE(got.acquired);
   ASSERT_EQ(got.errors.size(), 1u);
-  EXPECT_NE(got.errors[0].find("127.0.0.1"), std::string::npos) << got.errors[0];
+  EXPECT_NE(got.errors[0].message.find("127.0.0.1"), std::string::npos) << got.errors[0].message;
+  EXPECT_EQ(got.errors[0].fault, redis::Fault::kConnect);
   // Now in its retry backoff: acquire and renew skip it and say so.
   auto again = a->acquire();
   ASSERT_EQ(again.errors.size(), 1u);
-  EXPECT_NE(again.errors[0].find("not retried"), std::string::npos) << again.errors[0];
+  EXPECT_NE(again.errors[0].message.find("not retried"), std::string::npos) << again.errors[0].message;
+  EXPECT_EQ(again.errors[0].fault, redis::Fault::kConnect);  // the cause that put it there
+  EXPECT_GT(again.not_before, SystemClock::instance().now());  // nothing to send before then
   auto r = a->renew();
   EXPECT_FALSE(r.confirmed);
   EXPECT_FALSE(r.lost);  // no node said "not yours": unreachable proves nothing
@@ -247,8 +262,8 @@ TEST(LockLease, WrongTypeKeyIsAFailureNotAGrant) {
   auto got = a->acquire();
   EXPECT_FALSE(got.acquired);
   ASSERT_EQ(got.errors.size(), 1u);
-  EXPECT_NE(got.errors[0].find("fence counter"), std::string::npos) << got.errors[0];
-  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");  // checked before SET NX
+  EXPECT_NE(got.errors[0].message.find("fence counter"), std::string::npos) << got.errors[0].message;
+  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");  // the SET was undone in the same script
 }
 
 TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
@@ -258,7 +273,7 @@ TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(make_redis_backend(opts), 50ms, got.valid_until, wake);
+  Renewer renewer(factory(opts), 50ms, got.valid_until, wake);
   // 30 renewals at 50 ms take ~3 TTLs; without them the key would be gone after one.
   ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 30 || renewer.lost(); }, 10s));
   EXPECT_FALSE(renewer.lost()) << renewer.lost_reason();
@@ -272,12 +287,13 @@ TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
 TEST(LockRenewer, PausedServerEndsInLostLease) {
   RedisServer server;
   auto opts = options(server, "holder-a", 300ms);
-  opts.node_timeout = 50ms;
+  opts.nodes[0].io_timeout = 50ms;
+  opts.nodes[0].connect_timeout = 50ms;
   auto a = make_redis_backend(opts);
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(make_redis_backend(opts), 60ms, got.valid_until, wake);
+  Renewer renewer(factory(opts), 60ms, got.valid_until, wake);
   ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 1; }, 5s));
   server.pause();
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
@@ -295,7 +311,7 @@ TEST(LockRenewer, TakenOverKeyIsReportedLost) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(make_redis_backend(opts), 20ms, got.valid_until, wake);
+  Renewer renewer(factory(opts), 20ms, got.valid_until, wake);
   server.cli({"SET", test_key(), "intruder"});
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
   EXPECT_NE(renewer.lost_reason().find("no longer ours"), std::string::npos) << renewer.lost_reason();

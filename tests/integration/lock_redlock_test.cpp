@@ -13,6 +13,8 @@
 
 #include "lock/fencing.h"
 #include "lock/lease.h"
+#include "lock/renewer.h"
+#include "redis/poller.h"
 #include "redis/connection.h"
 #include "redis/scripts.h"
 #include "support/redis_server.h"
@@ -50,7 +52,7 @@ class LockRedlock : public ::testing::Test {
     return o;
   }
   std::string get(std::size_t i, const std::string& key) { return servers_[i].cli({"GET", key}); }
-  std::string first_error(const std::vector<std::string>& errors) { return errors.empty() ? "" : errors.front(); }
+  std::string first_error(const std::vector<NodeError>& errors) { return describe_errors(errors); }
 
   std::array<RedisServer, 3> servers_;
 };
@@ -61,13 +63,19 @@ TEST_F(LockRedlock, AcquiresWithAllNodes) {
   EXPECT_EQ(a->quorum(), 2);
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired) << first_error(got.errors);
-  EXPECT_EQ(got.votes, 3);
+  // Decided as soon as a quorum granted; the third node's grant may land just after.
+  EXPECT_GE(got.votes, 2);
   ASSERT_EQ(got.node_tokens.size(), 3u);
   EXPECT_EQ(got.token, quorum_token(got.node_tokens));
+  ASSERT_TRUE(wait_until([&] {
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (get(i, test_key()) != "holder-a") return false;
+    }
+    return true;
+  }, 2s));
   for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(get(i, test_key()), "holder-a");
-    // Every granting node's counter was raised to the quorum's token.
-    EXPECT_EQ(get(i, "{" + test_key() + "}:fence"), std::to_string(got.token));
+    // Every node's counter is at least the quorum's token.
+    EXPECT_GE(std::stoull(get(i, "{" + test_key() + "}:fence")), got.token);
   }
   auto b = make_redis_backend(options("holder-b"));
   auto busy = b->acquire();
@@ -77,7 +85,7 @@ TEST_F(LockRedlock, AcquiresWithAllNodes) {
 
   auto r = a->renew();
   EXPECT_TRUE(r.confirmed);
-  EXPECT_EQ(r.votes, 3);
+  EXPECT_GE(r.votes, 2);
   EXPECT_EQ(a->release(), 3);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(servers_[i].cli({"EXISTS", test_key()}), "0");
 }
@@ -89,7 +97,8 @@ TEST_F(LockRedlock, AcquiresWithOneNodeDown) {
   ASSERT_TRUE(got.acquired) << first_error(got.errors);
   EXPECT_EQ(got.votes, 2);
   ASSERT_EQ(got.errors.size(), 1u);
-  EXPECT_NE(got.errors[0].find(servers_[2].address()), std::string::npos) << got.errors[0];
+  EXPECT_NE(got.errors[0].message.find(servers_[2].address()), std::string::npos) << got.errors[0].message;
+  EXPECT_EQ(got.errors[0].node, servers_[2].address());
   EXPECT_EQ(got.node_tokens[2], 0u);
   auto r = a->renew();
   EXPECT_TRUE(r.confirmed);
@@ -103,7 +112,7 @@ TEST_F(LockRedlock, FailsWithTwoOfThreeDownAndLeavesNothingHeld) {
   auto a = make_redis_backend(options("holder-a"));
   auto got = a->acquire();
   EXPECT_FALSE(got.acquired);
-  EXPECT_EQ(got.votes, 1);  // node 0 granted, then the attempt was undone there
+  EXPECT_LE(got.votes, 1);  // decided by the two refusals; node 0's grant is undone
   EXPECT_EQ(got.token, 0u);
   EXPECT_EQ(got.errors.size(), 2u);
   EXPECT_EQ(servers_[0].cli({"EXISTS", test_key()}), "0");
@@ -135,13 +144,17 @@ std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const L
   std::uint64_t best = 0;
   int votes = 0;
   for (const auto* s : live) {
-    redis::Connection c(node(*s));
-    auto r = c.eval(redis::kAcquire, {keys.key, keys.fence}, {holder, "10000"});
-    if (r.size() >= 2 && r.element(0)->integer == 1) {
+    auto o = node(*s);
+    o.scripts = redis::kLeaseScripts;
+    redis::AsyncConnection c(o);
+    auto acquire = c.eval(redis::kAcquire, {keys.key, keys.fence}, {holder, "10000", "600000"});
+    auto release = c.eval(redis::kRelease, {keys.key, keys.channel}, {holder});
+    redis::drive({&c}, [&] { return release->done(); });
+    const auto& r = acquire->reply();
+    if (acquire->ok() && r.size() >= 2 && r.element(0)->integer == 1) {
       best = std::max(best, parse_token(std::string(r.element(1)->str, r.element(1)->len)).value_or(0));
       ++votes;
     }
-    c.eval(redis::kRelease, {keys.key, keys.channel}, {holder});
   }
   return votes >= 2 ? best : 0;
 }
@@ -192,10 +205,9 @@ TEST_F(LockRedlock, FencingTokensIncreaseAcrossRotatingMajorities) {
   EXPECT_TRUE(single_node_went_back) << "some quorum never contained a node below the last token";
 }
 
-TEST_F(LockRedlock, HungNodeDuringAcquisitionCostsOnlyTheNodeTimeout) {
+TEST_F(LockRedlock, HungNodeDuringAcquisitionCostsNothing) {
   auto o = options("holder-a");
-  o.node_timeout = 200ms;
-  for (auto& n : o.nodes) n.io_timeout = 5000ms;  // the round, not io_timeout, bounds it
+  for (auto& n : o.nodes) n.io_timeout = 3000ms;
   auto a = make_redis_backend(o);
   ASSERT_TRUE(a->acquire().acquired);  // connect and load the scripts everywhere
   ASSERT_EQ(a->release(), 3);
@@ -204,19 +216,19 @@ TEST_F(LockRedlock, HungNodeDuringAcquisitionCostsOnlyTheNodeTimeout) {
   const auto t0 = std::chrono::steady_clock::now();
   auto got = a->acquire();
   const auto elapsed = std::chrono::steady_clock::now() - t0;
-  servers_[2].resume();
   ASSERT_TRUE(got.acquired) << first_error(got.errors);
   EXPECT_EQ(got.votes, 2);
-  EXPECT_LT(elapsed, 3s);  // far below the 5 s io_timeout; about the 200 ms round
-  ASSERT_EQ(got.errors.size(), 1u);
-  EXPECT_NE(got.errors[0].find("no reply within 200 ms"), std::string::npos) << got.errors[0];
+  // Decided by the two healthy nodes' replies: the hung node's 3 s timeout is not waited for.
+  EXPECT_LT(elapsed, 1s);
+  auto r = a->renew();
+  EXPECT_TRUE(r.confirmed) << first_error(r.errors);
+  servers_[2].resume();
   EXPECT_GE(a->release(), 2);
 }
 
 TEST_F(LockRedlock, HungNodeBeforeFirstContactDoesNotBlockTheOthers) {
   auto o = options("holder-a");
-  o.node_timeout = 200ms;
-  for (auto& n : o.nodes) n.io_timeout = 5000ms;
+  for (auto& n : o.nodes) n.io_timeout = 3000ms;
   auto a = make_redis_backend(o);
   servers_[1].pause();  // accepts TCP (kernel backlog) but never answers
   const auto t0 = std::chrono::steady_clock::now();
@@ -226,7 +238,7 @@ TEST_F(LockRedlock, HungNodeBeforeFirstContactDoesNotBlockTheOthers) {
   servers_[1].resume();
   ASSERT_TRUE(got.acquired) << first_error(got.errors);
   EXPECT_EQ(got.votes, 2);
-  EXPECT_LT(elapsed, 3s);
+  EXPECT_LT(elapsed, 1s);
   EXPECT_TRUE(r.confirmed) << first_error(r.errors);
   EXPECT_EQ(r.votes, 2);
   EXPECT_GE(a->release(), 2);
@@ -243,7 +255,7 @@ TEST_F(LockRedlock, DeadNodeIsSkippedUntilItsRetryTimeThenRejoins) {
   auto r = a->renew();
   EXPECT_TRUE(r.confirmed);
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_NE(r.errors[0].find("not retried"), std::string::npos) << r.errors[0];
+  EXPECT_NE(r.errors[0].message.find("not retried"), std::string::npos) << r.errors[0].message;
 
   // A backend with a short retry: once the node is back (empty), it answers "not ours"
   // to renewals — which does not lose a lease that a quorum still confirms.

@@ -59,7 +59,7 @@ class FakeBackend final : public LeaseBackend {
         r.valid_until = clock_.now() + ttl_;
         break;
       case Step::kUnconfirmed:
-        r.errors.push_back("redis 127.0.0.1:1: no reply within 5 ms");
+        r.errors.push_back({"127.0.0.1:1", redisgo::redis::Fault::kTimeout, "redis 127.0.0.1:1: no reply within 5 ms"});
         break;
       case Step::kLost:
         r.lost = true;
@@ -79,6 +79,11 @@ class FakeBackend final : public LeaseBackend {
   Clock::duration ttl_;
 };
 
+/// A renewer's backend factory that hands out one FakeBackend.
+Renewer::BackendFactory fake(Script& script, const FakeClock& clock, Clock::duration ttl) {
+  return [&script, &clock, ttl](int) { return std::make_unique<FakeBackend>(script, clock, ttl); };
+}
+
 int calls(Script& s) {
   std::lock_guard lk(s.mu);
   return s.calls;
@@ -91,7 +96,7 @@ TEST(Renewer, ConfirmedRenewalsMoveTheDeadline) {
   Script script;
   Interrupt wake;
   const auto initial = clock.now() + 100ms;
-  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, initial, wake, clock);
+  Renewer r(fake(script, clock, 1s), 2ms, initial, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.renewals() >= 3; }, 5s));
   EXPECT_EQ(r.valid_until(), clock.now() + 1s);  // FakeClock did not move: now + ttl
   EXPECT_TRUE(wake.triggered());
@@ -103,7 +108,7 @@ TEST(Renewer, LostIsReportedOnceAndRenewingStops) {
   Script script;
   script.steps = {Step::kConfirm, Step::kLost};
   Interrupt wake;
-  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, clock.now() + 1s, wake, clock);
+  Renewer r(fake(script, clock, 1s), 2ms, clock.now() + 1s, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
   EXPECT_TRUE(wake.triggered());
   EXPECT_NE(r.lost_reason().find("no longer ours"), std::string::npos) << r.lost_reason();
@@ -118,8 +123,8 @@ TEST(Renewer, UnconfirmedRetriesFasterThenDeadlinePasses) {
   script.then = Step::kUnconfirmed;
   Interrupt wake;
   const auto initial = clock.now() + 500ms;
-  // A long tick: the retries after a failed round must come at interval/4, not interval.
-  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 40ms, initial, wake, clock);
+  // After a failed round it retries, bounded below (no storm) and by the tick.
+  Renewer r(fake(script, clock, 1s), 40ms, initial, wake, clock);
   ASSERT_TRUE(wait_until([&] { return calls(script) >= 4; }, 5s));
   EXPECT_FALSE(r.lost());             // the deadline has not passed on the FakeClock
   EXPECT_EQ(r.valid_until(), initial);  // unconfirmed rounds never move it
@@ -136,7 +141,7 @@ TEST(Renewer, ThrowingBackendCountsAsUnconfirmedAndRecovers) {
   script.steps = {Step::kThrow, Step::kThrow};
   script.then = Step::kConfirm;
   Interrupt wake;
-  Renewer r(std::make_unique<FakeBackend>(script, clock, 2s), 2ms, clock.now() + 1s, wake, clock);
+  Renewer r(fake(script, clock, 2s), 2ms, clock.now() + 1s, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.renewals() >= 1; }, 5s));
   EXPECT_FALSE(r.lost());
   EXPECT_EQ(r.valid_until(), clock.now() + 2s);
@@ -148,7 +153,7 @@ TEST(Renewer, DeadlineCheckedBeforeRenewingAfterAPause) {
   Interrupt wake;
   const auto initial = clock.now() + 100ms;
   clock.advance(200ms);  // as if the process was stopped past its deadline
-  Renewer r(std::make_unique<FakeBackend>(script, clock, 1s), 2ms, initial, wake, clock);
+  Renewer r(fake(script, clock, 1s), 2ms, initial, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
   EXPECT_EQ(calls(script), 0);  // it did not try to renew a lease whose deadline passed
   EXPECT_EQ(r.renewals(), 0u);
@@ -158,7 +163,7 @@ TEST(Renewer, StopIsPromptWithALongInterval) {
   FakeClock clock;
   Script script;
   Interrupt wake;
-  auto r = std::make_unique<Renewer>(std::make_unique<FakeBackend>(script, clock, 1s), 1h, clock.now() + 1h, wake,
+  auto r = std::make_unique<Renewer>(fake(script, clock, 1s), 1h, clock.now() + 1h, wake,
                                      clock);
   const auto t0 = std::chrono::steady_clock::now();
   r->stop();
