@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -25,20 +27,32 @@ namespace {
 
 // Used when the merged environment has no PATH; what a login shell would usually have.
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
-// The code when the status is unknowable because something else reaped the pid.
+// The code when the job's status is unknowable (the keeper was killed from outside).
 constexpr int kUnknownExitCode = 255;
-// While waiting for a SIGKILLed group, how often the SIGKILL is repeated.
+// While waiting for a SIGKILLed tree, how often the SIGKILL is repeated.
 constexpr Millis kKillRepeat{1000};
+// A keeper that has not exited this long after SIGKILL requests is itself stopped or
+// wedged: the daemon then kills it and the job's group directly (last resort).
+constexpr int kKeeperPatience = 5;  // kKillRepeat periods
+// While the keeper kills leftovers it re-checks this often (milliseconds).
+constexpr int kSweepMs = 5;
 
-// What the child reports over the error pipe before _exit. Written with one write(2) of
-// a few bytes, which is atomic on a pipe.
-enum class Stage : int { kChdir = 1, kExec = 2 };
+// What the job reports over the error pipe before _exit. One write(2) of a few bytes,
+// atomic on a pipe.
+enum class Stage : int { kChdir = 1, kExec = 2, kFork = 3 };
 struct ChildFailure {
   Stage stage;
   int err;
 };
 
-// Everything the child needs, prepared before fork so that the child allocates nothing.
+// What the keeper reports to the daemon on the status pipe.
+enum class Report : std::int32_t { kStarted = 1, kExited = 2 };
+struct KeeperReport {
+  Report kind;
+  std::int32_t value;  // kStarted: the job's pid; kExited: its wait status
+};
+
+// Everything the keeper and the job need, prepared before fork so that they allocate nothing.
 struct Plan {
   std::string path;  // resolved executable
   std::vector<std::string> argv_storage;
@@ -46,7 +60,6 @@ struct Plan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string workdir;
-  int death_signal = 0;
 };
 
 std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides,
@@ -64,41 +77,17 @@ std::vector<std::string> merged_environment(const std::map<std::string, std::str
   return env;
 }
 
-std::string env_value(const std::vector<std::string>& env, const std::string& name) {
+std::optional<std::string> env_value(const std::vector<std::string>& env, const std::string& name) {
   const std::string prefix = name + "=";
   for (const auto& entry : env) {
     if (entry.compare(0, prefix.size(), prefix) == 0) return entry.substr(prefix.size());
   }
-  return {};
+  return std::nullopt;
 }
 
 bool is_regular_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// execvpe's search, done in the parent: the first executable regular file on PATH wins;
-// failing that, the first non-executable regular file (exec then fails with EACCES, 126,
-// as a shell reports it); failing that, ENOENT (127). Relative PATH entries are taken
-// relative to the workdir, where the child will exec.
-std::optional<std::string> search_path(const std::string& name, const std::string& path_var,
-                                       const std::string& workdir) {
-  std::optional<std::string> not_executable;
-  std::size_t start = 0;
-  while (start <= path_var.size()) {
-    std::size_t end = path_var.find(':', start);
-    if (end == std::string::npos) end = path_var.size();
-    // An empty entry means the current directory.
-    const std::string dir = end > start ? path_var.substr(start, end - start) : std::string(".");
-    start = end + 1;
-    std::string candidate = dir + "/" + name;
-    std::string checked = candidate;  // as the parent sees it
-    if (dir[0] != '/' && !workdir.empty()) checked = workdir + "/" + candidate;
-    if (!is_regular_file(checked)) continue;
-    if (::access(checked.c_str(), X_OK) == 0) return candidate;
-    if (!not_executable) not_executable = candidate;
-  }
-  return not_executable;
 }
 
 Plan make_plan(const SpawnOptions& options) {
@@ -109,16 +98,13 @@ Plan make_plan(const SpawnOptions& options) {
   plan.argv_storage = options.argv;
   plan.env_storage = merged_environment(options.env, options.unset_env);
   plan.workdir = options.workdir;
-  plan.death_signal = options.death_signal;
 
   const std::string& name = options.argv[0];
   if (name.find('/') != std::string::npos) {
     plan.path = name;
   } else {
-    std::string path_var = env_value(plan.env_storage, "PATH");
-    bool has_path = std::any_of(plan.env_storage.begin(), plan.env_storage.end(),
-                                [](const std::string& e) { return e.rfind("PATH=", 0) == 0; });
-    auto found = search_path(name, has_path ? path_var : kDefaultPath, plan.workdir);
+    auto path_var = env_value(plan.env_storage, "PATH");
+    auto found = search_path(name, path_var.value_or(kDefaultPath), plan.workdir);
     if (!found) throw SpawnError(errno_message("cannot run '" + name + "'", ENOENT), ENOENT, 127);
     plan.path = *found;
   }
@@ -130,20 +116,31 @@ Plan make_plan(const SpawnOptions& options) {
   return plan;
 }
 
-// ---- Child side: only async-signal-safe calls from here to the exec ----
+// ---- Keeper and job side: only async-signal-safe calls from here to the exec ----
+
+void write_all(int fd, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
 
 [[noreturn]] void fail_in_child(int report_fd, Stage stage, int err) {
   ChildFailure failure{stage, err};
   // Nothing more can be done if this write fails; the exit code still says 126/127.
-  ssize_t ignored = ::write(report_fd, &failure, sizeof failure);
-  (void)ignored;
+  write_all(report_fd, &failure, sizeof failure);
   ::_exit(stage == Stage::kExec && err == ENOENT ? 127 : 126);
 }
 
-// Marks every fd above 2 close-on-exec by walking /proc/self/fd with raw getdents64
-// (opendir allocates, which is not allowed after fork in a threaded program).
-bool cloexec_fds_from_proc() {
-  int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+// Calls fn(pid) for every numeric entry of /proc, with raw getdents64 (opendir
+// allocates, which is not allowed after fork in a threaded program).
+template <class Fn>
+bool for_each_proc_entry(const char* dir_path, Fn fn) {
+  int dir = ::open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return false;
   alignas(8) char buf[4096];
   for (;;) {
@@ -154,16 +151,16 @@ bool cloexec_fds_from_proc() {
       unsigned short reclen;
       std::memcpy(&reclen, buf + off + 16, sizeof reclen);
       const char* name = buf + off + 19;
-      int fd = 0;
+      long value = 0;
       bool numeric = *name != '\0';
       for (const char* c = name; *c != '\0'; ++c) {
-        if (*c < '0' || *c > '9') {
+        if (*c < '0' || *c > '9' || value > INT_MAX / 10) {
           numeric = false;
           break;
         }
-        fd = fd * 10 + (*c - '0');
+        value = value * 10 + (*c - '0');
       }
-      if (numeric && fd > 2 && fd != dir) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      if (numeric) fn(static_cast<int>(value), dir);
       off += reclen;
     }
   }
@@ -171,22 +168,46 @@ bool cloexec_fds_from_proc() {
   return true;
 }
 
-// The daemon's own fds are all CLOEXEC, but another thread may have opened one (e.g. a
-// hiredis socket before its fcntl) while we forked; the child must inherit none of them.
-// Marking instead of closing keeps the error-report pipe open until the exec.
+// Marks every fd above 2 close-on-exec.
 void cloexec_all_fds_above_stderr() {
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
-  if (cloexec_fds_from_proc()) return;
+  if (for_each_proc_entry("/proc/self/fd", [](int fd, int dir) {
+        if (fd > 2 && fd != dir) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      })) {
+    return;
+  }
   struct rlimit limit {};
   rlim_t max_fd = 65536;
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < max_fd) max_fd = limit.rlim_cur;
   for (rlim_t fd = 3; fd < max_fd; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
 }
 
-[[noreturn]] void run_child(const Plan& plan, int report_fd, pid_t parent) noexcept {
-  // Default dispositions: handlers would be reset by exec anyway, but an ignored signal
-  // (the daemon ignores SIGPIPE) stays ignored across exec. All signals are still
-  // blocked here, so no daemon handler can run in the child meanwhile.
+void close_range_or_loop(unsigned first, unsigned last) {
+  if (first > last) return;
+  if (::close_range(first, last, 0) == 0) return;
+  struct rlimit limit {};
+  unsigned max_fd = 65536;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < max_fd) max_fd = static_cast<unsigned>(limit.rlim_cur);
+  for (unsigned fd = first; fd <= last && fd < max_fd; ++fd) ::close(static_cast<int>(fd));
+}
+
+// The keeper keeps only stdio and its three pipe ends: the daemon's Redis sockets, its
+// signalfd and the other end of each pipe must not be held open by it.
+void close_all_but(int a, int b, int c) {
+  int keep[3] = {a, b, c};
+  std::sort(keep, keep + 3);
+  unsigned from = 3;
+  for (int k : keep) {
+    if (k < 3) continue;
+    if (static_cast<unsigned>(k) > from) close_range_or_loop(from, static_cast<unsigned>(k) - 1);
+    from = static_cast<unsigned>(k) + 1;
+  }
+  close_range_or_loop(from, ~0U);
+}
+
+[[noreturn]] void run_job(const Plan& plan, int report_fd, pid_t keeper) noexcept {
+  // Default dispositions: an ignored signal (the daemon ignores SIGPIPE) stays ignored
+  // across exec. All signals are still blocked here.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
@@ -194,33 +215,155 @@ void cloexec_all_fds_above_stderr() {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     ::sigaction(sig, &dfl, nullptr);  // EINVAL for glibc's reserved signals: fine
   }
-
-  // Own group, so kill(-pgid) reaches the child and everything it starts, and a ^C to
-  // the daemon's terminal group is delivered through the daemon only.
+  // Own group, so kill(-pgid) reaches the job and everything it starts, and a ^C to the
+  // daemon's terminal group is delivered through the daemon only.
   ::setpgid(0, 0);
-
-  if (plan.death_signal != 0) {
-    if (::prctl(PR_SET_PDEATHSIG, plan.death_signal, 0, 0, 0) != 0) fail_in_child(report_fd, Stage::kExec, errno);
-    // The daemon may have died between fork and prctl; then nobody will send the death
-    // signal, so act as if it had been sent.
-    if (::getppid() != parent) ::_exit(128 + plan.death_signal);
-  }
-
+  // The keeper is single-threaded, so the death signal is tied to its life, not a thread's.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail_in_child(report_fd, Stage::kExec, errno);
+  if (::getppid() != keeper) ::_exit(128 + SIGKILL);  // the keeper died before prctl
   if (!plan.workdir.empty() && ::chdir(plan.workdir.c_str()) != 0) fail_in_child(report_fd, Stage::kChdir, errno);
-
   cloexec_all_fds_above_stderr();
-
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-
   ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
   fail_in_child(report_fd, Stage::kExec, errno);
 }
 
+// The ppid field of /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may contain
+// spaces and parentheses, so parse from the last ')'). -1 if unreadable.
+int parent_of(int pid, int proc_dir) {
+  char path[32];
+  // "<pid>/stat" relative to /proc, built by hand (no snprintf after fork).
+  char digits[16];
+  int nd = 0;
+  for (int v = pid; v > 0 && nd < 15; v /= 10) digits[nd++] = static_cast<char>('0' + v % 10);
+  int len = 0;
+  while (nd > 0) path[len++] = digits[--nd];
+  const char* suffix = "/stat";
+  for (const char* s = suffix; *s; ++s) path[len++] = *s;
+  path[len] = '\0';
+  int fd = ::openat(proc_dir, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* close_paren = nullptr;
+  for (ssize_t i = 0; i < n; ++i) {
+    if (buf[i] == ')') close_paren = buf + i;
+  }
+  if (!close_paren) return -1;
+  const char* p = close_paren + 1;
+  while (*p == ' ') ++p;
+  while (*p && *p != ' ') ++p;  // state
+  while (*p == ' ') ++p;
+  int ppid = 0;
+  while (*p >= '0' && *p <= '9') ppid = ppid * 10 + (*p++ - '0');
+  return ppid;
+}
+
+// SIGKILLs every live child of this process. As a subreaper, the keeper inherits each
+// orphan of its tree, so repeating this until none is left kills every descendant,
+// setsid'd ones included.
+void kill_children(pid_t self) {
+  for_each_proc_entry("/proc", [self](int pid, int proc_dir) {
+    if (parent_of(pid, proc_dir) == self) ::kill(pid, SIGKILL);
+  });
+}
+
+[[noreturn]] void run_keeper(const Plan& plan, int control_fd, int status_fd, int report_fd) noexcept {
+  close_all_but(control_fd, status_fd, report_fd);
+  ::setpgid(0, 0);  // group signals to the job never reach the keeper, nor the other way
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const pid_t self = ::getpid();
+
+  // The daemon may have died already: then nothing is started.
+  pollfd check{control_fd, POLLIN, 0};
+  if (::poll(&check, 1, 0) > 0 && (check.revents & (POLLHUP | POLLERR))) ::_exit(0);
+
+  // Every signal stays blocked in the keeper (the mask came from spawn()); SIGCHLD is
+  // read from a signalfd.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  int chld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  const pid_t job = ::fork();
+  if (job == 0) run_job(plan, report_fd, self);
+  if (job < 0) fail_in_child(report_fd, Stage::kFork, errno);
+  ::setpgid(job, job);  // from this side too, so the group exists before any signal
+  KeeperReport started{Report::kStarted, job};
+  write_all(status_fd, &started, sizeof started);
+  ::close(report_fd);  // the daemon reads EOF once the job has exec'd as well
+
+  bool daemon_alive = true;
+  bool job_done = false;
+  bool killing = false;  // the job is over or must die: kill every descendant
+  int job_status = 0;
+  for (;;) {
+    // Reap whatever exited. The job is peeked first (WNOWAIT) so that its group can be
+    // killed while its zombie still holds the group id.
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        if (errno == EINTR) continue;
+        if (killing) {  // ECHILD: the whole tree is gone
+          KeeperReport exited{Report::kExited, job_status};
+          write_all(status_fd, &exited, sizeof exited);
+          ::_exit(0);
+        }
+        break;
+      }
+      if (info.si_pid == 0) break;
+      if (info.si_pid == job) ::kill(-job, SIGKILL);
+      int status = 0;
+      while (::waitpid(info.si_pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (info.si_pid == job) {
+        job_status = status;
+        job_done = true;
+        killing = true;
+      }
+    }
+    if (killing) kill_children(self);
+
+    pollfd fds[2];
+    nfds_t nfds = 0;
+    if (daemon_alive) fds[nfds++] = pollfd{control_fd, POLLIN, 0};
+    if (chld_fd >= 0) fds[nfds++] = pollfd{chld_fd, POLLIN, 0};
+    // Without a SIGCHLD fd (signalfd failed) fall back to checking every few ms.
+    const int timeout = killing || chld_fd < 0 ? kSweepMs : -1;
+    if (::poll(fds, nfds, timeout) < 0 && errno != EINTR) ::poll(nullptr, 0, kSweepMs);
+    if (chld_fd >= 0) {
+      signalfd_siginfo si;
+      while (::read(chld_fd, &si, sizeof si) > 0) {
+      }
+    }
+    // The control pipe is blocking on this side: read it only when poll says so.
+    if (!daemon_alive || fds[0].revents == 0) continue;
+    unsigned char sigs[64];
+    ssize_t n = ::read(control_fd, sigs, sizeof sigs);
+    if (n == 0) {
+      // The daemon is gone (exit, crash, SIGKILL): nothing may outlive it.
+      daemon_alive = false;
+      if (!job_done) ::kill(-job, SIGKILL);
+      killing = true;
+      continue;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      const int sig = sigs[i];
+      if (job_done) continue;
+      ::kill(-job, sig);
+      if (sig == SIGKILL) killing = true;
+    }
+  }
+}
+
 // ---- Parent side ----
 
-// Reads the child's report: nullopt on EOF (the exec closed the CLOEXEC pipe).
+// Reads the job's exec report: nullopt on EOF (the exec closed the CLOEXEC pipe).
 std::optional<ChildFailure> read_report(int fd) {
   ChildFailure failure{};
   std::size_t got = 0;
@@ -235,6 +378,17 @@ std::optional<ChildFailure> read_report(int fd) {
   if (got == 0) return std::nullopt;
   if (got < sizeof failure) return ChildFailure{Stage::kExec, EIO};
   return failure;
+}
+
+// Reads one keeper report without blocking (the keeper writes them whole).
+std::optional<KeeperReport> read_keeper_report(int fd) {
+  KeeperReport r{};
+  for (;;) {
+    ssize_t n = ::read(fd, &r, sizeof r);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == static_cast<ssize_t>(sizeof r)) return r;
+    return std::nullopt;
+  }
 }
 
 int waitpid_retrying(pid_t pid, int* status, int flags) {
@@ -252,61 +406,99 @@ int exit_code_from_wait_status(int status) {
   return -1;
 }
 
+std::optional<std::string> search_path(const std::string& name, const std::string& path_var,
+                                       const std::string& workdir) {
+  // execvpe's search: the first executable regular file on PATH wins; failing that, the
+  // first non-executable regular file (exec then fails with EACCES, 126, as a shell
+  // reports it); failing that, not found (127). Relative PATH entries are taken relative
+  // to the workdir, where the child will exec.
+  std::optional<std::string> not_executable;
+  std::size_t start = 0;
+  while (start <= path_var.size()) {
+    std::size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    const std::string dir = end > start ? path_var.substr(start, end - start) : std::string(".");
+    start = end + 1;
+    std::string candidate = dir + "/" + name;
+    std::string checked = candidate;  // as the parent sees it
+    if (dir[0] != '/' && !workdir.empty()) checked = workdir + "/" + candidate;
+    if (!is_regular_file(checked)) continue;
+    if (::access(checked.c_str(), X_OK) == 0) return candidate;
+    if (!not_executable) not_executable = candidate;
+  }
+  return not_executable;
+}
+
 Child Child::spawn(const SpawnOptions& options) {
   Plan plan = make_plan(options);
   auto [report_read, report_write] = pipe_cloexec();
+  auto [control_read, control_write] = pipe_cloexec();
+  auto [status_read, status_write] = pipe_cloexec();
 
-  // With every signal blocked across fork, no handler of the daemon can run in the child
-  // before the child has reset the dispositions.
+  // With every signal blocked across fork, no handler of the daemon can run in the
+  // keeper, and the keeper keeps them blocked (it reads SIGCHLD from a signalfd).
   sigset_t all;
   sigset_t old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) run_child(plan, report_write.get(), parent);
+  const pid_t keeper = ::fork();
+  if (keeper == 0) run_keeper(plan, control_read.get(), status_write.get(), report_write.get());
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) throw_errno("fork", fork_errno);
-
-  // Also from this side, so the group exists before we could signal it, whichever of the
-  // two runs first. EACCES (the child already exec'd) means the child did it itself.
-  ::setpgid(pid, pid);
+  if (keeper < 0) throw_errno("fork", fork_errno);
   report_write.reset();
+  control_read.reset();
+  status_write.reset();
 
   Child child;
-  child.pid_ = pid;
+  child.keeper_ = keeper;
+  child.control_ = std::move(control_write);
+  child.status_in_ = std::move(status_read);
+  // pidfds are close-on-exec from birth. The pid cannot have been reused: it is ours and
+  // not reaped yet. (Raw syscall: glibc 2.36's <sys/pidfd.h> does not link from C++.)
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, keeper, 0));
+  if (pidfd >= 0) child.pidfd_.reset(pidfd);
+
   if (auto failure = read_report(report_read.get())) {
-    int status = 0;
-    waitpid_retrying(pid, &status, 0);
-    child.pid_ = -1;
+    child.wait();  // the keeper reaps the failed job and exits
+    child.keeper_ = -1;
     const std::string name = "cannot run '" + options.argv[0] + "'";
     if (failure->stage == Stage::kChdir) {
       throw SpawnError(errno_message(name + ": cannot change directory to '" + options.workdir + "'", failure->err),
                        failure->err, 126);
     }
+    if (failure->stage == Stage::kFork) throw SpawnError(errno_message(name + ": fork", failure->err), failure->err, 126);
     throw SpawnError(errno_message(name, failure->err), failure->err, failure->err == ENOENT ? 127 : 126);
   }
-
-  // pidfds are close-on-exec from birth. The pid cannot have been reused: it is ours and
-  // not reaped yet. Without pidfd support (kernel < 5.3) wait_for() polls instead.
-  // (Raw syscall: glibc 2.36's <sys/pidfd.h> lacks extern "C" and does not link from C++.)
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0 && errno != ENOSYS) throw_errno("pidfd_open", errno);  // ~Child kills it
-  child.pidfd_.reset(pidfd);
+  // The keeper wrote the job's pid before closing its copy of the report pipe.
+  if (auto started = read_keeper_report(child.status_in_.get()); started && started->kind == Report::kStarted) {
+    child.pid_ = started->value;
+  }
+  // Signal requests must never block the daemon's loop.
+  ::fcntl(child.control_.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(child.status_in_.get(), F_SETFL, O_NONBLOCK);
+  if (pidfd < 0 && errno != ENOSYS) {
+    // Without a pidfd, wait_for() polls; only a kernel older than 5.3 lacks it.
+  }
   return child;
 }
 
 Child::Child(Child&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)),
+    : keeper_(std::exchange(other.keeper_, -1)),
+      pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::move(other.pidfd_)),
+      control_(std::move(other.control_)),
+      status_in_(std::move(other.status_in_)),
       status_(std::exchange(other.status_, std::nullopt)) {}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
     if (running()) terminate_group(SIGKILL, Millis(0));
+    keeper_ = std::exchange(other.keeper_, -1);
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::move(other.pidfd_);
+    control_ = std::move(other.control_);
+    status_in_ = std::move(other.status_in_);
     status_ = std::exchange(other.status_, std::nullopt);
   }
   return *this;
@@ -318,28 +510,19 @@ Child::~Child() {
 
 std::optional<int> Child::reap(bool block) noexcept {
   if (!running()) return status_;
-  siginfo_t info{};
-  const int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
-  for (;;) {
-    info.si_pid = 0;
-    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, flags) == 0) break;
-    if (errno == EINTR) continue;
-    // ECHILD: reaped behind our back; the pid (and pgid) may already belong to someone
-    // else, so never signal it again.
-    status_ = kUnknownExitCode;
-    return status_;
-  }
-  if (info.si_pid == 0) return std::nullopt;  // still running
-
-  // The leader is a zombie now, so -pid_ still names its group and no other: kill what
-  // it left behind before the pid can be reused.
-  ::kill(-pid_, SIGKILL);
   int status = 0;
-  if (waitpid_retrying(pid_, &status, 0) == pid_) {
-    status_ = exit_code_from_wait_status(status);
-  } else {
-    status_ = kUnknownExitCode;
+  pid_t r = static_cast<pid_t>(waitpid_retrying(keeper_, &status, block ? 0 : WNOHANG));
+  if (r == 0) return std::nullopt;  // still running
+  int code = kUnknownExitCode;
+  // The keeper's last report is the job's wait status; without one (the keeper was
+  // killed from outside) the status is unknown.
+  while (auto report = read_keeper_report(status_in_.get())) {
+    if (report->kind == Report::kExited) code = exit_code_from_wait_status(report->value);
   }
+  if (r < 0) code = kUnknownExitCode;  // reaped behind our back (SIGCHLD ignored)
+  status_ = code;
+  control_.reset();
+  pidfd_.reset();
   return status_;
 }
 
@@ -359,9 +542,7 @@ std::optional<int> Child::wait_for(Millis timeout) {
     if (pidfd_) {
       pollfd p{pidfd_.get(), POLLIN, 0};
       const int ms = static_cast<int>(std::min<long long>(left.count(), INT_MAX));
-      if (::poll(&p, 1, ms) < 0 && errno != EINTR) {
-        std::this_thread::sleep_for(std::min(left, Millis(5)));
-      }
+      if (::poll(&p, 1, ms) < 0 && errno != EINTR) std::this_thread::sleep_for(std::min(left, Millis(5)));
     } else {
       std::this_thread::sleep_for(std::min(left, Millis(5)));
     }
@@ -369,11 +550,20 @@ std::optional<int> Child::wait_for(Millis timeout) {
 }
 
 void Child::signal_group(int sig) noexcept {
-  if (running()) ::kill(-pid_, sig);
+  if (!running() || !control_ || sig <= 0 || sig > 255) return;
+  const auto byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] auto n = ::write(control_.get(), &byte, 1);
+}
+
+void Child::last_resort_kill() noexcept {
+  // The keeper does not act on our requests (stopped, wedged): kill it and the job's
+  // group directly. The job's death signal then fires too.
+  ::kill(keeper_, SIGKILL);
+  if (pid_ > 0) ::kill(-pid_, SIGKILL);
 }
 
 int Child::terminate_group(int sig, Millis grace) noexcept {
-  if (pid_ <= 0) return -1;
+  if (keeper_ <= 0) return -1;
   if (auto code = reap(false)) return *code;
   if (sig != SIGKILL) {
     signal_group(sig);
@@ -384,8 +574,10 @@ int Child::terminate_group(int sig, Millis grace) noexcept {
     } catch (...) {  // wait_for allocates nothing, but this must never throw
     }
   }
-  for (;;) {
+  for (int round = 0;; ++round) {
     signal_group(SIGKILL);
+    ::kill(keeper_, SIGCONT);  // a stopped keeper could not act on it
+    if (round >= kKeeperPatience) last_resort_kill();
     try {
       if (auto code = wait_for(kKillRepeat)) return *code;
     } catch (...) {

@@ -1,21 +1,29 @@
 #pragma once
-/// The child command (STYLE.md "Child process").
+/// The child command, behind a keeper process that takes its whole tree down with it
+/// (STYLE.md "Child process"; SPEC "What the child gets"; issue 8 item 3).
 ///
-/// spawn(): argv, envp and the PATH lookup are built before fork; fork with all signals
-/// blocked; in the child: default dispositions, setpgid(0,0), PR_SET_PDEATHSIG and a
-/// getppid() check for the race where the daemon died first, chdir(workdir), every fd
-/// above 2 marked close-on-exec, an empty signal mask (the daemon keeps its handled
-/// signals blocked), execve. An exec failure is reported over a CLOEXEC pipe and thrown
-/// as SpawnError (126/127 semantics). Only async-signal-safe calls between fork and exec.
+///   daemon ── keeper (own process group, child subreaper) ── job (own process group)
+///                                                             └── grandchildren, setsid'd ones
 ///
-/// PR_SET_PDEATHSIG fires when the *thread* that forked exits, not the process: spawn
-/// from a thread that lives as long as the child should (the daemon's main loop).
+/// PR_SET_PDEATHSIG reaches only the direct child, and a job started as `sh -c 'a; b'`
+/// runs its commands as grandchildren: when the daemon died by SIGKILL, `sleep 37` lived on
+/// while a standby ran the same job. So the daemon forks a small keeper (no exec: it is a
+/// copy of the daemon that only makes system calls) which forks the job and then:
+///  - forwards the signals the daemon asks for (a byte per signal on a control pipe) to
+///    the job's process group;
+///  - as a child subreaper, becomes the parent of every descendant orphaned by its parent's
+///    death, setsid'd ones included, so none can slip away to init;
+///  - when the job's leader exits, SIGKILLs what is left of its group and every other
+///    descendant (a backgrounded copy of the job must not outlive the lease), reaps them
+///    all, reports the leader's wait status on a status pipe and exits;
+///  - when the daemon dies by any means, the control pipe reads EOF and it does the same
+///    at once: the whole tree is dead within milliseconds.
+/// The job gets PR_SET_PDEATHSIG(SIGKILL) on the keeper (single-threaded, so it fires
+/// reliably). Under systemd the unit's cgroup covers the same ground once more.
 ///
-/// Reaping also SIGKILLs what is left of the child's process group, while the exited
-/// leader is still a zombie (so its pid, which is the pgid, cannot have been reused): a
-/// child that backgrounds a process and exits must not leave a second copy of the job
-/// running after the lease is released and another host starts it. A process that
-/// leaves the group itself (setsid) escapes this; that would need a cgroup.
+/// The job's argv, envp and PATH lookup are built before fork; between fork and exec
+/// (keeper and job) only async-signal-safe calls are made. An exec failure is reported
+/// over a CLOEXEC pipe and thrown as SpawnError (126/127 semantics).
 
 #include <sys/types.h>
 
@@ -39,10 +47,8 @@ struct SpawnOptions {
   std::string workdir;                         ///< empty = inherit the daemon's
   std::map<std::string, std::string> env;      ///< added to (overriding) the daemon's environment
   /// Names removed from the daemon's environment (before `env` is applied): variables
-  /// addressed to the daemon itself, such as systemd's NOTIFY_SOCKET.
+  /// addressed to the daemon itself (systemd's NOTIFY_SOCKET) or secret (password_env).
   std::vector<std::string> unset_env;
-  /// Signal the child gets when the daemon dies (PR_SET_PDEATHSIG). 0 = none.
-  int death_signal = 9;                        // SIGKILL
 };
 
 /// The command could not be started: exit_code() is 127 (not found) or 126 (not
@@ -62,9 +68,15 @@ class SpawnError : public Error {
 /// that is neither, e.g. stopped).
 int exit_code_from_wait_status(int status);
 
+/// Where a program would be found, as exec would search `path_var` (empty entries are
+/// the current directory). nullopt: not found. A regular file that is not executable is
+/// returned when nothing better exists (exec then fails with EACCES, 126).
+std::optional<std::string> search_path(const std::string& name, const std::string& path_var,
+                                       const std::string& workdir = "");
+
 class Child {
  public:
-  /// Starts the child in its own process group. Throws SpawnError / IoError.
+  /// Starts the keeper and the job. Throws SpawnError / IoError.
   static Child spawn(const SpawnOptions& options);
 
   Child() = default;
@@ -72,39 +84,46 @@ class Child {
   Child& operator=(Child&& other) noexcept;
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
-  /// Never leaves a running child behind: if still running, SIGKILLs its group and reaps
-  /// it (terminate-with-timeout, as folly ~Subprocess chooses not to abort in production).
+  /// Never leaves a running tree behind: if still running, SIGKILLs it and reaps the keeper
+  /// (terminate-with-timeout, as folly ~Subprocess chooses not to abort in production).
   ~Child();
 
+  /// The job's pid (leader of its process group).
   pid_t pid() const noexcept { return pid_; }
-  /// A pidfd (readable when the child exits), for poll(); -1 if none.
+  /// The keeper's pid.
+  pid_t keeper_pid() const noexcept { return keeper_; }
+  /// Readable when the keeper exits, i.e. when the job's whole tree is gone; for poll().
   int exit_fd() const noexcept { return pidfd_.get(); }
-  bool running() const noexcept { return pid_ > 0 && !status_; }
+  bool running() const noexcept { return keeper_ > 0 && !status_; }
 
-  /// Reaps without blocking; returns the exit code (exit_code_from_wait_status) once ended.
-  /// If something else reaped the pid (waitpid(-1), SIGCHLD ignored) the code is 255.
+  /// Reaps without blocking; returns the job's exit code (exit_code_from_wait_status)
+  /// once its tree is gone. 255 if the keeper itself was killed and the code is unknown.
   std::optional<int> try_wait();
-  /// Blocks until the child ends (EINTR-safe); returns its exit code.
+  /// Blocks until the tree is gone; returns the job's exit code.
   int wait();
   /// Blocks up to `timeout`; returns the exit code if it ended.
   std::optional<int> wait_for(Millis timeout);
 
-  /// kill(-pgid, sig). No-op if not running. Never throws.
+  /// Delivers `sig` to the job's process group (through the keeper); SIGKILL also kills
+  /// every other descendant. No-op if not running. Never throws.
   void signal_group(int sig) noexcept;
   /// `sig` (plus SIGCONT, so a stopped group can act on it) to the group, wait up to
-  /// `grace`, then SIGKILL the group and reap. Returns the exit code; the code already
+  /// `grace`, then SIGKILL the tree and reap. Returns the exit code; the code already
   /// known if it had ended; -1 if there never was a child. Never throws.
-  /// It does not return while the child runs (SIGKILL repeated every second): releasing
+  /// It does not return while the tree lives (SIGKILL repeated every second): releasing
   /// the lease with the child alive would break mutual exclusion. Only a process stuck in
   /// uninterruptible sleep can delay it.
   int terminate_group(int sig, Millis grace) noexcept;
 
  private:
-  /// waitid(WNOWAIT) for the exit, SIGKILL the rest of the group, then waitpid.
   std::optional<int> reap(bool block) noexcept;
+  void last_resort_kill() noexcept;
 
+  pid_t keeper_ = -1;
   pid_t pid_ = -1;
-  UniqueFd pidfd_;
+  UniqueFd pidfd_;     // the keeper's
+  UniqueFd control_;   // write end: a byte per signal; closing it kills the tree
+  UniqueFd status_in_; // read end: the keeper's reports
   std::optional<int> status_;  // exit code once reaped
 };
 
