@@ -56,14 +56,21 @@ void print_diagnostics(const config::LoadResult& loaded) {
 }
 
 /// Loads the file and applies command-line overrides. Prints problems; nullopt on error.
-std::optional<config::Config> load(const std::string& path, const std::string& key_override) {
+std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override) {
   config::LoadResult loaded = config::load_file(path);
   print_diagnostics(loaded);
   if (!loaded.config) {
     std::cerr << "redisgo_task: " << path << ": " << loaded.errors.size() << " error(s); nothing was started\n";
     return std::nullopt;
   }
-  if (!key_override.empty()) loaded.config->redis.key = key_override;
+  if (key_override) {
+    if (key_override->empty() || key_override->size() > config::kMaxKeyBytes) {
+      std::cerr << "redisgo_task: --key: expected a non-empty key of at most " << config::kMaxKeyBytes
+                << " bytes, found " << key_override->size() << " bytes\n";
+      return std::nullopt;
+    }
+    loaded.config->redis.key = *key_override;
+  }
   return loaded.config;
 }
 
@@ -78,7 +85,8 @@ int run(int argc, char** argv) {
   app.footer(kMainFooter);
   app.require_subcommand(1);
 
-  std::string config_path, key;
+  std::string config_path;
+  std::optional<std::string> key;
   bool wait = false, no_wait = false, json = false;
   std::vector<std::string> command;
 
@@ -155,12 +163,18 @@ int run(int argc, char** argv) {
   daemon::TaskOptions options;
   options.config = std::move(*cfg);
   options.wait = !no_wait;
-  options.holder = options.config.redis.value.empty() ? daemon::default_holder_id() : options.config.redis.value;
+  if (no_wait && options.config.task.mode == config::Mode::kSupervise) {
+    std::cerr << "redisgo_task: --no-wait applies to mode = \"oneshot\" only; " << config_path
+              << " sets mode = \"supervise\", which contends forever\n";
+    return daemon::kExitConfig;
+  }
+  // `value` is only a prefix: the id is unique per process (SPEC invariant 9).
+  options.holder = daemon::default_holder_id(options.config.redis.value);
   try {
     return daemon::run_task(options);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     log::get("daemon")->error("fatal: {}", e.what());
-    return daemon::kExitTempFail;
+    return daemon::kExitSoftware;
   }
 }
 

@@ -153,7 +153,7 @@ const std::vector<SectionKeys>& known_keys() {
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",
        {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",
-        "workdir", "env"}},
+        "workdir", "env", "restart_limit", "restart_window", "step_down_hold"}},
       {"log", {"level", "format"}},
   };
   return kKnown;
@@ -529,6 +529,10 @@ class Loader {
       error(loc_of(n), key, "expected a duration > 0, found " + value_text(n));
       return std::nullopt;
     }
+    if (*d > kMaxDuration) {
+      error(loc_of(n), key, "expected a duration of at most 1 year (8760h), found " + value_text(n));
+      return std::nullopt;
+    }
     return d;
   }
 
@@ -763,7 +767,15 @@ class Loader {
     const toml::table* sec = section(root, "redis");
     load_nodes(sec, r);
     if (auto n = find(sec, "redis", "key")) {
-      if (auto s = as_string(*n, "redis.key", "a non-empty string (the lock key)")) r.key = *s;
+      if (auto s = as_string(*n, "redis.key", "a non-empty string (the lock key)")) {
+        if (s->size() > kMaxKeyBytes) {
+          error(loc_of(*n), "redis.key",
+                "expected a key of at most " + std::to_string(kMaxKeyBytes) + " bytes, found " +
+                    std::to_string(s->size()) + " bytes");
+        } else {
+          r.key = *s;
+        }
+      }
     } else if (!bad_.count("redis")) {
       error(section_loc("redis"), "redis.key", "missing: expected the lock key, e.g. key = \"Redisgo_Task_Lock_key\"");
     }
@@ -774,6 +786,10 @@ class Loader {
       if (auto i = as_integer(*n, "redis.retries_count", 1, INT_MAX)) r.retries_count = static_cast<int>(*i);
     }
     get_duration(sec, "redis", "expire", r.expire);
+    if (r.expire > kMaxExpire) {
+      error(where("redis.expire"), "redis.expire",
+            "expected a lease TTL of at most 1 day (24h), found " + format_duration(r.expire));
+    }
     get_duration(sec, "redis", "cron", r.cron);
     if (!given("redis.cron")) r.cron = Millis(r.expire.count() / 3);
     if (auto n = find(sec, "redis", "value")) {
@@ -896,6 +912,13 @@ class Loader {
       }
     }
     get_duration(sec, "task", "kill_grace", t.kill_grace);
+    if (auto n = find(sec, "task", "restart_limit")) {
+      if (auto i = as_integer(*n, "task.restart_limit", 0, INT_MAX)) t.restart_limit = static_cast<int>(*i);
+    }
+    get_duration(sec, "task", "restart_window", t.restart_window);
+    if (auto n = find(sec, "task", "step_down_hold")) {
+      if (auto d = as_duration(*n, "task.step_down_hold", Zero::kAllowed)) t.step_down_hold = *d;
+    }
     if (auto n = find(sec, "task", "timeout")) {
       if (auto d = as_duration(*n, "task.timeout", Zero::kRejected)) t.timeout = *d;
     }
@@ -956,6 +979,16 @@ class Loader {
                   " >= " + format_duration(r.expire) +
                   ": if a renewal fails, the child could not be stopped before the lease expires; "
                   "shorten cron or kill_grace, or lengthen expire");
+      }
+    }
+    // A round waits up to connect_timeout + io_timeout on a node; a lease that expires
+    // sooner could never be renewed through a slow node in time.
+    for (const char* key : {"redis.io_timeout", "redis.connect_timeout"}) {
+      const Millis d = std::string(key) == "redis.io_timeout" ? r.io_timeout : r.connect_timeout;
+      if (ok({key, "redis.expire"}) && d >= r.expire) {
+        error(where(key), key,
+              "expected a timeout shorter than redis.expire (" + format_duration(r.expire) + "), found " +
+                  format_duration(d) + ": one slow node would outlast the lease");
       }
     }
     // AUTH with a user name always needs a password; a password key that was given but
@@ -1132,6 +1165,13 @@ std::string render_effective(const Config& config) {
   o << "restart_delay = " << dur(t.restart_delay) << "\n";
   o << "kill_signal = " << quote(signal_name(t.kill_signal)) << "\n";
   o << "kill_grace = " << dur(t.kill_grace) << "\n";
+  o << "restart_limit = " << t.restart_limit << "\n";
+  o << "restart_window = " << dur(t.restart_window) << "\n";
+  if (t.step_down_hold) {
+    o << "step_down_hold = " << dur(*t.step_down_hold) << "\n";
+  } else {
+    o << "# step_down_hold = " << dur(effective_step_down_hold(config)) << "  (2 x expire)\n";
+  }
   if (t.timeout) {
     o << "timeout = " << dur(*t.timeout) << "\n";
   } else {
@@ -1187,6 +1227,10 @@ const char* to_string(Mode v) { return enum_name(kModes, v); }
 const char* to_string(Restart v) { return enum_name(kRestarts, v); }
 const char* to_string(LogLevel v) { return enum_name(kLevels, v); }
 const char* to_string(LogFormat v) { return enum_name(kFormats, v); }
+
+Millis effective_step_down_hold(const Config& config) {
+  return config.task.step_down_hold.value_or(config.redis.expire * 2);
+}
 
 Millis kill_margin(Millis expire) { return std::clamp(expire / 20, Millis(5), Millis(100)); }
 

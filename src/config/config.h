@@ -74,6 +74,13 @@ struct TaskConfig {
   std::optional<Millis> timeout;   ///< oneshot only; nullopt = none
   std::string workdir;             ///< empty = inherit
   std::map<std::string, std::string> env;
+  /// supervise: more than restart_limit child exits within restart_window make the leader
+  /// step down (release, hold off for step_down_hold) so another host can take over.
+  int restart_limit = 5;
+  Millis restart_window{60'000};
+  /// How long a leader that stepped down does not contend; nullopt = 2 x expire
+  /// (effective_step_down_hold()).
+  std::optional<Millis> step_down_hold;
   bool operator==(const TaskConfig&) const = default;
 };
 
@@ -126,6 +133,15 @@ LoadResult load_string(const std::string& text, const std::string& source,
 /// The effective configuration (defaults filled in) as TOML, password masked as
 /// "********" with where it came from noted in a comment. For `validate`.
 std::string render_effective(const Config& config);
+
+/// SPEC maxima: every duration at most one year, expire at most one day (deadlines and
+/// poll timeouts stay far from any overflow), a key at most 512 bytes.
+inline constexpr Millis kMaxDuration{365LL * 24 * 3600 * 1000};
+inline constexpr Millis kMaxExpire{24LL * 3600 * 1000};
+inline constexpr std::size_t kMaxKeyBytes = 512;
+
+/// step_down_hold, or 2 x expire when the file leaves it out.
+Millis effective_step_down_hold(const Config& config);
 
 /// Time between the SIGKILL to the child's group and the local lease deadline: covers
 /// signal delivery and reaping. 1/20 of the TTL, at least 5 ms, at most 100 ms.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "backoff/backoff.h"
 #include "daemon/state_machine.h"
 #include "lock/renewer.h"
+#include "log/cause_log.h"
 #include "log/logging.h"
 #include "process/child.h"
 #include "process/signals.h"
@@ -23,19 +25,16 @@
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/strings.h"
+#include "util/timer.h"
 
 namespace redisgo::daemon {
 namespace {
 
 using config::Mode;
 
-/// How long a failed subscriber waits before trying that node again (doubling).
-constexpr Millis kResubscribeMin{500};
-constexpr Millis kResubscribeMax{30'000};
-/// Least delay before retrying a child that could not be started at all.
-constexpr Millis kSpawnRetryMin{1000};
-/// A repeated acquisition error is logged at warn at most this often.
-constexpr Millis kErrorLogInterval{10'000};
+/// How long the undo of a last failed attempt may take to reach its nodes before a
+/// oneshot run that gives up exits.
+constexpr Millis kSettleBeforeExit{200};
 
 std::string hex(const unsigned char* data, std::size_t n) {
   static const char* digits = "0123456789abcdef";
@@ -47,17 +46,8 @@ std::string hex(const unsigned char* data, std::size_t n) {
   return out;
 }
 
-/// A release-channel subscription to one node, resubscribed with its own backoff.
-struct NodeSubscription {
-  std::string node;
-  redis::Subscriber subscriber;
-  Clock::time_point retry_at{};
-  Millis retry_delay = kResubscribeMin;
-  explicit NodeSubscription(const redis::ConnectionOptions& o) : node(o.endpoint.str()), subscriber(o) {}
-};
-
-/// What the wait between attempts ended with.
-enum class WaitEnd { kTimer, kReleased, kShutdown };
+/// "127.0.0.1:7001 timeout": a failure's cause, stable across attempts.
+std::string cause_key(const lock::NodeError& e) { return e.node + " " + redis::to_string(e.fault); }
 
 class Runner {
  public:
@@ -67,31 +57,39 @@ class Runner {
         lease_opts_(lease_options(cfg_, options.holder)),
         keys_(lock::LeaseKeys::derive(cfg_.redis.key)),
         log_(log::get("daemon")),
-        watchdog_(notifier_, clock_) {}
+        watchdog_(notifier_, clock_),
+        attempt_log_(log::get("lock"), "acquire"),
+        restarts_(cfg_.task.restart_limit, cfg_.task.restart_window, cfg_.task.restart_delay) {}
 
   int run();
 
  private:
+  enum class WaitEnd { kTimer, kReleased, kSubscribed, kShutdown };
+
   // --- contending ---
   std::optional<int> contend();
-  /// Sleeps `wait`, ended early by a stop request, and with `wake_on_release` by a
-  /// message on the release channel.
-  WaitEnd wait_for(Millis wait, bool wake_on_release);
+  /// Waits until `until` (on the boot-time clock), ended early by a stop request and, with
+  /// `wake_on_release`, by another holder's release message or a subscription that
+  /// became active. Keeps the subscriptions up meanwhile.
+  WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
+  /// Reads and discards what the subscriptions received while nobody listened.
+  void drain_subscriptions();
   /// SPEC: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
   int stopped_while_waiting() const;
-  /// Subscribes the nodes that are not yet (due for a retry); true if one became active.
-  bool ensure_subscribed();
-  int drain_subscriptions();
-  bool any_subscribed() const;
+  void report_attempt(const lock::Acquisition& acq);
+  int give_up(const lock::Acquisition& acq, int attempts);
   // --- leading ---
   std::optional<int> lead(const lock::Acquisition& acquired);
-  bool spawn_child(std::uint64_t token, std::optional<process::Child>& child, int& spawn_failure);
+  bool spawn_child(std::uint64_t token, std::optional<process::Child>& child, std::string& error, int& code);
   void log_release(int released);
+  /// Waits out step_down_hold after stepping down; nullopt to contend again.
+  std::optional<int> hold_after_step_down(const std::string& why);
   // --- shared ---
   /// Reads pending signals. TERM/INT set stop_requested_; others are returned for forwarding.
   std::vector<int> read_signals();
-  int poll_fds(std::vector<pollfd>& fds, Millis timeout);
-  Millis watchdog_cap(Millis timeout) const;
+  /// poll() on `fds` plus the boot-time timer armed at `wake_at`, for at most `cap`
+  /// (steady-clock waits such as a subscriber's retry) and the watchdog's period.
+  void poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap = std::nullopt);
 
   const TaskOptions& opts_;
   const config::Config& cfg_;
@@ -102,27 +100,32 @@ class Runner {
   systemd::Notifier notifier_;
   systemd::Watchdog watchdog_;
   process::SignalFd signals_;
+  BootTimer timer_;
   Interrupt renewer_wake_;
   std::unique_ptr<lock::LeaseBackend> backend_;
   std::unique_ptr<backoff::Backoff> backoff_;
-  std::vector<std::unique_ptr<NodeSubscription>> subscriptions_;
+  std::vector<std::unique_ptr<redis::Subscriber>> subscribers_;
+  log::CauseLog attempt_log_;
+  RestartTracker restarts_;
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
-  std::string last_error_;
-  Clock::time_point last_error_logged_{};
 };
 
-int Runner::poll_fds(std::vector<pollfd>& fds, Millis timeout) {
-  timeout = watchdog_cap(timeout);
-  int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<Millis::rep>(timeout.count(), 1 << 30)));
+void Runner::poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap) {
+  if (wake_at == Clock::time_point::max()) {
+    timer_.disarm();
+  } else {
+    timer_.arm(wake_at);
+  }
+  fds.push_back(pollfd{timer_.fd(), POLLIN, 0});
+  if (auto p = watchdog_.period()) cap = cap ? std::min(*cap, *p) : *p;
+  int timeout = -1;
+  if (cap) timeout = static_cast<int>(std::clamp<Millis::rep>(cap->count(), 0, INT_MAX));
+  int rc = ::poll(fds.data(), fds.size(), timeout);
   if (rc < 0 && errno != EINTR) throw_errno("poll", errno);
+  if (rc > 0 && fds.back().revents != 0) timer_.clear();
+  fds.pop_back();
   watchdog_.heartbeat();
-  return std::max(rc, 0);
-}
-
-Millis Runner::watchdog_cap(Millis timeout) const {
-  if (auto p = watchdog_.period()) return std::min(timeout, *p);
-  return timeout;
 }
 
 std::vector<int> Runner::read_signals() {
@@ -146,11 +149,14 @@ int Runner::run() {
   // Only the main loop's acquisitions watch the signalfd: a stop must not wait on a hung node.
   lock::LeaseOptions main_opts = lease_opts_;
   main_opts.cancel_fd = signals_.fd();
+  main_opts.heartbeat = [this] { watchdog_.heartbeat(); };
   backend_ = lock::make_redis_backend(main_opts, clock_);
   std::uint64_t seed;
   if (::getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<std::uint64_t>(::getpid());
   backoff_ = backoff::make(cfg_.backoff, seed);
-  for (const auto& node : lease_opts_.nodes) subscriptions_.push_back(std::make_unique<NodeSubscription>(node));
+  for (const auto& node : lease_opts_.nodes) {
+    subscribers_.push_back(std::make_unique<redis::Subscriber>(node, keys_.channel));
+  }
 
   log_->info("contending for key={} as holder={} mode={} nodes={} expire={} cron={}", cfg_.redis.key, opts_.holder,
              config::to_string(cfg_.task.mode), join(cfg_.redis.nodes, ","), format_duration(cfg_.redis.expire),
@@ -158,59 +164,91 @@ int Runner::run() {
   notifier_.ready();
   notifier_.status("standby");
   for (;;) {
-    if (auto code = contend()) return *code;
-  }
-}
-
-bool Runner::any_subscribed() const {
-  return std::any_of(subscriptions_.begin(), subscriptions_.end(),
-                     [](const auto& s) { return s->subscriber.active(); });
-}
-
-bool Runner::ensure_subscribed() {
-  auto now = clock_.now();
-  bool added = false;
-  for (auto& s : subscriptions_) {
-    if (s->subscriber.active() || now < s->retry_at) continue;
-    try {
-      s->subscriber.subscribe(keys_.channel, signals_.fd());
-      s->retry_delay = kResubscribeMin;
-      added = true;
-      log_->debug("subscribed to {} on {}", keys_.channel, s->node);
-    } catch (const Error& e) {
-      log_->debug("cannot subscribe to the release channel: {}", e.what());
-      s->retry_at = now + s->retry_delay;
-      s->retry_delay = std::min(s->retry_delay * 2, kResubscribeMax);
+    if (auto code = contend()) {
+      // A last failed attempt's undo (or a release) may still be on its way out.
+      backend_->settle(kSettleBeforeExit);
+      return *code;
     }
   }
-  return added;
 }
 
-int Runner::drain_subscriptions() {
-  int messages = 0;
-  for (auto& s : subscriptions_) messages += s->subscriber.drain();
-  return messages;
+void Runner::drain_subscriptions() {
+  std::vector<pollfd> fds;
+  for (auto& s : subscribers_) fds.push_back(pollfd{s->fd(), s->events(), 0});
+  if (::poll(fds.data(), fds.size(), 0) > 0) {
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) subscribers_[i]->on_ready(fds[i].revents);
+    }
+  }
+  for (auto& s : subscribers_) s->take_payloads();
 }
 
-WaitEnd Runner::wait_for(Millis wait, bool wake_on_release) {
-  auto until_tp = clock_.now() + wait;
+Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release) {
+  std::vector<pollfd> fds;
   for (;;) {
     if (stop_requested_) return WaitEnd::kShutdown;
-    auto left = until(until_tp, clock_.now());
-    if (left <= Millis(0)) return WaitEnd::kTimer;
-    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+    if (clock_.now() >= until) return WaitEnd::kTimer;
+    fds.assign(1, pollfd{signals_.fd(), POLLIN, 0});
+    std::optional<Millis> cap;
     if (wake_on_release) {
-      for (auto& s : subscriptions_) {
-        if (s->subscriber.active()) fds.push_back({s->subscriber.fd(), POLLIN, 0});
+      const auto now = redis::SteadyClock::now();
+      for (auto& s : subscribers_) {
+        s->maintain(now);
+        fds.push_back(pollfd{s->fd(), s->events(), 0});
+        if (auto next = s->next_wakeup(); next != redis::SteadyClock::time_point::max()) {
+          auto ms = std::max(Millis(0), std::chrono::ceil<Millis>(next - now));
+          cap = cap ? std::min(*cap, ms) : ms;
+        }
       }
     }
-    poll_fds(fds, left);
+    poll_until(fds, until, cap);
     read_signals();  // nothing to forward while there is no child
-    if (wake_on_release && drain_subscriptions() > 0 && !stop_requested_) return WaitEnd::kReleased;
+    if (!wake_on_release) continue;
+    bool released = false, subscribed = false;
+    for (std::size_t i = 0; i < subscribers_.size(); ++i) {
+      auto& s = subscribers_[i];
+      if (fds[i + 1].revents != 0) s->on_ready(fds[i + 1].revents);
+      s->maintain(redis::SteadyClock::now());
+      for (const auto& holder : s->take_payloads()) {
+        // Our own release (or any message naming us) says nothing about another holder.
+        if (holder != opts_.holder) released = true;
+      }
+      subscribed = s->take_became_active() || subscribed;
+    }
+    if (stop_requested_) return WaitEnd::kShutdown;
+    if (released) return WaitEnd::kReleased;
+    if (subscribed) return WaitEnd::kSubscribed;
   }
 }
 
 int Runner::stopped_while_waiting() const { return cfg_.task.mode == Mode::kOneshot ? kExitTempFail : 0; }
+
+void Runner::report_attempt(const lock::Acquisition& acq) {
+  for (const auto& e : acq.errors) attempt_log_.failure(cause_key(e), e.message);
+  attempt_log_.end_round();
+}
+
+int Runner::give_up(const lock::Acquisition& acq, int attempts) {
+  bool auth = false;
+  int failed = 0;
+  for (const auto& e : acq.errors) {
+    if (e.node.empty()) continue;  // a failure of the round, not of a node
+    ++failed;
+    auth = auth || e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
+  }
+  const int answered = backend_->node_count() - failed;
+  const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
+  if (code == kExitTempFail) {
+    // Busy is the normal outcome of a cron job on every host but one: info, not louder.
+    log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
+               acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
+  } else {
+    log_->error("lease not acquired after {} attempt(s): {}; giving up", attempts,
+                code == kExitNoPerm ? "Redis refused our credentials"
+                                    : "fewer than a quorum of Redis nodes could be reached");
+  }
+  return code;
+}
 
 std::optional<int> Runner::contend() {
   int attempts = 0;
@@ -219,25 +257,21 @@ std::optional<int> Runner::contend() {
   for (;;) {
     if (stop_requested_) return stopped_while_waiting();
     drain_subscriptions();  // messages from before this attempt are stale
+    const auto started = clock_.now();
     lock::Acquisition acq;
     try {
       acq = backend_->acquire();
     } catch (const Error& e) {
-      acq.errors.push_back(e.what());
+      acq.errors.push_back({"", redis::Fault::kNone, e.what()});
     }
+    read_signals();
+    if (acq.cancelled && stop_requested_) return stopped_while_waiting();
     if (!recheck) ++attempts;
+    recheck = false;
+    report_attempt(acq);
     if (acq.acquired) {
-      backoff_->reset();
+      attempt_log_.clear();
       return lead(acq);
-    }
-    if (!acq.errors.empty()) {
-      std::string err = join(acq.errors, "; ");
-      auto now = clock_.now();
-      if (err != last_error_ || now - last_error_logged_ >= kErrorLogInterval) {
-        log_->warn("acquire attempt {} failed on {} node(s): {}", attempts, acq.errors.size(), err);
-        last_error_ = err;
-        last_error_logged_ = now;
-      }
     }
     backoff_->observe({acq.errors.empty(), acq.holder_ttl_ms});
     MissContext miss;
@@ -248,39 +282,52 @@ std::optional<int> Runner::contend() {
     miss.attempts = attempts;
     miss.backoff = backoff_->next();
     miss.holder_ttl_ms = acq.holder_ttl_ms;
-    miss.subscribed = any_subscribed();
+    miss.subscribed = std::any_of(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->active(); });
     miss.backoff_max = cfg_.backoff.max;
     AfterMiss next = after_miss(miss);
-    if (next.give_up) {
-      log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
-                 acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
-      return kExitTempFail;
-    }
-    // Subscribe only once there is something to wait for: an uncontended run costs no
-    // extra connection. A release between the attempt above and the SUBSCRIBE would be
-    // missed, so a new subscription is followed at once by another attempt.
-    recheck = ensure_subscribed();
-    if (recheck) continue;
+    if (next.give_up) return give_up(acq, attempts);
+    // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
+    // began, and never before a quorum of nodes is out of its retry backoff (there would
+    // be nothing to send). Only another holder's release cuts the wait short.
+    auto wake_at = std::max({clock_.now() + next.wait, started + kMinAttemptGap, acq.not_before});
     log_->debug("lease busy{}; next attempt in {}", acq.holder.empty() ? "" : " (held by " + acq.holder + ")",
-                format_duration(next.wait));
-    switch (wait_for(next.wait, true)) {
-      case WaitEnd::kShutdown: return stopped_while_waiting();
-      case WaitEnd::kReleased: log_->debug("release message received; trying now"); break;
-      case WaitEnd::kTimer: break;
+                format_duration(until(wake_at, clock_.now())));
+    bool rechecking = false;
+    for (;;) {
+      const WaitEnd end = wait_until(wake_at, true);
+      if (end == WaitEnd::kShutdown) return stopped_while_waiting();
+      if (end == WaitEnd::kReleased) {
+        log_->debug("release message received; trying now");
+        break;
+      }
+      if (end == WaitEnd::kSubscribed) {
+        // A release between the attempt and the SUBSCRIBE would have gone unheard: try
+        // once more as soon as pacing allows (not counted as an attempt).
+        auto soon = std::max(started + kMinAttemptGap, acq.not_before);
+        if (soon < wake_at) {
+          wake_at = soon;
+          rechecking = true;
+        }
+        continue;
+      }
+      recheck = rechecking;
+      break;
     }
   }
 }
 
-bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& child, int& spawn_failure) {
+bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& child, std::string& error, int& code) {
   process::SpawnOptions spawn;
   spawn.argv = cfg_.task.command;
   spawn.workdir = cfg_.task.workdir;
   spawn.env = cfg_.task.env;
   // systemd's notify and watchdog variables address the daemon, the unit's main process.
   // A child that speaks sd_notify would otherwise report READY/STATUS/WATCHDOG as if it
-  // were the service (NotifyAccess=all lets it; under NotifyAccess=main systemd logs a
-  // rejection for each), and with WATCHDOG_PID absent it would even feed the watchdog.
+  // were the service, and with WATCHDOG_PID absent it would even feed the watchdog.
   spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
+  // The child never sees the Redis password (SPEC "What the child gets"), unless the
+  // operator hands it over on purpose through [task] env.
+  if (cfg_.redis.password_source == config::PasswordSource::kEnv) spawn.unset_env.push_back(cfg_.redis.password_origin);
   spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
   spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(token);
   spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;
@@ -290,12 +337,13 @@ bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& chi
     log_->info("child started pid={} token={}", child->pid(), token);
     return true;
   } catch (const process::SpawnError& e) {
-    log_->error("cannot start the child: {}", e.what());
-    spawn_failure = e.exit_code();
+    error = e.what();
+    code = e.exit_code();
   } catch (const Error& e) {
-    log_->error("cannot start the child: {}", e.what());
-    spawn_failure = 126;
+    error = e.what();
+    code = 126;
   }
+  log_->error("cannot start the child: {}", error);
   return false;
 }
 
@@ -310,41 +358,93 @@ void Runner::log_release(int released) {
   }
 }
 
+std::optional<int> Runner::hold_after_step_down(const std::string& why) {
+  const Millis hold = config::effective_step_down_hold(cfg_);
+  log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
+  notifier_.status("stepped down: " + why);
+  if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  notifier_.status("standby");
+  return std::nullopt;
+}
+
 std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   const auto& task = cfg_.task;
   const Millis ttl = cfg_.redis.expire;
   log_->info("acquired key={} token={} valid for {}", cfg_.redis.key, acquired.token,
              format_duration(until(acquired.valid_until, clock_.now())));
-  notifier_.status("leader token=" + std::to_string(acquired.token));
   renewer_wake_.clear();
-  auto renewer = std::make_unique<lock::Renewer>(lock::make_redis_backend(lease_opts_, clock_), cfg_.redis.cron,
-                                                 acquired.valid_until, renewer_wake_, clock_);
+  std::unique_ptr<lock::Renewer> renewer;
+  try {
+    auto make = [this](int cancel_fd) {
+      lock::LeaseOptions o = lease_opts_;
+      o.cancel_fd = cancel_fd;
+      return lock::make_redis_backend(o, clock_);
+    };
+    renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.valid_until, renewer_wake_, clock_);
+  } catch (const std::exception& e) {
+    // No renewal means no safe child: release first, then report the bug (SPEC 70).
+    log_->error("cannot start the renewal thread: {}; releasing", e.what());
+    log_release(backend_->release());
+    return kExitSoftware;
+  }
+  // A stop that arrived while acquiring (between the last look and now) starts no child.
+  read_signals();
+  if (stop_requested_) {
+    renewer->stop();
+    log_release(backend_->release());
+    return stopped_while_waiting();
+  }
+  notifier_.status("leader token=" + std::to_string(acquired.token));
 
   std::optional<process::Child> child;
   StopCause cause = StopCause::kNone;
   Clock::time_point stop_kill_at{};     // latest SIGKILL time of the stop in progress
+  Clock::time_point stop_began{};
   bool sigkill_sent = false;
   std::optional<Clock::time_point> restart_at;
   std::optional<Clock::time_point> timeout_at;
   std::uint64_t renewals_seen = 0;
-  std::optional<AfterExit> outcome;     // set when the leader phase ends
-  int spawn_failure = 0;
+  struct Outcome {
+    AfterExit::Kind kind;
+    int exit_code = 0;
+    Millis delay{0};
+    std::string step_down;  // non-empty: step down for this reason
+  };
+  std::optional<Outcome> outcome;
+  std::string step_down_reason;  // set: stop the child, then step down
 
   auto start = [&]() {
     cause = StopCause::kNone;
     sigkill_sent = false;
     restart_at.reset();
-    if (!spawn_child(acquired.token, child, spawn_failure)) return false;
-    if (task.timeout && task.mode == Mode::kOneshot) timeout_at = clock_.now() + *task.timeout;
-    return true;
+    std::string error;
+    int code = 0;
+    if (spawn_child(acquired.token, child, error, code)) {
+      if (task.timeout && task.mode == Mode::kOneshot) timeout_at = clock_.now() + *task.timeout;
+      return;
+    }
+    // A command that cannot be started: oneshot reports it (127/126); a supervise leader
+    // steps down, so a host that cannot run the service does not keep it from the others.
+    if (task.mode == Mode::kOneshot) {
+      outcome = Outcome{AfterExit::Kind::kExit, code, Millis(0), ""};
+    } else {
+      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), "cannot start the command: " + error};
+    }
   };
   auto begin_stop = [&](StopCause why, int sig, Clock::time_point kill_at, const std::string& reason) {
     if (cause != StopCause::kNone || !child || !child->running()) return;
     cause = why;
     stop_kill_at = kill_at;
-    log_->warn("stopping child pid={} with {}: {}", child->pid(), config::signal_name(sig), reason);
+    stop_began = clock_.now();
+    // A planned stop is no warning; a stop forced by the lease or a timeout is.
+    if (why == StopCause::kShutdown) {
+      log_->info("stopping child pid={} with {}: {}", child->pid(), config::signal_name(sig), reason);
+    } else {
+      log_->warn("stopping child pid={} with {}: {}", child->pid(), config::signal_name(sig), reason);
+    }
     if (why == StopCause::kLeaseLost || why == StopCause::kDeadline) notifier_.status("lease lost: " + reason);
     child->signal_group(sig);
+    if (sig != SIGCONT && sig != SIGKILL) child->signal_group(SIGCONT);
   };
   // The lease comes first: stop the child when the renewer lost the lease or the local
   // deadline is within kill_grace (SPEC invariant 2), or when it ran past its timeout.
@@ -361,27 +461,45 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     } else if (timeout_at && now >= *timeout_at) {
       begin_stop(StopCause::kTimeout, task.kill_signal, std::min(sched.kill_at, now + task.kill_grace),
                  "ran past timeout " + format_duration(*task.timeout));
+    } else if (!step_down_reason.empty()) {
+      begin_stop(StopCause::kStepDown, task.kill_signal, std::min(sched.kill_at, now + task.kill_grace),
+                 "stepping down: " + step_down_reason);
     }
   };
-  // The child ended (or never started): decide what comes next.
-  auto on_child_end = [&](int code, bool child_never_started = false) {
+  // The child ended: decide what comes next.
+  auto on_child_end = [&](int code) {
     ExitContext ec{task.mode, task.restart, task.restart_delay, code, cause};
     if (stop_requested_ && cause == StopCause::kNone) ec.cause = StopCause::kShutdown;
     AfterExit next = after_exit(ec);
+    if (task.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {
+      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), step_down_reason};
+      return;
+    }
+    if (task.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
+      // The child ended by itself: a crash loop restarts with a growing delay, then the
+      // leader steps down (SPEC "Stepping down").
+      auto delay = restarts_.on_exit(clock_.now());
+      if (!delay) {
+        outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0),
+                          "the child exited " + std::to_string(restarts_.recent(clock_.now())) + " times within " +
+                              format_duration(task.restart_window) + " (restart_limit " +
+                              std::to_string(task.restart_limit) + ")"};
+        return;
+      }
+      next.delay = *delay;
+    }
     if (next.kind == AfterExit::Kind::kRestart && !stop_requested_ && !renewer->lost()) {
-      // A command that cannot even be started (127/126) is retried no faster than once a
-      // second, whatever restart_delay says, so a typo cannot spin the loop.
-      if (child_never_started) next.delay = std::max(next.delay, kSpawnRetryMin);
       log_->info("restarting child in {} (restart={})", format_duration(next.delay), config::to_string(task.restart));
       restart_at = clock_.now() + next.delay;
-    } else {
-      if (next.kind == AfterExit::Kind::kRestart) next.kind = AfterExit::Kind::kRecontend;
-      outcome = next;
+      return;
     }
+    if (next.kind == AfterExit::Kind::kRestart) next.kind = AfterExit::Kind::kRecontend;
+    outcome = Outcome{next.kind, next.exit_code, next.delay, ""};
   };
 
-  if (!start()) on_child_end(spawn_failure, true);
+  start();
 
+  std::vector<pollfd> fds;
   while (!outcome) {
     auto now = clock_.now();
     const auto deadline = renewer->valid_until();
@@ -390,23 +508,25 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
 
     check_lease(now);
     if (running && cause != StopCause::kNone && !sigkill_sent && now >= std::min(stop_kill_at, sched.kill_at)) {
-      log_->warn("child pid={} still running after {}; sending SIGKILL to its group", child->pid(),
-                 format_duration(task.kill_grace));
+      log_->warn("child pid={} still running {} after {}; sending SIGKILL to its tree", child->pid(),
+                 format_duration(std::chrono::duration_cast<Millis>(now - stop_began)),
+                 config::signal_name(cause == StopCause::kShutdown && task.mode == Mode::kOneshot ? stop_signal_
+                                                                                                   : task.kill_signal));
       child->signal_group(SIGKILL);
       sigkill_sent = true;
     }
     if (!running && restart_at) {
       if (stop_requested_) {
-        outcome = AfterExit{AfterExit::Kind::kExit, 0, Millis(0)};
+        outcome = Outcome{AfterExit::Kind::kExit, 0, Millis(0), ""};
         break;
       }
       if (renewer->lost() || !can_start_child(now, deadline, task.kill_grace, ttl)) {
         notifier_.status("lease lost: " + (renewer->lost() ? renewer->lost_reason() : "deadline before restart"));
-        outcome = AfterExit{AfterExit::Kind::kRecontend, 0, task.restart_delay};
+        outcome = Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, ""};
         break;
       }
       if (now >= *restart_at) {
-        if (!start()) on_child_end(spawn_failure, true);
+        start();
         continue;
       }
     }
@@ -415,17 +535,19 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       log_->debug("lease renewed ({}); valid for {}", renewals_seen, format_duration(until(deadline, now)));
     }
 
-    // Sleep until the next thing that could need doing.
-    Clock::time_point next = now + Millis(60'000);
+    // Sleep until the next thing that could need doing (boot-time timer: a host suspend
+    // does not postpone the lease deadline).
+    Clock::time_point next = Clock::time_point::max();
     if (running && cause == StopCause::kNone) next = std::min(next, sched.term_at);
     if (running && cause != StopCause::kNone && !sigkill_sent) next = std::min({next, stop_kill_at, sched.kill_at});
     if (running && timeout_at && cause == StopCause::kNone) next = std::min(next, *timeout_at);
     if (!running && restart_at) next = std::min({next, *restart_at, sched.term_at});
-    if (running && (sigkill_sent || child->exit_fd() < 0)) next = std::min(next, now + Millis(50));  // re-check reaping
+    std::optional<Millis> cap;
+    if (running && (sigkill_sent || child->exit_fd() < 0)) cap = Millis(50);  // re-check reaping
 
-    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}, {renewer_wake_.fd(), POLLIN, 0}};
+    fds.assign({{signals_.fd(), POLLIN, 0}, {renewer_wake_.fd(), POLLIN, 0}});
     if (running && child->exit_fd() >= 0) fds.push_back({child->exit_fd(), POLLIN, 0});
-    poll_fds(fds, until(next, clock_.now()));
+    poll_until(fds, next, cap);
     if (fds[1].revents & POLLIN) renewer_wake_.clear();
     // After any wake-up, a pause included (SIGSTOP, a VM freeze), the deadline is
     // checked before anything else: a child that ended while the lease ran out did not
@@ -447,7 +569,11 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
     if (child && child->running()) {
       if (auto code = child->try_wait()) {
-        log_->info("child exited status={}", *code);
+        if (*code == 0 || cause != StopCause::kNone) {
+          log_->info("child exited status={}", *code);
+        } else {
+          log_->warn("child exited status={}", *code);
+        }
         on_child_end(*code);
       }
     }
@@ -465,17 +591,22 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     log_release(backend_->release());
   }
   if (outcome->kind == AfterExit::Kind::kExit) return outcome->exit_code;
+  if (!outcome->step_down.empty()) return hold_after_step_down(outcome->step_down);
   notifier_.status("standby");
   log_->info("contending again in {}", format_duration(outcome->delay));
-  if (wait_for(outcome->delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  if (wait_until(clock_.now() + outcome->delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
   return std::nullopt;
 }
 
 }  // namespace
 
-std::string default_holder_id() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+std::string default_holder_id(const std::string& prefix) {
+  std::string head = prefix;
+  if (head.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+    head = host;
+  }
   unsigned char random[16] = {};
   std::size_t got = 0;
   while (got < sizeof random) {
@@ -486,7 +617,7 @@ std::string default_holder_id() {
     }
     got += static_cast<std::size_t>(n);
   }
-  return std::string(host) + ":" + std::to_string(::getpid()) + ":" + hex(random, sizeof random);
+  return head + ":" + std::to_string(::getpid()) + ":" + hex(random, sizeof random);
 }
 
 lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder) {
@@ -510,7 +641,8 @@ lock::LeaseOptions lease_options(const config::Config& config, const std::string
   o.ttl = r.expire;
   o.drift_factor = r.drift_factor;
   o.drift_fixed = r.drift_fixed;
-  o.node_timeout = r.io_timeout;
+  // An acquisition that leaves less than this could not have its child stopped in time.
+  o.min_validity = config.task.kill_grace + config::kill_margin(r.expire);
   return o;
 }
 

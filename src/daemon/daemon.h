@@ -2,10 +2,11 @@
 /// The task runner: contend for the lease, run the child while holding it, stop it before
 /// the lease can expire, release (SPEC.md "Modes", "Safety invariants").
 ///
-/// One thread runs the event loop over a signalfd, the child's pidfd, the renewer's wake
-/// fd and the release channel's socket; the renewer and the systemd watchdog have their
-/// own threads. The lease deadline is enforced here from an atomic read of the renewer's
-/// deadline, so no Redis call can delay it.
+/// One thread runs the event loop over a signalfd, the keeper's pidfd, the renewer's wake
+/// fd, a CLOCK_BOOTTIME timerfd for every deadline, and the release-channel subscribers;
+/// the renewer and the systemd watchdog have their own threads. The lease deadline is
+/// enforced here from an atomic read of the renewer's deadline, so no Redis call can
+/// delay it, and nothing in the loop blocks on Redis.
 
 #include <string>
 
@@ -19,7 +20,7 @@ struct TaskOptions {
   config::Config config;
   /// --wait (default) / --no-wait: oneshot tries once with --no-wait.
   bool wait = true;
-  /// This holder's id (the value stored in the lock key).
+  /// This holder's id (the value stored in the lock key): default_holder_id().
   std::string holder;
 };
 
@@ -27,8 +28,10 @@ struct TaskOptions {
 /// must already be blocked in every thread (process::block_handled_signals in main).
 int run_task(const TaskOptions& options);
 
-/// "<hostname>:<pid>:<32 hex digits from getrandom>": unique across hosts and restarts.
-std::string default_holder_id();
+/// "<prefix>:<pid>:<32 hex digits from getrandom>", prefix = `value` or else the
+/// hostname: unique per process even when every host shares one config (SPEC
+/// invariant 9), so two daemons never renew or release each other's lease.
+std::string default_holder_id(const std::string& prefix = "");
 
 /// The lock module's options from the configuration.
 lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder);

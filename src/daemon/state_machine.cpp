@@ -30,12 +30,14 @@ AfterExit after_exit(const ExitContext& c) {
       case StopCause::kLeaseLost:
       case StopCause::kDeadline: return {Kind::kExit, kExitTempFail, Millis(0)};
       case StopCause::kTimeout: return {Kind::kExit, kExitTimeout, Millis(0)};
+      case StopCause::kStepDown:
       case StopCause::kShutdown:
       case StopCause::kNone: return {Kind::kExit, c.child_code, Millis(0)};
     }
   }
   switch (c.cause) {
     case StopCause::kShutdown: return {Kind::kExit, 0, Millis(0)};
+    case StopCause::kStepDown: return {Kind::kRecontend, 0, c.restart_delay};
     case StopCause::kLeaseLost:
     case StopCause::kDeadline: return {Kind::kRecontend, 0, c.restart_delay};
     case StopCause::kTimeout:  // timeout is oneshot-only; treat like a failure
@@ -44,6 +46,34 @@ AfterExit after_exit(const ExitContext& c) {
   bool restart = c.restart == config::Restart::kAlways ||
                  (c.restart == config::Restart::kOnFailure && c.child_code != 0);
   return {restart ? Kind::kRestart : Kind::kRecontend, 0, c.restart_delay};
+}
+
+int give_up_code(int busy, bool auth_refused, int answered, int quorum) {
+  if (busy > 0) return kExitTempFail;
+  if (auth_refused) return kExitNoPerm;
+  if (answered < quorum) return kExitUnavailable;
+  return kExitTempFail;
+}
+
+RestartTracker::RestartTracker(int limit, Millis window, Millis base_delay)
+    : limit_(limit), window_(window), base_(base_delay) {}
+
+int RestartTracker::recent(Clock::time_point now) const {
+  int n = 0;
+  for (auto t : exits_) n += (now - t < window_) ? 1 : 0;
+  return n;
+}
+
+std::optional<Millis> RestartTracker::on_exit(Clock::time_point now) {
+  exits_.erase(std::remove_if(exits_.begin(), exits_.end(), [&](auto t) { return now - t >= window_; }),
+               exits_.end());
+  exits_.push_back(now);
+  const int n = static_cast<int>(exits_.size());
+  if (n > limit_) return std::nullopt;
+  if (n <= 1) return base_;
+  Millis delay = std::max(base_, kRestartStep);
+  for (int i = 1; i < n && delay < kRestartDelayMax; ++i) delay *= 2;
+  return std::min(delay, std::max(kRestartDelayMax, base_));
 }
 
 Millis kill_margin(Millis ttl) { return config::kill_margin(ttl); }

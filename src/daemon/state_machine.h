@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "util/clock.h"
@@ -23,9 +24,16 @@ inline constexpr int kExitTempFail = 75;     ///< lease not acquired, or lost
 inline constexpr int kExitConfig = 78;       ///< bad configuration or command line
 inline constexpr int kExitUnavailable = 69;  ///< status: no node reachable
 inline constexpr int kExitTimeout = 124;     ///< oneshot child ran past [task] timeout
+inline constexpr int kExitNoPerm = 77;       ///< Redis refused our credentials / TLS verification
+inline constexpr int kExitSoftware = 70;     ///< internal error (a bug); the lease is released first
+
+/// Least time between the starts of two acquisition attempts of one waiter, whatever its
+/// backoff says ("zero" included), unless a release message woke it (SPEC invariant 7):
+/// a miss costs a node four commands, so no waiter sends a node more than ~40/s.
+inline constexpr Millis kMinAttemptGap{100};
 
 /// Why the child is being stopped (first cause wins).
-enum class StopCause { kNone, kShutdown, kLeaseLost, kDeadline, kTimeout };
+enum class StopCause { kNone, kShutdown, kLeaseLost, kDeadline, kTimeout, kStepDown };
 
 /// What to do after an attempt that did not get the lease.
 struct AfterMiss {
@@ -54,6 +62,33 @@ struct MissContext {
 /// about one request per lease period. Without the subscription, or when the attempts
 /// are counted (oneshot, monitor_try_all = false), wait the backoff, capped at that expiry. A "stop" strategy gives up in oneshot; in supervise it waits backoff_max.
 AfterMiss after_miss(const MissContext& c);
+
+/// The exit status of a oneshot run that gives up waiting, from its last attempt (SPEC
+/// "Exit status"): 75 when another holder has the lease (`busy` nodes said so), else 77
+/// when a node refused our credentials, else 69 when fewer than a quorum answered, else
+/// 75 (a split vote, a lease that came too late).
+int give_up_code(int busy, bool auth_refused, int answered, int quorum);
+
+/// Crash-loop accounting of a supervise leader (SPEC "Stepping down"; issue 8 item 8):
+/// every child exit is recorded; the delay before a restart grows with the exits in the
+/// last `window` (restart_delay for the first, then from max(restart_delay, kRestartStep)
+/// doubling up to kRestartDelayMax); more than `limit` exits in the window: step down.
+class RestartTracker {
+ public:
+  static constexpr Millis kRestartStep{100};
+  static constexpr Millis kRestartDelayMax{30'000};
+  RestartTracker(int limit, Millis window, Millis base_delay);
+  /// Records an exit at `now`. The delay before the next start, or nullopt: step down.
+  std::optional<Millis> on_exit(Clock::time_point now);
+  /// Exits recorded within the window before `now`.
+  int recent(Clock::time_point now) const;
+
+ private:
+  int limit_;
+  Millis window_;
+  Millis base_;
+  std::vector<Clock::time_point> exits_;
+};
 
 /// What to do when the child has ended.
 struct AfterExit {

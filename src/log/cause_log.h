@@ -1,0 +1,55 @@
+#pragma once
+/// Repeated failures, logged by cause (SPEC invariant 7; issue 8 item 9). A cause is a
+/// stable key such as "127.0.0.1:7001 connect" — never message text, which carries
+/// countdowns and errno details that change from one attempt to the next.
+///
+///  - the first failure of a cause is logged at once, at warn;
+///  - while it recurs, at most one summary line per `interval` (how many times, the latest
+///    message);
+///  - when a round passes without it, one info line says it recovered and how many
+///    failures it had cost.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "util/clock.h"
+
+namespace redisgo::log {
+
+class CauseLog {
+ public:
+  static constexpr std::chrono::milliseconds kDefaultInterval{30'000};
+
+  CauseLog(std::shared_ptr<spdlog::logger> logger, std::string what,
+           std::chrono::milliseconds interval = kDefaultInterval, const Clock& clock = SystemClock::instance());
+
+  /// One failure of `cause` in the current round.
+  void failure(const std::string& cause, const std::string& message);
+  /// Ends a round: every cause that had no failure since the previous end_round() is
+  /// reported recovered and forgotten.
+  void end_round();
+  /// Forgets every cause without a word (the activity they belonged to is over).
+  void clear() noexcept { causes_.clear(); }
+  /// Causes currently failing.
+  std::size_t active() const noexcept { return causes_.size(); }
+
+ private:
+  struct State {
+    std::uint64_t total = 0;        // failures since it started
+    std::uint64_t unreported = 0;   // since the last line
+    Clock::time_point last_line{};
+    std::string last_message;
+    bool seen_this_round = false;
+  };
+  std::shared_ptr<spdlog::logger> logger_;
+  std::string what_;
+  std::chrono::milliseconds interval_;
+  const Clock& clock_;
+  std::map<std::string, State> causes_;
+};
+
+}  // namespace redisgo::log
