@@ -46,8 +46,9 @@ std::string hex(const unsigned char* data, std::size_t n) {
   return out;
 }
 
-/// "127.0.0.1:7001 timeout": a failure's cause, stable across attempts.
-std::string cause_key(const lock::NodeError& e) { return e.node + " " + redis::to_string(e.fault); }
+/// A failure's cause, stable across attempts: the node (whether its connection was
+/// closed, then refused, it is one node down), or for a failure of the whole round its kind.
+std::string cause_key(const lock::NodeError& e) { return e.node.empty() ? redis::to_string(e.fault) : e.node; }
 
 class Runner {
  public:
@@ -59,6 +60,7 @@ class Runner {
         log_(log::get("daemon")),
         watchdog_(notifier_, clock_),
         attempt_log_(log::get("lock"), "acquire"),
+        renew_log_(log::get("lock"), "renew"),
         restarts_(cfg_.task.restart_limit, cfg_.task.restart_window, cfg_.task.restart_delay) {}
 
   int run();
@@ -106,6 +108,7 @@ class Runner {
   std::unique_ptr<backoff::Backoff> backoff_;
   std::vector<std::unique_ptr<redis::Subscriber>> subscribers_;
   log::CauseLog attempt_log_;
+  log::CauseLog renew_log_;  // used by the renewal thread only, while it runs
   RestartTracker restarts_;
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
@@ -224,8 +227,8 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
 int Runner::stopped_while_waiting() const { return cfg_.task.mode == Mode::kOneshot ? kExitTempFail : 0; }
 
 void Runner::report_attempt(const lock::Acquisition& acq) {
+  for (const auto& node : acq.answered) attempt_log_.success(node);
   for (const auto& e : acq.errors) attempt_log_.failure(cause_key(e), e.message);
-  attempt_log_.end_round();
 }
 
 int Runner::give_up(const lock::Acquisition& acq, int attempts) {
@@ -380,7 +383,16 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       o.cancel_fd = cancel_fd;
       return lock::make_redis_backend(o, clock_);
     };
-    renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.valid_until, renewer_wake_, clock_);
+    // A node that fails while we lead is reported once per cause, then summarised.
+    renew_log_.clear();
+    auto observe = [this](const lock::Renewal& r) {
+      for (const auto& node : r.answered) renew_log_.success(node);
+      for (const auto& e : r.errors) {
+        if (!e.node.empty()) renew_log_.failure(cause_key(e), e.message);
+      }
+    };
+    renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.valid_until, renewer_wake_, clock_,
+                                              observe);
   } catch (const std::exception& e) {
     // No renewal means no safe child: release first, then report the bug (SPEC 70).
     log_->error("cannot start the renewal thread: {}; releasing", e.what());

@@ -81,6 +81,7 @@ struct Acquisition {
   /// backoff); {} = now. A waiter never tries sooner: there would be nothing to send.
   Clock::time_point not_before{};
   std::vector<NodeError> errors;        ///< per-node failures
+  std::vector<std::string> answered;    ///< nodes that answered (granted or busy): healthy
   /// Per node, in LeaseOptions::nodes order: the token that node's acquire script
   /// returned (before the quorum raise), 0 where it did not grant.
   std::vector<std::uint64_t> node_tokens;
@@ -95,6 +96,7 @@ struct Renewal {
   Clock::time_point valid_until{};      ///< confirmed only: new local deadline
   int votes = 0;
   std::vector<NodeError> errors;
+  std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
 };
 
 /// One node's view of the key (for `status`).
@@ -119,8 +121,8 @@ class LeaseBackend {
   /// answer the acquire. Returns how many deleted a lease of ours. Never throws.
   virtual int release() noexcept = 0;
   virtual std::vector<NodeView> inspect() = 0;
-  /// Lets requests already sent (the undo of a failed attempt) reach their nodes: waits
-  /// up to `limit` for outstanding replies. For before the process exits. Never throws.
+  /// Lets requests already queued (the undo of a failed attempt) reach their nodes:
+  /// waits up to `limit` until they are written. For before the process exits. Never throws.
   virtual void settle(Millis limit) noexcept { (void)limit; }
   virtual int node_count() const = 0;
   int quorum() const { return node_count() / 2 + 1; }

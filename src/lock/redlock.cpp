@@ -96,21 +96,20 @@ void RedlockBackend::sweep() noexcept {
   }
   const auto now = SteadyClock::now();
   for (auto& node : nodes_) {
-    bool failed = false, answered = false;
-    const Call* failure = nullptr;
+    CallPtr failure;  // one failure per sweep: a broken connection fails all its calls at once
+    bool answered = false;
     auto& inflight = node.inflight;
     for (const auto& c : inflight) {
       if (!c->done()) continue;
       if (node_unusable(*c)) {
-        failed = true;
-        failure = c.get();
+        failure = c;
       } else if (c->state() == Call::State::kReplied) {
         answered = true;
       }
     }
     inflight.erase(std::remove_if(inflight.begin(), inflight.end(), [](const CallPtr& c) { return c->done(); }),
                    inflight.end());
-    if (failed) {
+    if (failure) {
       node.backoff = next_node_backoff(node.backoff, options_.node_retry_initial, options_.node_retry_max);
       node.retry_at = now + node.backoff;
       node.last_fault = failure->fault();
@@ -198,6 +197,7 @@ Acquisition RedlockBackend::acquire() {
       continue;
     }
     auto flag = redis::as_integer(element(c, 0));
+    if (flag == 0 || flag == 1) a.answered.push_back(nodes_[i].name);
     if (flag == 1) {
       if (auto token = granted_token(i)) {
         a.node_tokens[i] = *token;
@@ -324,6 +324,7 @@ Renewal RedlockBackend::renew() {
   int not_ours = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const int v = vote(i);
+    if (v >= 0) rn.answered.push_back(nodes_[i].name);
     if (v == 1) {
       ++rn.votes;
     } else if (v == 0) {
@@ -373,11 +374,15 @@ int RedlockBackend::release() noexcept {
 
 void RedlockBackend::settle(Millis limit) noexcept {
   try {
+    // Until every request queued on an open connection (an undo, a release) has been
+    // written: Redis runs what it received even if we close right after. Replies are not
+    // waited for, and connections still being set up are abandoned (what they hold never
+    // reached a server).
     redis::DriveOptions o;
     o.deadline = SteadyClock::now() + limit;
     o.cancel_fd = options_.cancel_fd;
-    redis::drive(connections(), nullptr, o);
-    sweep();
+    auto conns = connections();
+    redis::drive(conns, [&] { return std::none_of(conns.begin(), conns.end(), [](auto* c) { return c->unsent(); }); }, o);
   } catch (...) {
   }
 }

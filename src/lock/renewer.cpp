@@ -26,11 +26,12 @@ std::string describe_errors(const std::vector<NodeError>& errors) {
 }
 
 Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point initial, Interrupt& wake,
-                 const Clock& clock)
+                 const Clock& clock, Observer observer)
     : backend_(make_backend(stop_.fd())),
       interval_(std::max(interval, Millis(1))),
       wake_(wake),
       clock_(clock),
+      observer_(std::move(observer)),
       valid_until_ns_(initial.time_since_epoch().count()) {
   thread_ = std::thread([this] { run(); });
 }
@@ -85,6 +86,12 @@ void Renewer::run() {
       r.errors.push_back({"", redis::Fault::kNone, "unknown error during renewal"});
     }
     if (stop_.triggered()) return;
+    if (observer_) {
+      try {
+        observer_(r);
+      } catch (...) {  // a logging failure must not end the renewals
+      }
+    }
     if (r.confirmed) {
       // Never move the deadline backwards (a slow round confirmed after a faster one).
       if (r.valid_until > valid_until()) valid_until_ns_.store(r.valid_until.time_since_epoch().count());

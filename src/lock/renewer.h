@@ -26,11 +26,15 @@ class Renewer {
   /// must watch (LeaseOptions::cancel_fd) so stop() does not wait on a slow node.
   using BackendFactory = std::function<std::unique_ptr<LeaseBackend>(int cancel_fd)>;
 
+  /// Sees every round's outcome, on the renewer's thread (the daemon logs node failures
+  /// by cause from it). Must not block.
+  using Observer = std::function<void(const Renewal&)>;
+
   /// Starts the thread. `initial` is the deadline from the acquisition. `wake` is
   /// triggered on every change the main loop must look at (lost, deadline moved).
   /// Throws (std::system_error, or what the factory throws) when it cannot start.
   Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point initial, Interrupt& wake,
-          const Clock& clock = SystemClock::instance());
+          const Clock& clock = SystemClock::instance(), Observer observer = nullptr);
   ~Renewer();  ///< stop() and join
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -55,6 +59,7 @@ class Renewer {
   Millis interval_;
   Interrupt& wake_;  // trigger() writes the eventfd, hence not const
   const Clock& clock_;
+  Observer observer_;
   std::atomic<Clock::duration::rep> valid_until_ns_;
   std::atomic<bool> lost_{false};
   std::atomic<std::uint64_t> renewals_{0};

@@ -12,7 +12,6 @@ void CauseLog::failure(const std::string& cause, const std::string& message) {
   const auto now = clock_.now();
   auto [it, fresh] = causes_.try_emplace(cause);
   State& s = it->second;
-  s.seen_this_round = true;
   ++s.total;
   s.last_message = message;
   if (fresh) {
@@ -29,16 +28,11 @@ void CauseLog::failure(const std::string& cause, const std::string& message) {
   }
 }
 
-void CauseLog::end_round() {
-  for (auto it = causes_.begin(); it != causes_.end();) {
-    if (it->second.seen_this_round) {
-      it->second.seen_this_round = false;
-      ++it;
-      continue;
-    }
-    logger_->info("{}: recovered after {} failure(s): {}", what_, it->second.total, it->first);
-    it = causes_.erase(it);
-  }
+void CauseLog::success(const std::string& cause) {
+  auto it = causes_.find(cause);
+  if (it == causes_.end()) return;
+  logger_->info("{}: {} recovered after {} failure(s)", what_, cause, it->second.total);
+  causes_.erase(it);
 }
 
 }  // namespace redisgo::log

@@ -6,8 +6,9 @@
 ///  - the first failure of a cause is logged at once, at warn;
 ///  - while it recurs, at most one summary line per `interval` (how many times, the latest
 ///    message);
-///  - when a round passes without it, one info line says it recovered and how many
-///    failures it had cost.
+///  - when it succeeds again (the node answered), one info line says it recovered and
+///    how many failures it had cost. A round where the node's answer is still pending
+///    is neither: a slow node must not flap between "failing" and "recovered".
 
 #include <chrono>
 #include <map>
@@ -27,11 +28,10 @@ class CauseLog {
   CauseLog(std::shared_ptr<spdlog::logger> logger, std::string what,
            std::chrono::milliseconds interval = kDefaultInterval, const Clock& clock = SystemClock::instance());
 
-  /// One failure of `cause` in the current round.
+  /// One failure of `cause`.
   void failure(const std::string& cause, const std::string& message);
-  /// Ends a round: every cause that had no failure since the previous end_round() is
-  /// reported recovered and forgotten.
-  void end_round();
+  /// `cause` worked: if it was failing, report it recovered and forget it.
+  void success(const std::string& cause);
   /// Forgets every cause without a word (the activity they belonged to is over).
   void clear() noexcept { causes_.clear(); }
   /// Causes currently failing.
@@ -43,7 +43,6 @@ class CauseLog {
     std::uint64_t unreported = 0;   // since the last line
     Clock::time_point last_line{};
     std::string last_message;
-    bool seen_this_round = false;
   };
   std::shared_ptr<spdlog::logger> logger_;
   std::string what_;

@@ -136,6 +136,8 @@ class AsyncConnection {
 
   /// A call outstanding, or a connection being set up.
   bool busy() const noexcept;
+  /// Open, with bytes queued that the socket has not taken yet.
+  bool unsent() const noexcept { return state_ == State::kOpen && out_offset_ < out_.size(); }
   /// Connected (the socket is up, AUTH may still be in flight).
   bool connected() const noexcept { return state_ != State::kIdle; }
   /// Fails every outstanding call with `fault`/`why` and closes the socket. Never throws.

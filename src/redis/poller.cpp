@@ -17,15 +17,10 @@ DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<b
   auto last_beat = SteadyClock::now();
   bool polled_once = false;  // a deadline already past still gets one look (poll with 0)
   for (;;) {
-    const auto now = SteadyClock::now();
-    bool any_busy = false;
-    for (auto* c : conns) {
-      if (!c) continue;
-      c->check_deadlines(now);
-      any_busy = any_busy || c->busy();
-    }
     if (done && done()) return DriveEnd::kDone;
+    const bool any_busy = std::any_of(conns.begin(), conns.end(), [](auto* c) { return c && c->busy(); });
     if (!any_busy) return DriveEnd::kIdle;
+    auto now = SteadyClock::now();
     if (now >= options.deadline && polled_once) return DriveEnd::kDeadline;
 
     auto wake = options.deadline;
@@ -51,10 +46,17 @@ DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<b
       options.heartbeat();
       last_beat = SteadyClock::now();
     }
-    if (rc <= 0) continue;
-    if (watch_cancel && fds.back().revents != 0) return DriveEnd::kCancelled;
-    for (std::size_t i = 0; i < polled.size(); ++i) {
-      if (fds[i].revents != 0) polled[i]->on_ready(fds[i].revents);
+    if (rc > 0) {
+      if (watch_cancel && fds.back().revents != 0) return DriveEnd::kCancelled;
+      for (std::size_t i = 0; i < polled.size(); ++i) {
+        if (fds[i].revents != 0) polled[i]->on_ready(fds[i].revents);
+      }
+    }
+    // Deadlines are judged after reading: a reply that arrived in time but was not read
+    // yet (nobody polled between two rounds) still counts.
+    now = SteadyClock::now();
+    for (auto* c : conns) {
+      if (c) c->check_deadlines(now);
     }
   }
 }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <mutex>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "redis/poller.h"
 #include "redis/connection.h"
 #include "redis/scripts.h"
+#include "support/fake_server.h"
 #include "support/redis_server.h"
 #include "util/clock.h"
 
@@ -285,6 +288,53 @@ TEST_F(LockRedlock, InspectReportsEveryNode) {
   EXPECT_EQ(views[2].holder, "holder-a");
   EXPECT_EQ(views[0].token, got.token);
   EXPECT_EQ(views[2].token, got.token);
+}
+
+}  // namespace
+}  // namespace redisgo::lock
+
+namespace redisgo::lock {
+namespace {
+
+// Item 7 of issue 8: an acquisition so slow that less than kill_grace + margin is left
+// must not start a child. Before: "valid for 6ms", then the child was started and
+// SIGKILLed in the same millisecond. A fake Redis grants after 800 ms of a 1 s lease.
+TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  testing::FakeServer slow(testing::command_handler([&](const std::vector<std::string>& argv) -> std::string {
+    {
+      std::lock_guard lk(mu);
+      seen.push_back(argv.size() >= 2 ? argv[0] + " " + argv[1] : argv[0]);
+    }
+    if (argv[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
+    if (argv[0] == "EVALSHA" && argv[1] == redis::kAcquire.sha) return "*2\r\n:1\r\n$2\r\n42\r\n";
+    if (argv[0] == "EVALSHA") return ":1\r\n";
+    return "+OK\r\n";
+  }), 800ms);
+  LeaseOptions o;
+  auto ep = redis::Endpoint::parse(slow.address());
+  ASSERT_TRUE(ep);
+  redis::ConnectionOptions n;
+  n.endpoint = *ep;
+  n.connect_timeout = 900ms;
+  n.io_timeout = 900ms;
+  o.nodes.push_back(n);
+  o.key = testing::test_key();
+  o.holder = "holder-slow";
+  o.ttl = 1000ms;
+  o.min_validity = 300ms;
+  auto a = make_redis_backend(o);
+  auto got = a->acquire();
+  EXPECT_FALSE(got.acquired);
+  EXPECT_EQ(got.token, 0u);
+  ASSERT_FALSE(got.errors.empty());
+  EXPECT_NE(describe_errors(got.errors).find("too late"), std::string::npos) << describe_errors(got.errors);
+  a->settle(500ms);
+  ASSERT_TRUE(testing::wait_until([&] {
+    std::lock_guard lk(mu);
+    return std::find(seen.begin(), seen.end(), "EVALSHA " + redis::kUndo.sha) != seen.end();
+  }, 3s)) << "the grant was not undone";
 }
 
 }  // namespace

@@ -397,3 +397,95 @@ TEST(Child, MoveTransfersOwnership) {
   EXPECT_EQ(third.pid(), pid);
   EXPECT_EQ(third.terminate_group(SIGTERM, 2s), 128 + SIGTERM);
 }
+
+namespace {
+
+pid_t pgid_of(pid_t pid) { return ::getpgid(pid); }
+
+}  // namespace
+
+TEST(Keeper, JobAndKeeperEachLeadTheirOwnGroup) {
+  Child child = Child::spawn(command({"sleep", "30"}));
+  EXPECT_NE(child.pid(), child.keeper_pid());
+  EXPECT_EQ(pgid_of(child.pid()), child.pid());
+  EXPECT_EQ(pgid_of(child.keeper_pid()), child.keeper_pid());
+  // The job is the keeper's child, running the command.
+  EXPECT_NE(read_file("/proc/" + std::to_string(child.pid()) + "/cmdline").find("sleep"), std::string::npos);
+  child.signal_group(SIGTERM);
+  EXPECT_EQ(child.wait_for(5s), 128 + SIGTERM);
+}
+
+TEST(Keeper, HoldsNoFdOfTheDaemon) {
+  // Whatever the daemon has open (Redis sockets, its signalfd) must not be kept open by
+  // the keeper: a closed connection must really close.
+  TempDir dir;
+  const std::string daemon_file = dir.path() + "/daemon-file";
+  int held = ::open(daemon_file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  Child child = Child::spawn(command({"sleep", "30"}));
+  std::size_t open_fds = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(child.keeper_pid()) + "/fd")) {
+    ++open_fds;
+    std::error_code ec;
+    EXPECT_NE(std::filesystem::read_symlink(e.path(), ec).string(), daemon_file);
+  }
+  ::close(held);
+  EXPECT_LE(open_fds, 6u);  // stdio, the control and status pipes, its SIGCHLD signalfd
+  child.terminate_group(SIGKILL, 0ms);
+}
+
+TEST(Keeper, SetsidGrandchildDiesWithTheDaemon) {
+  // As DiesWithTheDaemon, with a tree: a background grandchild and one that left the
+  // process group with setsid. Both must die when the daemon is SIGKILLed.
+  TempDir dir;
+  const std::string pids = dir.path() + "/pids";
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  pid_t daemon = ::fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    try {
+      Child child = Child::spawn(shell("sleep 31 & echo $! >> \"$1\"; setsid sleep 32 & echo $! >> \"$1\"; wait", pids));
+      char ok = 1;
+      if (::write(report[1], &ok, 1) != 1) ::_exit(2);
+      for (;;) ::pause();
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  ::close(report[1]);
+  pollfd p{report[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  ::close(report[0]);
+  ASSERT_TRUE(wait_until([&] { return lines_of(read_file(pids)).size() == 2; }, 5s));
+  std::vector<pid_t> tree;
+  for (const auto& l : lines_of(read_file(pids))) tree.push_back(std::stoi(l));
+  ASSERT_EQ(::kill(daemon, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(daemon, &status, 0), daemon);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_until([&] { return process_gone(tree[0]) && process_gone(tree[1]); }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
+  for (pid_t pid : tree) {
+    if (!process_gone(pid)) ::kill(pid, SIGKILL);  // don't leave it behind
+  }
+}
+
+TEST(Keeper, LeftoversOutsideTheGroupDieWhenTheJobExits) {
+  TempDir dir;
+  const std::string pid_file = dir.path() + "/escaped";
+  Child child = Child::spawn(shell("setsid sh -c 'sleep 33 & echo $! > \"$1\"; wait' sh \"$1\" & sleep 0.2; exit 4", pid_file));
+  EXPECT_EQ(child.wait_for(5s), 4);
+  const auto pid = std::stoi(wait_for_line(pid_file));
+  EXPECT_TRUE(process_gone(pid)) << "a setsid'd descendant outlived the job";
+}
+
+TEST(Keeper, SignalsAreDeliveredToTheJobsGroup) {
+  TempDir dir;
+  const std::string out = dir.path() + "/got";
+  Child child = Child::spawn(shell("trap 'echo usr1 >> \"$1\"' USR1; echo ready >> \"$1\"; while :; do sleep 0.05 2>/dev/null; done 2>/dev/null", out));
+  ASSERT_TRUE(wait_until([&] { return read_file(out) == "ready\n"; }, 5s));
+  child.signal_group(SIGUSR1);
+  EXPECT_TRUE(wait_until([&] { return read_file(out) == "ready\nusr1\n"; }, 5s)) << read_file(out);
+  EXPECT_EQ(child.terminate_group(SIGTERM, 2s), 128 + SIGTERM);
+}

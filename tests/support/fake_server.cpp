@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 
 namespace redisgo::testing {
@@ -107,6 +108,43 @@ std::string resp_command(const std::vector<std::string>& argv) {
   std::string out = "*" + std::to_string(argv.size()) + "\r\n";
   for (const auto& a : argv) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
   return out;
+}
+
+FakeServer::Handler command_handler(std::function<std::string(const std::vector<std::string>&)> answer) {
+  auto buffer = std::make_shared<std::string>();
+  return [buffer, answer](const std::string& chunk) {
+    *buffer += chunk;
+    std::string out;
+    for (;;) {
+      // "*N\r\n" then N times "$len\r\n<bytes>\r\n"; stop at the first incomplete one.
+      const std::string& b = *buffer;
+      if (b.empty() || b[0] != '*') break;
+      auto eol = b.find("\r\n");
+      if (eol == std::string::npos) break;
+      const long n = std::stol(b.substr(1, eol - 1));
+      std::size_t pos = eol + 2;
+      std::vector<std::string> argv;
+      bool complete = true;
+      for (long i = 0; i < n; ++i) {
+        auto e = b.find("\r\n", pos);
+        if (e == std::string::npos || b[pos] != '$') {
+          complete = false;
+          break;
+        }
+        const std::size_t len = std::stoul(b.substr(pos + 1, e - pos - 1));
+        if (e + 2 + len + 2 > b.size()) {
+          complete = false;
+          break;
+        }
+        argv.push_back(b.substr(e + 2, len));
+        pos = e + 2 + len + 2;
+      }
+      if (!complete) break;
+      buffer->erase(0, pos);
+      out += answer(argv);
+    }
+    return out;
+  };
 }
 
 }  // namespace redisgo::testing

@@ -53,4 +53,9 @@ class FakeServer {
 /// A RESP command of `argv` as a client would send it (for handlers that match input).
 std::string resp_command(const std::vector<std::string>& argv);
 
+/// A handler that splits what it receives into commands (RESP arrays of bulk strings,
+/// also across chunks) and answers each with `answer(argv)` (RESP bytes). Shared state:
+/// use it for one connection at a time.
+FakeServer::Handler command_handler(std::function<std::string(const std::vector<std::string>&)> answer);
+
 }  // namespace redisgo::testing

@@ -358,6 +358,17 @@ const std::vector<Malformed> kMalformed = {
     {"env_not_table", base_with("", "[task]\nenv = \"A=B\"\n"), "task.env", 5, {"table of strings", "found string"}},
     {"env_value_type", base_with("", "[task]\nenv = { A = 1 }\n"), "task.env.A", 5, {"string", "found integer"}},
     {"env_key_with_equals", base_with("", "[task.env]\n\"A=B\" = \"x\"\n"), "task.env.A=B", 5, {"no '='"}},
+    {"restart_limit_negative", base_with("", "[task]\nrestart_limit = -1\n"), "task.restart_limit", 5, {"integer >= 0", "found -1"}},
+    {"restart_window_zero", base_with("", "[task]\nrestart_window = \"0s\"\n"), "task.restart_window", 5, {"> 0"}},
+    {"step_down_hold_type", base_with("", "[task]\nstep_down_hold = true\n"), "task.step_down_hold", 5, {"a duration", "found boolean"}},
+    // maxima (issue 8 item 6): durations at most a year, expire at most a day, keys 512 bytes
+    {"timeout_huge", base_with("", "[task]\ntimeout = \"5000000h\"\n"), "task.timeout", 5, {"at most 1 year", "\"5000000h\""}},
+    {"timeout_huge_int", base_with("", "[task]\ntimeout = 31536001\n"), "task.timeout", 5, {"at most 1 year", "31536001"}},
+    {"expire_above_a_day", base_with("expire = \"25h\"\ncron = \"1h\"\n"), "redis.expire", 4, {"at most 1 day", "found 25h"}},
+    {"io_timeout_above_expire", base_with("io_timeout = \"6s\"\n"), "redis.io_timeout", 4, {"shorter than redis.expire (5s)", "found 6s"}},
+    {"connect_timeout_huge", base_with("connect_timeout = \"9000h\"\n"), "redis.connect_timeout", 4, {"at most 1 year"}},
+    {"key_too_long", "[redis]\nhost = \"h:1\"\nkey = \"" + std::string(513, 'k') + "\"\n", "redis.key", 3,
+     {"at most 512 bytes", "found 513 bytes"}},
     // [log]
     {"level_unknown", base_with("", "[log]\nlevel = \"verbose\"\n"), "log.level", 5, {"\"trace\"", "\"error\"", "found \"verbose\""}},
     {"format_unknown", base_with("", "[log]\nformat = \"xml\"\n"), "log.format", 5, {"\"json\"", "found \"xml\""}},
@@ -367,6 +378,24 @@ INSTANTIATE_TEST_SUITE_P(Table, ConfigMalformed, ::testing::ValuesIn(kMalformed)
                          [](const ::testing::TestParamInfo<Malformed>& p) { return std::string(p.param.name); });
 
 TEST(ConfigMalformedCount, AtLeastThirtyCases) { EXPECT_GE(kMalformed.size(), 30u); }
+
+TEST(ConfigValues, StepDownSettingsAndTheirDefaults) {
+  auto r = load(kBase + "expire = \"4s\"\n[task]\nrestart_limit = 0\nrestart_window = \"10m\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->task.restart_limit, 0);
+  EXPECT_EQ(r.config->task.restart_window, 10min);
+  EXPECT_FALSE(r.config->task.step_down_hold);
+  EXPECT_EQ(redisgo::config::effective_step_down_hold(*r.config), 8s);  // 2 x expire
+  r = load(kBase + "[task]\nstep_down_hold = \"0s\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(redisgo::config::effective_step_down_hold(*r.config), 0s);
+  // At the maxima, accepted.
+  r = load(kBase + "expire = \"24h\"\ncron = \"1h\"\n[task]\ntimeout = \"8760h\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(*r.config->task.timeout, 8760h);
+  r = load("[redis]\nhost = \"h:1\"\nkey = \"" + std::string(512, 'k') + "\"\n");
+  EXPECT_TRUE(r.config) << all_diagnostics(r);
+}
 
 TEST(ConfigErrors, AllErrorsOfAFileAreReportedInOrder) {
   auto r = load(

@@ -149,3 +149,48 @@ TEST(AfterMiss, CountedRetriesAreSpacedByTheBackoff) {
   c.holder_ttl_ms = 60'000;
   EXPECT_EQ(after_miss(c).wait, 30ms);
 }
+
+TEST(GiveUpCode, BusyBeatsEverythingThenAuthThenUnreachable) {
+  EXPECT_EQ(give_up_code(1, true, 0, 2), kExitTempFail);   // someone holds it: busy
+  EXPECT_EQ(give_up_code(0, true, 1, 2), kExitNoPerm);     // credentials refused
+  EXPECT_EQ(give_up_code(0, false, 1, 2), kExitUnavailable);  // no quorum answered
+  EXPECT_EQ(give_up_code(0, false, 3, 2), kExitTempFail);  // split vote, too late
+}
+
+TEST(RestartTracker, GrowingDelayThenStepDown) {
+  redisgo::FakeClock clock;
+  RestartTracker t(4, 60s, 0ms);
+  EXPECT_EQ(t.on_exit(clock.now()), 0ms);  // restart_delay for the first
+  EXPECT_EQ(t.on_exit(clock.now()), 200ms);
+  EXPECT_EQ(t.on_exit(clock.now()), 400ms);
+  EXPECT_EQ(t.on_exit(clock.now()), 800ms);
+  EXPECT_EQ(t.on_exit(clock.now()), std::nullopt);  // the 5th exit within the window
+  EXPECT_EQ(t.recent(clock.now()), 5);
+}
+
+TEST(RestartTracker, ExitsOutsideTheWindowAreForgotten) {
+  redisgo::FakeClock clock;
+  RestartTracker t(2, 10s, 1s);
+  EXPECT_EQ(t.on_exit(clock.now()), 1s);
+  clock.advance(11s);
+  EXPECT_EQ(t.on_exit(clock.now()), 1s);  // the first one is out of the window
+  clock.advance(1s);
+  EXPECT_EQ(t.on_exit(clock.now()), 2s);
+  EXPECT_EQ(t.on_exit(clock.now()), std::nullopt);
+}
+
+TEST(RestartTracker, DelayIsCappedAndALongBaseIsKept) {
+  redisgo::FakeClock clock;
+  RestartTracker t(100, 1h, 0ms);
+  Millis last{0};
+  for (int i = 0; i < 20; ++i) last = *t.on_exit(clock.now());
+  EXPECT_EQ(last, RestartTracker::kRestartDelayMax);
+  RestartTracker slow(100, 1h, 2min);
+  EXPECT_EQ(slow.on_exit(clock.now()), 2min);
+  EXPECT_EQ(slow.on_exit(clock.now()), 2min);  // never below restart_delay
+}
+
+TEST(AfterExit, StepDownStopRecontends) {
+  ExitContext c{Mode::kSupervise, Restart::kAlways, 1000ms, 143, StopCause::kStepDown};
+  EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kRecontend);
+}

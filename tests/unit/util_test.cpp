@@ -6,7 +6,10 @@
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/interrupt.h"
+#include "util/timer.h"
 #include "util/unique_fd.h"
+
+#include <poll.h>
 
 #include <fcntl.h>
 
@@ -78,4 +81,24 @@ TEST(UniqueFd, PipeIsCloexecAndClosesOnDestruction) {
     EXPECT_TRUE(fcntl(raw, F_GETFD) & FD_CLOEXEC);
   }
   EXPECT_EQ(fcntl(raw, F_GETFD), -1);
+}
+
+TEST(BootTimer, FiresAtAnAbsoluteBootTimeInstant) {
+  redisgo::BootTimer timer;
+  const auto& clock = redisgo::SystemClock::instance();
+  pollfd p{timer.fd(), POLLIN, 0};
+  timer.arm(clock.now() + std::chrono::milliseconds(60));
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // not yet
+  const auto t0 = clock.now();
+  ASSERT_EQ(::poll(&p, 1, 2000), 1);
+  EXPECT_GE(clock.now() - t0, std::chrono::milliseconds(40));
+  timer.clear();
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // consumed
+  timer.arm(clock.now() - std::chrono::seconds(1));  // in the past: at once
+  EXPECT_EQ(::poll(&p, 1, 100), 1);
+  timer.clear();
+  timer.arm(clock.now() + std::chrono::milliseconds(20));
+  timer.disarm();
+  EXPECT_EQ(::poll(&p, 1, 60), 0);
+  EXPECT_TRUE(::fcntl(timer.fd(), F_GETFD) & FD_CLOEXEC);
 }

@@ -1,0 +1,74 @@
+// Repeated failures logged by cause (issue 8 item 9): once, then a summary at most every
+// interval, and one line when the cause recovers; pending is neither.
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
+
+#include "log/cause_log.h"
+#include "util/clock.h"
+
+using namespace std::chrono_literals;
+using redisgo::FakeClock;
+using redisgo::log::CauseLog;
+
+namespace {
+
+struct Captured {
+  std::ostringstream out;
+  std::shared_ptr<spdlog::logger> logger;
+  Captured() {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+    sink->set_pattern("%l %v");
+    logger = std::make_shared<spdlog::logger>("cause-test", sink);
+    logger->set_level(spdlog::level::trace);
+  }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> v;
+    std::istringstream in(out.str());
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST(CauseLog, FirstFailureAtOnceThenOneSummaryPerInterval) {
+  Captured c;
+  FakeClock clock;
+  CauseLog log(c.logger, "acquire", 30s, clock);
+  // A thousand attempts against one dead node in ten seconds: one line.
+  for (int i = 0; i < 1000; ++i) {
+    log.failure("10.0.0.1:6379", "redis 10.0.0.1:6379: connect: refused, attempt " + std::to_string(i));
+    clock.advance(10ms);
+  }
+  ASSERT_EQ(c.lines().size(), 1u);
+  EXPECT_EQ(c.lines()[0], "warning acquire: redis 10.0.0.1:6379: connect: refused, attempt 0");
+  clock.advance(20s);  // 30 s after the first line
+  log.failure("10.0.0.1:6379", "redis 10.0.0.1:6379: connect: refused, attempt 1000");
+  ASSERT_EQ(c.lines().size(), 2u);
+  EXPECT_NE(c.lines()[1].find("still failing (1000 more time(s) in the last 30s)"), std::string::npos) << c.lines()[1];
+  EXPECT_NE(c.lines()[1].find("attempt 1000"), std::string::npos);
+  EXPECT_EQ(log.active(), 1u);
+}
+
+TEST(CauseLog, CausesAreIndependentAndRecoverOnSuccessOnly) {
+  Captured c;
+  FakeClock clock;
+  CauseLog log(c.logger, "renew", 30s, clock);
+  log.failure("a", "a is down");
+  log.failure("b", "b is down");
+  log.failure("a", "a is still down");
+  ASSERT_EQ(c.lines().size(), 2u);
+  log.success("c");  // never failed: nothing to say
+  EXPECT_EQ(c.lines().size(), 2u);
+  log.success("a");
+  ASSERT_EQ(c.lines().size(), 3u);
+  EXPECT_EQ(c.lines()[2], "info renew: a recovered after 2 failure(s)");
+  EXPECT_EQ(log.active(), 1u);
+  log.failure("a", "a is down again");  // a new episode: logged at once
+  EXPECT_EQ(c.lines().size(), 4u);
+  log.clear();
+  EXPECT_EQ(log.active(), 0u);
+}
