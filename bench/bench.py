@@ -124,6 +124,42 @@ class Redis:
         return int(m.group(1))
 
 
+class Silent:
+    """A TCP server on a free loopback port that accepts connections and never answers:
+    a hung host whose kernel still completes handshakes."""
+
+    def __init__(self):
+        import threading
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self.clients = []
+        self.accepted = 0
+        self.closing = False
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while not self.closing:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.clients.append(c)  # kept open, never read from or written to
+            self.accepted += 1
+
+    @property
+    def addr(self):
+        return f"127.0.0.1:{self.port}"
+
+    def close(self):
+        self.closing = True
+        self.sock.close()
+        for c in self.clients:
+            c.close()
+
+
 class Bench:
     def __init__(self, build, tmp, quick):
         self.task = os.path.join(build, "redisgo_task")
@@ -171,9 +207,10 @@ class Bench:
             a = self.daemon(cfg_a, a_log, ["--", self.stamp, a_end, "--wait", fifo])
             wait_until("the holder's child to start", lambda: file_has(a_log, "child started"))
             b = self.daemon(cfg_b, b_log, ["--", self.stamp, b_start])
-            # "lease busy" is logged after the failed attempt, with the release channel
-            # already subscribed: from here a release wakes B.
-            wait_until("the standby to find the lease busy", lambda: file_has(b_log, "lease busy"))
+            # B has failed its attempt and its release-channel subscription is confirmed:
+            # from here a release wakes B.
+            wait_until("the standby to find the lease busy and subscribe",
+                       lambda: file_has(b_log, "lease busy") and file_has(b_log, "subscribed to the release channel"))
             with open(fifo, "w", encoding="utf-8") as f:  # A's child stamps its end and exits
                 f.write("go\n")
             for who, p in (("holder", a), ("standby", b)):
@@ -223,7 +260,10 @@ class Bench:
         redis.cli("SET", key, "held-by-redis-cli", "PX", "600000")
         logs = [os.path.join(self.tmp, f"standby_{i}.log") for i in range(n + 1)]
         procs = [self.daemon(cfg, logs[i]) for i in range(n + 1)]
-        wait_until("every standby to find the lease busy", lambda: all(file_has(p, "lease busy") for p in logs),
+        # Each daemon tries, subscribes, tries once more (a release in between would have
+        # gone unheard) and then sleeps until the key's TTL: wait for that second miss.
+        busy_twice = lambda p: open(p, encoding="utf-8").read().count("lease busy") >= 2  # noqa: E731
+        wait_until("every standby to find the lease busy twice", lambda: all(busy_twice(p) for p in logs),
                    timeout=30, step=0.02)
         lines, info = self.monitor_window(redis, window)
         held = {"daemons": n + 1, "window_s": window, "requests": len(lines), "per_s": len(lines) / window,
@@ -416,6 +456,60 @@ class Bench:
         self.results["cycle"] = res
 
 
+    # -- 6. silent nodes: renewal latency and a stop during a silent connect ------------
+    def silent_nodes(self):
+        rounds = 200 if self.quick else 1000
+        log(f"renewal latency, 5 nodes all answering vs 2 of 5 silent: {rounds} renewals each")
+        real = [Redis(self.tmp, f"silent_real{i}") for i in range(5)]
+        silent = [Silent(), Silent()]
+
+        def renew(members, key):
+            r = subprocess.run([self.lease_bench, "--renew", "--nodes", ",".join(n.addr for n in members),
+                                "--rounds", str(rounds), "--warmup", "20", "--key", key, "--io-timeout-ms", "500"],
+                               capture_output=True, text=True, timeout=600)
+            if not r.stdout.strip():
+                fail(f"redisgo_lease_bench --renew failed: {r.stderr.strip()}")
+            return json.loads(r.stdout)
+
+        res = {"rounds": rounds}
+        res["all_answer"] = renew(real, "bench:renew-all")
+        res["two_silent"] = renew([silent[0], real[0], silent[1], real[1], real[2]], "bench:renew-silent")
+        res["three_only"] = renew(real[:3], "bench:renew-three")
+        for k in ("all_answer", "two_silent", "three_only"):
+            log(f"  {k}: renewal median {res[k]['median_us']:.0f} µs, p99 {res[k]['p99_us']:.0f} µs, "
+                f"{res[k]['unconfirmed']} unconfirmed")
+
+        runs = 5 if self.quick else 20
+        log(f"SIGTERM to exit while two of three nodes accept TCP and never answer: {runs} runs")
+        cfg = os.path.join(self.tmp, "silent_stop.toml")
+        with open(cfg, "w", encoding="utf-8") as f:
+            f.write("\n".join([
+                "[redis]", f'nodes = ["{silent[0].addr}", "{real[3].addr}", "{silent[1].addr}"]',
+                'key = "bench:silent-stop"', 'expire = "10s"', 'cron = "2s"', 'io_timeout = "3s"',
+                'connect_timeout = "3s"', 'password = "not-needed-but-pipelined"',
+                "[task]", 'command = ["true"]', "[log]", 'level = "warn"']) + "\n")
+        real[3].cli("CONFIG", "SET", "requirepass", "not-needed-but-pipelined")
+        stops = []
+        for i in range(runs):
+            before = [s.accepted for s in silent]
+            p = spawn([self.task, "task", "--config", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_until("the daemon to connect to the silent nodes",
+                       lambda: all(s.accepted > b for s, b in zip(silent, before)), step=0.002)
+            time.sleep(0.05)  # inside the round, its AUTH and request unanswered
+            t0 = time.perf_counter_ns()
+            p.send_signal(signal.SIGTERM)
+            rc = p.wait(timeout=10)
+            stops.append((time.perf_counter_ns() - t0) / 1e6)
+            if rc != 75:
+                fail(f"a oneshot daemon stopped while waiting exited {rc}, not 75")
+        s_sorted = sorted(stops)
+        res["sigterm"] = {"runs": runs, "median_ms": statistics.median(s_sorted), "max_ms": s_sorted[-1]}
+        log(f"  SIGTERM to exit: median {res['sigterm']['median_ms']:.1f} ms, max {res['sigterm']['max_ms']:.1f} ms")
+        for s_ in silent:
+            s_.close()
+        self.results["silent"] = res
+
+
 def machine():
     def cmd(argv):
         try:
@@ -493,6 +587,19 @@ def report(r, m, build_type):
       f"{verdict(mib(rss['vmhwm_kib']) <= 6)} | flock 1.8 MiB, redis-py 26 MiB, node-redlock 59 MiB |")
     w(f"| acquire+release, 3 nodes vs 1 (median) | ≤ 1.5× | {ratio3:.2f}× (5 nodes: {ratio5:.2f}×) | "
       f"{verdict(ratio3 <= 1.5)} | |")
+    sl = r["silent"]
+    extra_us = sl["two_silent"]["median_us"] - sl["three_only"]["median_us"]
+    w(f"| a leader's renewal with 2 of 5 nodes silent (median) | within one RTT of the healthy nodes' | "
+      f"{sl['two_silent']['median_us']:.0f} µs vs {sl['three_only']['median_us']:.0f} µs with only the 3 healthy nodes "
+      f"(+{extra_us:.0f} µs), {sl['two_silent']['unconfirmed']} of {sl['rounds']} unconfirmed | "
+      f"{verdict(sl['two_silent']['unconfirmed'] == 0 and extra_us <= sl['three_only']['median_us'])} | |")
+    w(f"| SIGTERM to exit during a silent connect (io_timeout 3 s) | ≤ 100 ms | median {sl['sigterm']['median_ms']:.1f} ms, "
+      f"max {sl['sigterm']['max_ms']:.1f} ms ({sl['sigterm']['runs']} runs) | {verdict(sl['sigterm']['max_ms'] <= 100)} | |")
+    w("")
+    w("The issue's figures before the fault-proof core (same machine, 2026-11-22): handover median 2.9 ms,")
+    w("0.9 requests/s from 20 standbys, +3.1 ms over `true` (flock(1): +1.4 ms), 4.0 MiB; a stop during a")
+    w("silent connect took 7–9 s with io_timeout 3 s, and with 2 of 5 nodes silent no renewal was ever")
+    w("confirmed.")
     w("")
 
     w("## Handover latency")
@@ -505,8 +612,8 @@ def report(r, m, build_type):
     w("Method: one redis-server; each round starts holder A (`oneshot`, default config, expire 5s)")
     w("whose child is `redisgo_bench_stamp a_end --wait FIFO`, waits until A's child runs, then")
     w("starts standby B (`oneshot`, same key) whose child is `redisgo_bench_stamp b_start`, and")
-    w("waits for B's debug line \"lease busy\" (B has failed its attempt and is subscribed to the")
-    w("release channel, sleeping until the holder's TTL). Then the script writes to the FIFO: A's")
+    w("waits for B's debug lines \"lease busy\" and \"subscribed to the release channel\" (B has")
+    w("failed its attempt and sleeps until the holder's TTL, a release waking it). Then the script writes to the FIFO: A's")
     w("child writes `CLOCK_REALTIME` as its last act and exits; B's child writes it as its first")
     w("act. Handover = b_start − a_end, so it includes A reaping its child, the release script")
     w("(compare-and-DEL + PUBLISH), B's wake-up by pub/sub, B's acquire script, B's fork/exec")
@@ -527,7 +634,8 @@ def report(r, m, build_type):
       f"{held['requests']} | {held['per_s']:.1f} | {held['info_per_s']:.1f} | ≤ 20 |")
     w("")
     w("Method: 21 supervise daemons (expire 5s, default backoff) on one key. First the key is")
-    w("held by `redis-cli` with a 600 s TTL; once every daemon has logged \"lease busy\", `redis-cli")
+    w("held by `redis-cli` with a 600 s TTL; once every daemon has logged \"lease busy\" twice (its")
+    w("first miss, and the re-check once its release-channel subscription is confirmed), `redis-cli")
     w("MONITOR` records a window and every line from a client connection counts as one request")
     w("(lines from `[0 lua]`, the commands a script runs, do not). Then the script deletes the key")
     w("and PUBLISHes on the release channel, as a release does: all 21 wake, one becomes leader;")
@@ -647,9 +755,32 @@ def report(r, m, build_type):
     w("skips it in acquire for its own retry backoff (100 ms doubling to 2 s), so it costs the")
     w("others almost nothing. For \"one stopped\", a fresh redis-server in that place is SIGSTOPped")
     w("(as a hung host): the kernel still accepts the connection but nothing answers, so a request")
-    w("there ends only at the node timeout (io_timeout, 500 ms). Acquire skips it by the same")
-    w("backoff, but release deliberately tries every node (a late SET may have landed there), so")
-    w("each cycle waits one node timeout; fewer cycles are run for that case.")
+    w("there ends only at the node timeout (io_timeout, 500 ms). Every round is decided as soon as")
+    w("a quorum has answered, and release also writes to the hung node (which runs the DEL when it")
+    w("resumes) without waiting for it; its connection times out in the background and the node")
+    w("is then skipped for its retry backoff.")
+    w("")
+
+    w("## Silent nodes")
+    w("")
+    w("| renewal round | renewals | median | p99 | max | unconfirmed |")
+    w("| --- | --- | --- | --- | --- | --- |")
+    for k, label in (("all_answer", "5 nodes, all answer"), ("two_silent", "5 nodes, 2 accept TCP and never answer"),
+                     ("three_only", "3 nodes (the healthy three alone)")):
+        v = sl[k]
+        w(f"| {label} | {v['rounds']} | {v['median_us']:.0f} µs | {v['p99_us']:.0f} µs | {v['max_us']:.0f} µs | "
+          f"{v['unconfirmed']} |")
+    w("")
+    w("Method: `redisgo_lease_bench --renew` acquires once, then times `renew()` calls back to back")
+    w("(from sending to a quorum's confirmation) against the node list given; the silent nodes are")
+    w("Python sockets that accept connections and never read or write. A silent node's requests")
+    w("stay pending on its connection until io_timeout (500 ms) closes it, after which it is skipped")
+    w("for its retry backoff; the quorum's confirmation never waits for it.")
+    w("")
+    w(f"SIGTERM to exit: a oneshot daemon over three nodes, two of them silent and the third with")
+    w("a password (so AUTH, the script loads and the acquire are all in flight), io_timeout 3 s; 50 ms")
+    w(f"after it connected to both silent nodes the script sends SIGTERM and times the exit (status 75).")
+    w(f"{sl['sigterm']['runs']} runs: median {sl['sigterm']['median_ms']:.1f} ms, max {sl['sigterm']['max_ms']:.1f} ms.")
     w("")
     return "\n".join(out)
 
@@ -683,6 +814,7 @@ def main():
             b.overhead(redis)
             b.rss(redis)
             b.lease_cycle()
+            b.silent_nodes()
         finally:
             cleanup()
     m["load_end"] = open("/proc/loadavg", encoding="utf-8").read().split()[:3]

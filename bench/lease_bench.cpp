@@ -2,8 +2,8 @@
 // (lock::make_redis_backend) against 1..N Redis nodes, for docs/BENCHMARKS.md.
 //
 //   redisgo_lease_bench --nodes 127.0.0.1:7001,127.0.0.1:7002,... [--rounds 2000]
-//                       [--warmup 100] [--key bench:lease] [--node-timeout-ms 0]
-//                       [--samples FILE]
+//                       [--warmup 100] [--key bench:lease] [--io-timeout-ms 500]
+//                       [--samples FILE] [--renew]
 //
 // Prints one JSON object: nodes, rounds, failures (rounds that did not reach a quorum),
 // median_us, p99_us, mean_us, max_us. A cycle is acquire() (SET NX PX + fence INCR on
@@ -11,6 +11,9 @@
 // node), timed on steady_clock around both, as a oneshot holder pays them. --samples
 // also writes every measured cycle as "cycle_us acquire_us release_us" lines, so that
 // runs made in turns can be pooled.
+//
+// --renew: acquire once, then time `rounds` renew() calls (a leader's renewal latency:
+// from sending to a quorum's confirmation); median_us/p99_us are the renewals'.
 
 #include <algorithm>
 #include <chrono>
@@ -34,15 +37,16 @@ struct Args {
   int rounds = 2000;
   int warmup = 100;
   std::string key = "bench:lease";
-  long node_timeout_ms = 0;
+  long io_timeout_ms = 500;
   std::string samples;
+  bool renew = false;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "redisgo_lease_bench: %s\n"
                "usage: redisgo_lease_bench --nodes H:P[,H:P...] [--rounds N] [--warmup N] [--key K]"
-               " [--node-timeout-ms MS] [--samples FILE]\n",
+               " [--io-timeout-ms MS] [--samples FILE] [--renew]\n",
                why);
   std::exit(2);
 }
@@ -69,6 +73,10 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
+    if (arg == "--renew") {
+      a.renew = true;
+      continue;
+    }
     if (i + 1 >= argc) usage("missing value");
     const char* value = argv[++i];
     if (arg == "--nodes") {
@@ -81,8 +89,8 @@ Args parse(int argc, char** argv) {
       a.key = value;
     } else if (arg == "--samples") {
       a.samples = value;
-    } else if (arg == "--node-timeout-ms") {
-      a.node_timeout_ms = to_long(value, "bad --node-timeout-ms");
+    } else if (arg == "--io-timeout-ms") {
+      a.io_timeout_ms = to_long(value, "bad --io-timeout-ms");
     } else {
       usage("unknown option");
     }
@@ -111,13 +119,38 @@ int main(int argc, char** argv) try {
     if (!ep) usage(("bad node " + n + ": " + why).c_str());
     redisgo::redis::ConnectionOptions c;
     c.endpoint = *ep;
+    c.io_timeout = Millis(args.io_timeout_ms);
+    c.connect_timeout = Millis(args.io_timeout_ms);
     opts.nodes.push_back(c);
   }
   opts.key = args.key;
   opts.holder = "lease-bench";
   opts.ttl = Millis(5000);
-  opts.node_timeout = Millis(args.node_timeout_ms);
   auto backend = redisgo::lock::make_redis_backend(opts);
+
+  if (args.renew) {
+    auto acq = backend->acquire();
+    if (!acq.acquired) {
+      std::fprintf(stderr, "redisgo_lease_bench: acquire failed\n");
+      return 1;
+    }
+    std::vector<double> renew_us;
+    int unconfirmed = 0;
+    for (int i = 0; i < args.warmup + args.rounds; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = backend->renew();
+      auto t1 = std::chrono::steady_clock::now();
+      if (i < args.warmup) continue;
+      if (!r.confirmed) ++unconfirmed;
+      renew_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    backend->release();
+    std::sort(renew_us.begin(), renew_us.end());
+    std::printf("{\"nodes\":%zu,\"rounds\":%d,\"unconfirmed\":%d,\"median_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f}\n",
+                args.nodes.size(), args.rounds, unconfirmed, percentile(renew_us, 50), percentile(renew_us, 99),
+                renew_us.back());
+    return unconfirmed == 0 ? 0 : 1;
+  }
 
   std::vector<double> cycle_us, acquire_us, release_us;
   int failures = 0;

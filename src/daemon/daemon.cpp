@@ -216,7 +216,10 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
         // Our own release (or any message naming us) says nothing about another holder.
         if (holder != opts_.holder) released = true;
       }
-      subscribed = s->take_became_active() || subscribed;
+      if (s->take_became_active()) {
+        log_->debug("subscribed to the release channel {} on {}", keys_.channel, s->describe());
+        subscribed = true;
+      }
     }
     if (stop_requested_) return WaitEnd::kShutdown;
     if (released) return WaitEnd::kReleased;

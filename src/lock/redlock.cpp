@@ -357,9 +357,19 @@ int RedlockBackend::release() noexcept {
   try {
     sweep();
     auto calls = send(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, {}, Send::kAlways);
-    // Not cancellable: a second SIGTERM must not leave the lease to expire by itself;
-    // every node is bounded by its own timeouts.
-    wait(calls, nullptr, false);
+    // Done once a quorum has answered and every request is written: the lease can no
+    // longer be held by a quorum, and a hung minority node runs its DEL when it resumes
+    // (TCP delivers what was written), so it costs the release nothing. Not cancellable:
+    // a second SIGTERM must not leave the lease to expire by itself; every node is
+    // bounded by its own timeouts.
+    const auto conns = connections();
+    auto enough = [&] {
+      int answered = 0;
+      for (const auto& c : calls) answered += c && c->done() ? 1 : 0;
+      return answered >= quorum() &&
+             std::none_of(conns.begin(), conns.end(), [](const auto* c) { return c->unsent(); });
+    };
+    wait(calls, enough, false);
     sweep();
     int released = 0;
     for (const auto& c : calls) {
