@@ -419,6 +419,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   std::optional<Clock::time_point> restart_at;
   std::optional<Clock::time_point> timeout_at;
   std::uint64_t renewals_seen = 0;
+  Clock::time_point keeper_deadline{};  // the kill deadline the keeper holds
   struct Outcome {
     AfterExit::Kind kind;
     int exit_code = 0;
@@ -432,6 +433,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     cause = StopCause::kNone;
     sigkill_sent = false;
     restart_at.reset();
+    keeper_deadline = {};
     std::string error;
     int code = 0;
     if (spawn_child(acquired.token, child, error, code)) {
@@ -522,6 +524,12 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     bool running = child && child->running();
 
     check_lease(now);
+    if (running && sched.kill_at != keeper_deadline) {
+      // The keeper kills the tree at the same instant on its own, should this loop be
+      // stopped or wedged (SIGSTOP of the daemon alone).
+      keeper_deadline = sched.kill_at;
+      child->set_deadline(keeper_deadline.time_since_epoch().count());
+    }
     if (running && cause != StopCause::kNone && !sigkill_sent && now >= std::min(stop_kill_at, sched.kill_at)) {
       log_->warn("child pid={} still running {} after {}; sending SIGKILL to its tree", child->pid(),
                  format_duration(std::chrono::duration_cast<Millis>(now - stop_began)),

@@ -364,8 +364,8 @@ int RedlockBackend::release() noexcept {
     // bounded by its own timeouts.
     const auto conns = connections();
     auto enough = [&] {
-      int answered = 0;
-      for (const auto& c : calls) answered += c && c->done() ? 1 : 0;
+      int answered = 0;  // replies, not failures: a refused node proves nothing
+      for (const auto& c : calls) answered += c && c->state() == Call::State::kReplied ? 1 : 0;
       return answered >= quorum() &&
              std::none_of(conns.begin(), conns.end(), [](const auto* c) { return c->unsent(); });
     };

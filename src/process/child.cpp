@@ -8,6 +8,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +44,14 @@ enum class Stage : int { kChdir = 1, kExec = 2, kFork = 3 };
 struct ChildFailure {
   Stage stage;
   int err;
+};
+
+// What the daemon asks of the keeper on the control pipe: whole records (16 bytes, one
+// write each, atomic on a pipe).
+enum class Request : std::int64_t { kSignal = 1, kDeadline = 2 };
+struct KeeperRequest {
+  Request kind;
+  std::int64_t value;  // kSignal: the signal; kDeadline: CLOCK_BOOTTIME ns, 0 = none
 };
 
 // What the keeper reports to the daemon on the status pipe.
@@ -289,6 +298,11 @@ void kill_children(pid_t self) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   int chld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  // The lease deadline, held here too: if the daemon is stopped or wedged (SIGSTOP, a
+  // debugger, a stuck page fault) the job is still killed when the lease can end. An
+  // absolute CLOCK_BOOTTIME timer also fires at once after a suspend or a freeze of the
+  // whole tree.
+  int deadline_fd = ::timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
 
   const pid_t job = ::fork();
   if (job == 0) run_job(plan, report_fd, self);
@@ -302,6 +316,8 @@ void kill_children(pid_t self) {
   bool job_done = false;
   bool killing = false;  // the job is over or must die: kill every descendant
   int job_status = 0;
+  char pending[sizeof(KeeperRequest)];
+  std::size_t pending_len = 0;
   for (;;) {
     // Reap whatever exited. The job is peeked first (WNOWAIT) so that its group can be
     // killed while its zombie still holds the group id.
@@ -329,10 +345,18 @@ void kill_children(pid_t self) {
     }
     if (killing) kill_children(self);
 
-    pollfd fds[2];
+    pollfd fds[3];
     nfds_t nfds = 0;
-    if (daemon_alive) fds[nfds++] = pollfd{control_fd, POLLIN, 0};
+    int control_at = -1, deadline_at = -1;
+    if (daemon_alive) {
+      control_at = static_cast<int>(nfds);
+      fds[nfds++] = pollfd{control_fd, POLLIN, 0};
+    }
     if (chld_fd >= 0) fds[nfds++] = pollfd{chld_fd, POLLIN, 0};
+    if (deadline_fd >= 0 && !killing) {
+      deadline_at = static_cast<int>(nfds);
+      fds[nfds++] = pollfd{deadline_fd, POLLIN, 0};
+    }
     // Without a SIGCHLD fd (signalfd failed) fall back to checking every few ms.
     const int timeout = killing || chld_fd < 0 ? kSweepMs : -1;
     if (::poll(fds, nfds, timeout) < 0 && errno != EINTR) ::poll(nullptr, 0, kSweepMs);
@@ -341,10 +365,15 @@ void kill_children(pid_t self) {
       while (::read(chld_fd, &si, sizeof si) > 0) {
       }
     }
+    if (deadline_at >= 0 && fds[deadline_at].revents != 0) {
+      // The lease can end now and nobody stopped the job: it must not run on.
+      if (!job_done) ::kill(-job, SIGKILL);
+      killing = true;
+    }
     // The control pipe is blocking on this side: read it only when poll says so.
-    if (!daemon_alive || fds[0].revents == 0) continue;
-    unsigned char sigs[64];
-    ssize_t n = ::read(control_fd, sigs, sizeof sigs);
+    if (control_at < 0 || fds[control_at].revents == 0) continue;
+    ssize_t n = ::read(control_fd, pending + pending_len, sizeof pending - pending_len);
+    if (n < 0) continue;
     if (n == 0) {
       // The daemon is gone (exit, crash, SIGKILL): nothing may outlive it.
       daemon_alive = false;
@@ -352,11 +381,21 @@ void kill_children(pid_t self) {
       killing = true;
       continue;
     }
-    for (ssize_t i = 0; i < n; ++i) {
-      const int sig = sigs[i];
-      if (job_done) continue;
-      ::kill(-job, sig);
-      if (sig == SIGKILL) killing = true;
+    pending_len += static_cast<std::size_t>(n);
+    if (pending_len < sizeof pending) continue;
+    pending_len = 0;
+    KeeperRequest req;
+    std::memcpy(&req, pending, sizeof req);
+    if (req.kind == Request::kDeadline && deadline_fd >= 0) {
+      itimerspec spec{};  // 0: disarm
+      if (req.value > 0) {
+        spec.it_value.tv_sec = static_cast<time_t>(req.value / 1'000'000'000);
+        spec.it_value.tv_nsec = static_cast<long>(req.value % 1'000'000'000);
+      }
+      ::timerfd_settime(deadline_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+    } else if (req.kind == Request::kSignal && !job_done && req.value > 0 && req.value < NSIG) {
+      ::kill(-job, static_cast<int>(req.value));
+      if (req.value == SIGKILL) killing = true;
     }
   }
 }
@@ -550,9 +589,15 @@ std::optional<int> Child::wait_for(Millis timeout) {
 }
 
 void Child::signal_group(int sig) noexcept {
-  if (!running() || !control_ || sig <= 0 || sig > 255) return;
-  const auto byte = static_cast<unsigned char>(sig);
-  [[maybe_unused]] auto n = ::write(control_.get(), &byte, 1);
+  if (!running() || !control_ || sig <= 0 || sig >= NSIG) return;
+  KeeperRequest req{Request::kSignal, sig};
+  [[maybe_unused]] auto n = ::write(control_.get(), &req, sizeof req);
+}
+
+void Child::set_deadline(std::int64_t boot_ns) noexcept {
+  if (!running() || !control_) return;
+  KeeperRequest req{Request::kDeadline, std::max<std::int64_t>(boot_ns, 0)};
+  [[maybe_unused]] auto n = ::write(control_.get(), &req, sizeof req);
 }
 
 void Child::last_resort_kill() noexcept {

@@ -17,7 +17,10 @@
 ///    descendant (a backgrounded copy of the job must not outlive the lease), reaps them
 ///    all, reports the leader's wait status on a status pipe and exits;
 ///  - when the daemon dies by any means, the control pipe reads EOF and it does the same
-///    at once: the whole tree is dead within milliseconds.
+///    at once: the whole tree is dead within milliseconds;
+///  - holds the lease's kill deadline on a CLOCK_BOOTTIME timer of its own (set_deadline):
+///    a daemon that is stopped or wedged while its child runs cannot let the child outlive
+///    the lease.
 /// The job gets PR_SET_PDEATHSIG(SIGKILL) on the keeper (single-threaded, so it fires
 /// reliably). Under systemd the unit's cgroup covers the same ground once more.
 ///
@@ -28,6 +31,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -107,6 +111,10 @@ class Child {
   /// Delivers `sig` to the job's process group (through the keeper); SIGKILL also kills
   /// every other descendant. No-op if not running. Never throws.
   void signal_group(int sig) noexcept;
+  /// The instant (CLOCK_BOOTTIME, ns since boot; SystemClock's time_point) at which the
+  /// keeper SIGKILLs the tree on its own unless a later deadline arrives first; 0 = none.
+  /// Never throws.
+  void set_deadline(std::int64_t boot_ns) noexcept;
   /// `sig` (plus SIGCONT, so a stopped group can act on it) to the group, wait up to
   /// `grace`, then SIGKILL the tree and reap. Returns the exit code; the code already
   /// known if it had ended; -1 if there never was a child. Never throws.

@@ -89,8 +89,11 @@ TEST_F(LockRedlock, AcquiresWithAllNodes) {
   auto r = a->renew();
   EXPECT_TRUE(r.confirmed);
   EXPECT_GE(r.votes, 2);
-  EXPECT_EQ(a->release(), 3);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(servers_[i].cli({"EXISTS", test_key()}), "0");
+  // Release is done once a quorum answered; the third node's DEL lands just after.
+  EXPECT_GE(a->release(), 2);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(wait_until([&] { return servers_[i].cli({"EXISTS", test_key()}) == "0"; }, 2s)) << "node " << i;
+  }
 }
 
 TEST_F(LockRedlock, AcquiresWithOneNodeDown) {
@@ -106,7 +109,7 @@ TEST_F(LockRedlock, AcquiresWithOneNodeDown) {
   auto r = a->renew();
   EXPECT_TRUE(r.confirmed);
   EXPECT_FALSE(r.lost);
-  EXPECT_EQ(a->release(), 2);
+  EXPECT_EQ(a->release(), 2);  // the quorum: both live nodes must answer
 }
 
 TEST_F(LockRedlock, FailsWithTwoOfThreeDownAndLeavesNothingHeld) {
@@ -191,7 +194,7 @@ TEST_F(LockRedlock, FencingTokensIncreaseAcrossRotatingMajorities) {
     EXPECT_GT(got.token, last) << "round " << round;
     for (auto t : got.node_tokens) single_node_went_back |= (t != 0 && t <= last);
     last = got.token;
-    EXPECT_EQ(a->release(), 2);
+    EXPECT_GE(a->release(), 2);  // both live nodes (the quorum) answered
 
     std::vector<const RedisServer*> live;
     for (std::size_t i = 0; i < 3; ++i) {
@@ -213,7 +216,7 @@ TEST_F(LockRedlock, HungNodeDuringAcquisitionCostsNothing) {
   for (auto& n : o.nodes) n.io_timeout = 3000ms;
   auto a = make_redis_backend(o);
   ASSERT_TRUE(a->acquire().acquired);  // connect and load the scripts everywhere
-  ASSERT_EQ(a->release(), 3);
+  ASSERT_GE(a->release(), 2);
 
   servers_[2].pause();
   const auto t0 = std::chrono::steady_clock::now();

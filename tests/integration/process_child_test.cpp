@@ -430,7 +430,7 @@ TEST(Keeper, HoldsNoFdOfTheDaemon) {
     EXPECT_NE(std::filesystem::read_symlink(e.path(), ec).string(), daemon_file);
   }
   ::close(held);
-  EXPECT_LE(open_fds, 6u);  // stdio, the control and status pipes, its SIGCHLD signalfd
+  EXPECT_LE(open_fds, 7u);  // stdio, the control and status pipes, its SIGCHLD signalfd and deadline timer
   child.terminate_group(SIGKILL, 0ms);
 }
 
