@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "lock/fencing.h"
+#include "lock/replies.h"
 #include "redis/poller.h"
 #include "redis/scripts.h"
 
@@ -15,8 +16,6 @@ using redis::Call;
 using redis::CallPtr;
 using redis::Fault;
 using redis::SteadyClock;
-
-const redisReply* element(const CallPtr& c, std::size_t i) { return c->reply().element(i); }
 
 /// A failure that says the node itself is unusable (as opposed to an error reply from
 /// a live server): it earns the node a retry backoff.
@@ -166,12 +165,13 @@ Acquisition RedlockBackend::acquire() {
   auto calls = send(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_, fence_ttl_arg_}, {},
                     Send::kRespectBackoff);
 
-  auto granted_token = [&](std::size_t i) -> std::optional<std::uint64_t> {
+  auto reply_of = [&](std::size_t i) {
     const auto& c = calls[i];
-    if (!c || !c->ok() || redis::as_integer(element(c, 0)) != 1) return std::nullopt;
-    auto text = redis::as_string(element(c, 1));
-    auto token = text ? parse_token(*text) : std::nullopt;
-    if (token && *token > 0) return token;
+    return c && c->ok() ? parse_acquire_reply(c->reply().get()) : AcquireReply{};
+  };
+  auto granted_token = [&](std::size_t i) -> std::optional<std::uint64_t> {
+    auto r = reply_of(i);
+    if (r.kind == AcquireReply::Kind::kGranted) return r.token;
     return std::nullopt;
   };
   auto decided = [&] {
@@ -196,25 +196,24 @@ Acquisition RedlockBackend::acquire() {
       if (!c || c->done()) a.errors.push_back(error_of(i, c));
       continue;
     }
-    auto flag = redis::as_integer(element(c, 0));
-    if (flag == 0 || flag == 1) a.answered.push_back(nodes_[i].name);
-    if (flag == 1) {
-      if (auto token = granted_token(i)) {
-        a.node_tokens[i] = *token;
+    const auto r = reply_of(i);
+    if (r.kind != AcquireReply::Kind::kInvalid) a.answered.push_back(nodes_[i].name);
+    switch (r.kind) {
+      case AcquireReply::Kind::kGranted:
+        a.node_tokens[i] = r.token;
         granted[i] = true;
         ++a.votes;
-      } else {
-        granted[i] = true;  // we may hold the key there: the undo covers it
-        a.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": acquire returned no valid token"});
-      }
-    } else if (flag == 0) {
-      ++a.busy;
-      auto holder = redis::as_string(element(c, 1)).value_or("");
-      auto pttl = redis::as_integer(element(c, 2)).value_or(-1);
-      busy_ttls[holder].push_back(pttl);
-      if (a.holder.empty()) a.holder = holder;
-    } else {
-      a.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the acquire script"});
+        break;
+      case AcquireReply::Kind::kBusy:
+        ++a.busy;
+        busy_ttls[r.holder].push_back(r.pttl_ms);
+        if (a.holder.empty()) a.holder = r.holder;
+        break;
+      case AcquireReply::Kind::kInvalid:
+        granted[i] = r.set_key;  // we may hold the key there: the undo covers it
+        a.errors.push_back({nodes_[i].name, Fault::kProtocol,
+                            nodes_[i].conn.describe() + ": unexpected reply to the acquire script: " + r.why});
+        break;
     }
   }
   // The holder that a quorum names: its lease lasts while a quorum still holds it, i.e.
@@ -240,7 +239,9 @@ Acquisition RedlockBackend::acquire() {
     if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
       auto raised = send(redis::kRaiseFence, {keys_.key, keys_.fence},
                          {options_.holder, std::to_string(token), fence_ttl_arg_}, raise, Send::kAlways);
-      auto raised_ok = [&](std::size_t i) { return raised[i] && raised[i]->ok() && raised[i]->reply().is_integer() && raised[i]->reply().integer() == 1; };
+      auto raised_ok = [&](std::size_t i) {
+        return raised[i] && raised[i]->ok() && parse_flag_reply(raised[i]->reply().get()) == true;
+      };
       auto enough = [&] {
         int yes = at_token, open = 0;
         for (std::size_t i = 0; i < n; ++i) {
@@ -307,8 +308,9 @@ Renewal RedlockBackend::renew() {
   auto calls = send(redis::kRenew, {keys_.key}, {options_.holder, ttl_arg_}, {}, Send::kRespectBackoff);
   auto vote = [&](std::size_t i) -> int {  // 1 renewed, 0 not ours, -1 no answer/failure
     const auto& c = calls[i];
-    if (!c || !c->done() || !c->ok() || !c->reply().is_integer()) return -1;
-    return c->reply().integer() == 1 ? 1 : 0;
+    if (!c || !c->done() || !c->ok()) return -1;
+    auto flag = parse_flag_reply(c->reply().get());
+    return flag ? (*flag ? 1 : 0) : -1;
   };
   auto decided = [&] {
     int yes = 0, not_ours = 0;
@@ -373,7 +375,7 @@ int RedlockBackend::release() noexcept {
     sweep();
     int released = 0;
     for (const auto& c : calls) {
-      if (c && c->ok() && c->reply().is_integer() && c->reply().integer() == 1) ++released;
+      if (c && c->ok() && parse_flag_reply(c->reply().get()) == true) ++released;
     }
     return released;
   } catch (...) {
@@ -413,20 +415,17 @@ std::vector<NodeView> RedlockBackend::inspect() {
       v.error = e.message;
       continue;
     }
-    auto exists = redis::as_integer(element(c, 0));
-    auto holder = redis::as_string(element(c, 1));
-    auto pttl = redis::as_integer(element(c, 2));
-    auto fence = redis::as_string(element(c, 3));
-    if (!exists || !holder || !pttl || !fence) {
+    auto r = parse_inspect_reply(c->reply().get());
+    if (!r) {
       v.fault = Fault::kProtocol;
       v.error = nodes_[i].conn.describe() + ": unexpected reply to the inspect script";
       continue;
     }
     v.reachable = true;
-    v.held = *exists == 1;
-    v.holder = *holder;
-    v.pttl_ms = *pttl;
-    v.token = parse_token(*fence).value_or(0);
+    v.held = r->held;
+    v.holder = r->holder;
+    v.pttl_ms = r->pttl_ms;
+    v.token = r->token;
   }
   return views;
 }

@@ -46,6 +46,16 @@ std::string format_command(const std::vector<std::string>& argv) {
 
 std::string ms_text(Millis d) { return std::to_string(d.count()) + " ms"; }
 
+/// `text` with every occurrence of `secret` masked. Redis never echoes a password, but a
+/// proxy or an impostor on the port could, and its words end up in our logs.
+std::string redact(std::string text, const std::string& secret) {
+  if (secret.empty()) return text;
+  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 8)) {
+    text.replace(at, secret.size(), "********");
+  }
+  return text;
+}
+
 }  // namespace
 
 const char* to_string(Fault fault) {
@@ -345,13 +355,13 @@ void AsyncConnection::read_available() {
       break;
     }
     if (!reader_->feed(buf, n)) {
-      close(Fault::kProtocol, reader_->error());
+      close(Fault::kProtocol, redact(reader_->error(), options_.password));
       return;
     }
     while (state_ == State::kOpen) {
       ReplyPtr r = reader_->next();
       if (!r) {
-        if (!reader_->error().empty()) close(Fault::kProtocol, reader_->error());
+        if (!reader_->error().empty()) close(Fault::kProtocol, redact(reader_->error(), options_.password));
         break;
       }
       dispatch(std::move(r));
@@ -373,7 +383,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   pending_.pop_front();
   Reply reply(std::move(raw));
   const bool error = reply.is_error();
-  const std::string text = error ? reply.str() : std::string();
+  const std::string text = error ? redact(reply.str(), options_.password) : std::string();
   switch (p.kind) {
     case Kind::kAuth:
       // Redis's message (WRONGPASS ...) never echoes the password; neither do we.

@@ -433,3 +433,38 @@ TEST_F(TaskFaults, EscalationReportsTheTimeTheChildWasGiven) {
 }
 
 }  // namespace
+
+namespace {
+
+// Found by the soak's fault list: only the daemon is stopped (SIGSTOP, a debugger), its
+// child runs on. The keeper holds the kill deadline and ends the child in time anyway.
+TEST_F(TaskFaults, StoppedDaemonCannotLetItsChildOutliveTheLease) {
+  RedisServer redis;
+  auto cfg = config(fault_config_spec(), {redis.address()});
+  const std::string pids = dir_.path() + "/pids";
+  TaskProcess leader(dir_.path(), "leader",
+                     task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << leader.err();
+  ASSERT_TRUE(leader.wait_for_log("lease renewed", 5s)) << leader.err();
+  const auto child = parse_child_record(split_lines(read_file(pids))[0]);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  leader.signal(SIGSTOP);
+  ASSERT_TRUE(wait_until([&] { return !process_alive(child.pid); }, 5s));
+  const auto dead_after = std::chrono::steady_clock::now() - stopped_at;
+  std::cout << "child of a stopped daemon dead " << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
+            << " ms after the stop (TTL 1500 ms)\n";
+  EXPECT_LT(dead_after, 1500ms);  // the last confirmed renewal was before the stop
+  // A standby may take over once the lease has expired; only one child at a time.
+  TaskProcess standby(dir_.path(), "standby",
+                      task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << standby.err();
+  EXPECT_GT(parse_child_record(split_lines(read_file(pids))[1]).token, child.token);
+  ::kill(leader.pid(), SIGCONT);
+  ASSERT_TRUE(leader.wait_for_log("child exited", 5s)) << leader.err();
+  leader.signal(SIGTERM);
+  standby.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
+  EXPECT_EQ(standby.wait_for(10s), 0) << standby.err();
+}
+
+}  // namespace

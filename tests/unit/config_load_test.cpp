@@ -257,6 +257,10 @@ const std::vector<Malformed> kMalformed = {
     {"syntax_unclosed_header", "[redis\nhost = \"h:1\"\n", "", 1, {"invalid TOML"}},
     {"syntax_duplicate_key", kBase + "key = \"again\"\n", "", 4, {"invalid TOML"}},
     {"syntax_bad_value", kBase + "expire = 5s\n", "", 4, {"invalid TOML"}},
+    // toml++ 3.3.0 reaches __builtin_unreachable() on some of these (fuzzing found it)
+    {"syntax_non_ascii_between_tokens", kBase + "expire =\xC2\xA1 \"5s\"\n", "", 4, {"non-ASCII character outside a string"}},
+    {"syntax_non_ascii_in_header", "[\xEF\xBB\xBFrfdiy @ \x18\n", "", 1, {"non-ASCII character"}},
+    {"syntax_non_ascii_bare_key", kBase + "caf\xC3\xA9 = 1\n", "", 4, {"must be quoted"}},
     // sections
     {"section_not_table", "redis = 5\n", "redis", 1, {"expected a table", "found integer"}},
     {"task_section_array", "task = [1, 2]\n" + kBase, "task", 1, {"expected a table", "found array"}},
@@ -324,7 +328,8 @@ const std::vector<Malformed> kMalformed = {
     {"password_env_type", base_with("password_env = 1\n"), "redis.password_env", 4, {"environment variable", "found integer"}},
     {"password_file_missing", base_with("password_file = \"/nonexistent/redis.pass\"\n"), "redis.password_file", 4,
      {"/nonexistent/redis.pass", "No such file"}},
-    {"password_file_dir", base_with("password_file = \"/\"\n"), "redis.password_file", 4, {"Is a directory"}},
+    {"password_file_dir", base_with("password_file = \"/\"\n"), "redis.password_file", 4, {"not a regular file"}},
+    {"password_file_device", base_with("password_file = \"/dev/zero\"\n"), "redis.password_file", 4, {"not a regular file"}},
     {"password_empty_inline", base_with("password = \"\"\n"), "redis.password", 4, {"non-empty", "empty string"}},
     {"password_type", base_with("password = 12345\n"), "redis.password", 4, {"a string", "found integer"}},
     // [backoff]
@@ -378,6 +383,14 @@ INSTANTIATE_TEST_SUITE_P(Table, ConfigMalformed, ::testing::ValuesIn(kMalformed)
                          [](const ::testing::TestParamInfo<Malformed>& p) { return std::string(p.param.name); });
 
 TEST(ConfigMalformedCount, AtLeastThirtyCases) { EXPECT_GE(kMalformed.size(), 30u); }
+
+TEST(ConfigValues, NonAsciiInStringsCommentsAndQuotedKeysIsFine) {
+  auto r = load(kBase + "# caf\xC3\xA9 \xE2\x80\x94 a comment\nvalue = \"h\xC3\xB4te\"\n[task]\n"
+                "command = '''/bin/echo \xF0\x9F\x94\x92'''\nenv = { \"na\xC3\xAFve\" = \"\\\"\xC3\xA9\\\"\" }\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.value, "h\xC3\xB4te");
+  EXPECT_EQ(r.config->task.env.at("na\xC3\xAFve"), "\"\xC3\xA9\"");
+}
 
 TEST(ConfigValues, StepDownSettingsAndTheirDefaults) {
   auto r = load(kBase + "expire = \"4s\"\n[task]\nrestart_limit = 0\nrestart_window = \"10m\"\n");

@@ -1,0 +1,80 @@
+#include "lock/replies.h"
+
+#include "lock/fencing.h"
+#include "redis/reply.h"
+
+namespace redisgo::lock {
+namespace {
+
+const redisReply* element(const redisReply* r, std::size_t i) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements || !r->element) return nullptr;
+  return r->element[i];
+}
+
+/// A string element, but not an error reply inside an array (a script cannot return one
+/// there; a server that does is not understood).
+std::optional<std::string> text(const redisReply* e) {
+  if (e && e->type == REDIS_REPLY_ERROR) return std::nullopt;
+  return redis::as_string(e);
+}
+
+}  // namespace
+
+AcquireReply parse_acquire_reply(const redisReply* r) {
+  AcquireReply out;
+  if (!r || r->type != REDIS_REPLY_ARRAY) {
+    out.why = std::string("expected an array, got ") + redis::type_name(r);
+    return out;
+  }
+  const auto flag = redis::as_integer(element(r, 0));
+  if (flag == 1) {
+    out.set_key = true;
+    auto t = text(element(r, 1));
+    auto token = t ? parse_token(*t) : std::nullopt;
+    if (r->elements == 2 && token && *token > 0) {
+      out.kind = AcquireReply::Kind::kGranted;
+      out.token = *token;
+    } else {
+      out.why = "granted without a valid token";
+    }
+    return out;
+  }
+  if (flag == 0) {
+    auto holder = text(element(r, 1));
+    auto pttl = redis::as_integer(element(r, 2));
+    if (r->elements == 3 && holder && pttl) {
+      out.kind = AcquireReply::Kind::kBusy;
+      out.holder = *holder;
+      out.pttl_ms = *pttl;
+    } else {
+      out.why = "busy without a holder and a TTL";
+    }
+    return out;
+  }
+  out.why = "neither granted nor busy";
+  return out;
+}
+
+std::optional<bool> parse_flag_reply(const redisReply* r) {
+  auto v = redis::as_integer(r);
+  if (v == 1) return true;
+  if (v == 0) return false;
+  return std::nullopt;
+}
+
+std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4) return std::nullopt;
+  auto exists = redis::as_integer(element(r, 0));
+  auto holder = text(element(r, 1));
+  auto pttl = redis::as_integer(element(r, 2));
+  auto fence = text(element(r, 3));
+  if (!exists || (*exists != 0 && *exists != 1) || !holder || !pttl || !fence) return std::nullopt;
+  InspectReply out;
+  out.held = *exists == 1;
+  out.holder = *holder;
+  out.pttl_ms = *pttl;
+  out.token = parse_token(*fence).value_or(0);
+  return out;
+}
+
+}  // namespace redisgo::lock

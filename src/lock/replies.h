@@ -1,0 +1,40 @@
+#pragma once
+/// What the lease scripts' replies mean (redis/scripts.h), as pure functions of a reply:
+/// one place that decides what a node said, whatever bytes it sent. Fuzzed
+/// (tests/fuzz): a reply of the wrong shape is "not understood", never a crash.
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace redisgo::lock {
+
+/// The acquire script: {1, "<token>"} or {0, "<holder>", pttl}.
+struct AcquireReply {
+  enum class Kind { kGranted, kBusy, kInvalid };
+  Kind kind = Kind::kInvalid;
+  std::uint64_t token = 0;    ///< kGranted: a positive token
+  std::string holder;         ///< kBusy: who holds it ("" if unknown)
+  std::int64_t pttl_ms = -1;  ///< kBusy: its remaining TTL as PTTL reports it (-1: none)
+  std::string why;            ///< kInvalid: what was wrong with it
+  /// Granted, whatever the token said: the key may be ours there (the undo must cover it).
+  bool set_key = false;
+};
+AcquireReply parse_acquire_reply(const redisReply* r);
+
+/// Renew, release, undo and raise answer 1 (done, ours) or 0 (not ours): nullopt for
+/// anything else.
+std::optional<bool> parse_flag_reply(const redisReply* r);
+
+/// The inspect script: {exists 0/1, holder or "", pttl, fence or ""}.
+struct InspectReply {
+  bool held = false;
+  std::string holder;
+  std::int64_t pttl_ms = -2;
+  std::uint64_t token = 0;  ///< 0: no counter (or one that is not a token)
+};
+std::optional<InspectReply> parse_inspect_reply(const redisReply* r);
+
+}  // namespace redisgo::lock

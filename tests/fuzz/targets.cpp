@@ -1,0 +1,195 @@
+#include "fuzz/targets.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <climits>
+#include <cstdint>
+
+#include "config/config.h"
+#include "lock/replies.h"
+#include "redis/connection.h"
+#include "redis/poller.h"
+#include "redis/reply.h"
+#include "redis/scripts.h"
+#include "util/duration.h"
+
+namespace redisgo::fuzz {
+namespace {
+
+/// A broken property is a finding: abort, so libFuzzer saves the input.
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz property broken: %s\n", what);
+    std::abort();
+  }
+}
+
+config::EnvLookup fixed_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    if (name == "REDIS_PASSWORD") return std::string("fuzz-secret");
+    return std::nullopt;
+  };
+}
+
+/// What the rendering cannot carry: the inline secret is written masked.
+config::Config comparable(config::Config c) {
+  if (c.redis.password_source == config::PasswordSource::kInline) c.redis.password.clear();
+  return c;
+}
+
+}  // namespace
+
+int config(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const auto env = fixed_env();
+  auto first = config::load_string(text, "fuzz.toml", env);
+  check(first.config.has_value() == first.errors.empty(), "a config exactly when there is no error");
+  for (const auto& e : first.errors) {
+    check(!e.message.empty(), "every error says something");
+    check(e.str().find("fuzz-secret") == std::string::npos, "the secret never appears in an error");
+  }
+  if (!first.config) return 0;
+  const std::string rendered = config::render_effective(*first.config);
+  check(rendered.find("fuzz-secret") == std::string::npos, "the secret never appears in the rendering");
+  auto second = config::load_string(rendered, "fuzz.toml", env);
+  check(second.config.has_value(), "the effective configuration loads again");
+  if (first.config->redis.password_source == config::PasswordSource::kInline) return 0;  // masked on purpose
+  check(comparable(*second.config) == comparable(*first.config), "the effective configuration is the same one");
+  return 0;
+}
+
+int duration(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::string why;
+  auto d = parse_duration(text, &why);
+  check(d.has_value() || !why.empty(), "a refusal says why");
+  if (!d) return 0;
+  check(d->count() >= 0, "never negative");
+  auto again = parse_duration(format_duration(*d));
+  check(again.has_value() && *again == *d, "format_duration reads back as the same duration");
+  return 0;
+}
+
+int resp(const std::uint8_t* data, std::size_t size) {
+  // The first byte picks the chunk size, so replies split at every boundary get tried.
+  if (size == 0) return 0;
+  const std::size_t chunk = 1 + data[0] % 17;
+  redis::ReplyReader reader;
+  for (std::size_t off = 1; off < size; off += chunk) {
+    const std::size_t n = std::min(chunk, size - off);
+    if (!reader.feed(reinterpret_cast<const char*>(data + off), n)) break;
+    for (;;) {
+      auto r = reader.next();
+      if (!r) break;
+      const redis::Reply reply(std::move(r));
+      // Every interpretation of it must hold together, whatever it is.
+      auto acq = lock::parse_acquire_reply(reply.get());
+      if (acq.kind == lock::AcquireReply::Kind::kGranted) check(acq.token > 0, "a grant carries a token");
+      if (acq.kind == lock::AcquireReply::Kind::kInvalid) check(!acq.why.empty(), "not understood says why");
+      lock::parse_flag_reply(reply.get());
+      if (auto v = lock::parse_inspect_reply(reply.get())) check(v->pttl_ms >= INT64_MIN, "inspect parsed");
+      (void)redis::type_name(reply.get());
+      (void)redis::as_string(reply.get());
+      for (std::size_t i = 0; i < reply.size(); ++i) (void)redis::as_string(reply.element(i));
+    }
+    if (!reader.error().empty()) break;
+  }
+  return 0;
+}
+
+namespace {
+
+/// Hands the connection one end of a socketpair instead of the socket it connected.
+class PairFactory final : public redis::TransportFactory {
+ public:
+  mutable UniqueFd ours;
+  std::unique_ptr<redis::Transport> make(UniqueFd, const redis::Endpoint&) const override {
+    return std::make_unique<redis::Transport>(std::move(ours));
+  }
+};
+
+constexpr const char* kSecret = "Fz-Secret-7";
+
+/// A unix socket that connections can complete against (accepted and dropped).
+struct Listener {
+  std::string path;
+  UniqueFd fd;
+  Listener() {
+    path = "/tmp/redisgo-fuzz-" + std::to_string(::getpid()) + ".sock";
+    ::unlink(path.c_str());
+    fd.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    path.copy(a.sun_path, sizeof a.sun_path - 1);
+    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd.get(), 64);
+  }
+  ~Listener() { ::unlink(path.c_str()); }
+  void drain() const {
+    for (;;) {
+      int c = ::accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      ::close(c);
+    }
+  }
+};
+
+}  // namespace
+
+int connection(const std::uint8_t* data, std::size_t size) {
+  static const Listener listener;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) return 0;
+  UniqueFd server(pair[1]);
+  auto factory = std::make_shared<PairFactory>();
+  factory->ours.reset(pair[0]);
+  redis::ConnectionOptions o;
+  o.endpoint.kind = redis::Endpoint::Kind::kUnix;
+  o.endpoint.path = listener.path;
+  o.password = kSecret;
+  o.username = "user";
+  o.db = 3;
+  o.scripts = {&redis::kAcquire, &redis::kRenew};
+  o.transport = factory;
+  o.io_timeout = std::chrono::milliseconds(200);
+  o.connect_timeout = std::chrono::milliseconds(200);
+  redis::AsyncConnection conn(o);
+  std::vector<redis::CallPtr> calls;
+  calls.push_back(conn.eval(redis::kAcquire, {"k", "{k}:fence"}, {"h", "1000", "100000"}));
+  calls.push_back(conn.send({"SUBSCRIBE", "chan"}));
+  calls.push_back(conn.eval(redis::kRenew, {"k"}, {"h", "1000"}));
+  listener.drain();
+  // The whole "server" answer, then EOF: every call must end, by a reply or a failure.
+  std::size_t off = 0;
+  while (off < size) {
+    ssize_t n = ::send(server.get(), data + off, size - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+  ::shutdown(server.get(), SHUT_WR);
+  redis::DriveOptions d;
+  d.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  redis::drive({&conn}, [&] {
+    for (const auto& c : calls) {
+      if (!c->done()) return false;
+    }
+    return true;
+  }, d);
+  for (const auto& c : calls) {
+    check(c->done(), "every call ends once the server has closed");
+    if (c->state() == redis::Call::State::kFailed) check(!c->error().empty(), "a failure says why");
+    check(c->error().find(kSecret) == std::string::npos, "the password is never in a message");
+  }
+  (void)conn.take_messages();
+  return 0;
+}
+
+}  // namespace redisgo::fuzz
