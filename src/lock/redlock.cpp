@@ -45,10 +45,7 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
   ttl_arg_ = std::to_string(options_.ttl.count());
   fence_ttl_arg_ = std::to_string(fence_ttl(options_.ttl).count());
   nodes_.reserve(options_.nodes.size());
-  for (auto o : options_.nodes) {
-    o.scripts = redis::kLeaseScripts;
-    nodes_.emplace_back(std::move(o));
-  }
+  for (const auto& o : options_.nodes) nodes_.emplace_back(o);
 }
 
 std::vector<redis::AsyncConnection*> RedlockBackend::connections() {

@@ -152,6 +152,7 @@ void AsyncConnection::close(Fault fault, const std::string& why) noexcept {
     transport_wants_ = 0;
     reader_ = std::make_unique<ReplyReader>();
     subscribed_ = false;
+    loaded_.clear();
     state_ = State::kIdle;
     for (auto& p : failed) {
       p.call->state_ = Call::State::kFailed;
@@ -171,7 +172,9 @@ void AsyncConnection::fail_with(const std::exception& e, Fault during) {
   close(during, e.what());
 }
 
-CallPtr AsyncConnection::send(std::vector<std::string> argv) {
+CallPtr AsyncConnection::send(std::vector<std::string> argv) { return submit(std::move(argv), nullptr); }
+
+CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* script) {
   auto call = std::make_shared<Call>();
   try {
     const auto now = SteadyClock::now();
@@ -185,6 +188,14 @@ CallPtr AsyncConnection::send(std::vector<std::string> argv) {
       call->fault_ = last_fault_;
       call->error_ = describe() + ": " + last_connect_error_;
       return call;
+    }
+    if (script && std::find(loaded_.begin(), loaded_.end(), script->sha) == loaded_.end()) {
+      // First use on this connection: EVAL, which also caches the script on the server,
+      // so later calls go by SHA. An EVALSHA that then meets NOSCRIPT (SCRIPT FLUSH) did
+      // not run; it fails and the connection starts over, never retried out of order.
+      argv[0] = "EVAL";
+      argv[1] = std::string(script->source);
+      loaded_.push_back(script->sha);
     }
     enqueue(std::move(argv), Kind::kUser, call, deadline);
     if (state_ == State::kOpen) flush();
@@ -203,7 +214,7 @@ CallPtr AsyncConnection::eval(const Script& script, const std::vector<std::strin
   argv.push_back(std::to_string(keys.size()));
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  return send(std::move(argv));
+  return submit(std::move(argv), &script);
 }
 
 void AsyncConnection::enqueue(std::vector<std::string> argv, Kind kind, CallPtr call,
@@ -230,9 +241,6 @@ void AsyncConnection::begin_connect() {
     enqueue(std::move(auth), Kind::kAuth, std::make_shared<Call>(), deadline);
   }
   if (options_.db != 0) enqueue({"SELECT", std::to_string(options_.db)}, Kind::kSelect, std::make_shared<Call>(), deadline);
-  for (const Script* s : options_.scripts) {
-    enqueue({"SCRIPT", "LOAD", std::string(s->source)}, Kind::kScriptLoad, std::make_shared<Call>(), deadline);
-  }
   try {
     resolution_ = Resolution::start(options_.endpoint);
   } catch (const std::exception& e) {
@@ -411,7 +419,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   call.reply_ = std::move(reply);
   call.state_ = Call::State::kReplied;
   if (error && starts_with(text, "NOSCRIPT")) {
-    // SCRIPT FLUSH since we connected: reconnect, which loads the scripts again.
+    // SCRIPT FLUSH since we loaded it: reconnect, which loads the scripts again.
     close(Fault::kReply, "the server lost the scripts loaded on this connection (SCRIPT FLUSH?); reconnecting");
   }
 }

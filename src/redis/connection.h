@@ -4,8 +4,11 @@
 ///   idle -> resolving -> connecting -> handshake (TLS) -> open
 ///
 /// Commands are queued at once and answered in order (RESP pipelining); on a new
-/// connection AUTH, SELECT and the SCRIPT LOADs of the lease scripts go first, on the same
-/// write, so a (re)connect costs no extra round trip and no blocking step. The owner
+/// connection AUTH and SELECT go first, on the same write: a (re)connect costs no extra
+/// round trip and no blocking step. A script runs as EVAL the first time on a connection
+/// (which caches it on the server) and as EVALSHA after; a NOSCRIPT is a failed call and a
+/// fresh connection, never a retry that, pipelined behind other commands, could make an
+/// acquire run after its own undo. The owner
 /// drives it from its own poll() loop: fd()/events() say what to wait for, on_ready()
 /// does the I/O, check_deadlines() enforces the timeouts. Nothing here ever blocks.
 ///
@@ -78,9 +81,6 @@ struct ConnectionOptions {
   std::string password;         ///< empty: no AUTH. Secret: never logged.
   int db = 0;                   ///< SELECT when non-zero
   bool keepalive = true;        ///< TCP keepalive (a silent peer is noticed on idle sockets)
-  /// Loaded with SCRIPT LOAD on every new connection, so EVALSHA of them never meets
-  /// NOSCRIPT (which, pipelined, could reorder an acquire behind its own undo).
-  std::vector<const Script*> scripts;
   /// TLS when set (redis/tls.h); shared by every connection of a process.
   std::shared_ptr<const TransportFactory> transport;
 };
@@ -121,7 +121,7 @@ class AsyncConnection {
   /// Queues a command (argv form); starts connecting if needed. Never throws for a node
   /// failure: the call fails instead (possibly already when this returns).
   CallPtr send(std::vector<std::string> argv);
-  /// EVALSHA of a script listed in options().scripts.
+  /// `script` with these keys and args: EVAL the first time on this connection, EVALSHA after.
   CallPtr eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
   /// What to poll: the fd (-1: nothing) and its events.
@@ -168,6 +168,7 @@ class AsyncConnection {
     Kind kind;
   };
 
+  CallPtr submit(std::vector<std::string> argv, const Script* script);
   void begin_connect();
   void after_resolution();
   void connect_next_address();
@@ -195,6 +196,7 @@ class AsyncConnection {
   SteadyClock::time_point connect_deadline_{};
   bool subscribed_ = false;
   std::vector<Message> messages_;
+  std::vector<std::string> loaded_;  // SHAs of the scripts this connection sent with EVAL
   Fault last_fault_ = Fault::kNone;
 };
 

@@ -9,7 +9,7 @@
 /// integers below 2^53 (9.0e15 µs is the year 2255). The acquire script refuses a counter
 /// at or above 2^53 - 1 rather than hand out a token that could not increase.
 ///
-/// Each script is loaded (SCRIPT LOAD) when a connection opens and then run by SHA
+/// Each script runs as EVAL on its first use on a connection, by SHA after
 /// (redis::AsyncConnection); kLeaseScripts lists them.
 
 #include <vector>
@@ -110,7 +110,7 @@ end
 return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or ''}
 )lua"};
 
-/// Every script above, for ConnectionOptions::scripts.
+/// Every script above.
 inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect};
 
 }  // namespace redisgo::redis

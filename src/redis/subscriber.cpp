@@ -5,11 +5,7 @@
 namespace redisgo::redis {
 
 Subscriber::Subscriber(ConnectionOptions options, std::string channel)
-    : conn_([&] {
-        options.scripts.clear();  // a subscriber runs no script
-        return std::move(options);
-      }()),
-      channel_(std::move(channel)) {}
+    : conn_(std::move(options)), channel_(std::move(channel)) {}
 
 SteadyClock::time_point Subscriber::next_wakeup() const noexcept {
   if (!call_) return retry_at_;

@@ -157,7 +157,6 @@ int connection(const std::uint8_t* data, std::size_t size) {
   o.password = kSecret;
   o.username = "user";
   o.db = 3;
-  o.scripts = {&redis::kAcquire, &redis::kRenew};
   o.transport = factory;
   o.io_timeout = std::chrono::milliseconds(200);
   o.connect_timeout = std::chrono::milliseconds(200);

@@ -150,9 +150,7 @@ std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const L
   std::uint64_t best = 0;
   int votes = 0;
   for (const auto* s : live) {
-    auto o = node(*s);
-    o.scripts = redis::kLeaseScripts;
-    redis::AsyncConnection c(o);
+    redis::AsyncConnection c(node(*s));
     auto acquire = c.eval(redis::kAcquire, {keys.key, keys.fence}, {holder, "10000", "600000"});
     auto release = c.eval(redis::kRelease, {keys.key, keys.channel}, {holder});
     redis::drive({&c}, [&] { return release->done(); });
@@ -274,7 +272,11 @@ TEST_F(LockRedlock, DeadNodeIsSkippedUntilItsRetryTimeThenRejoins) {
   EXPECT_TRUE(r2.confirmed);
   EXPECT_FALSE(r2.lost);
   EXPECT_EQ(r2.votes, 2);
-  EXPECT_EQ(b->release(), 2);
+  // Done once a quorum replied (node 2's "not ours" counts): the other DEL may land after.
+  EXPECT_GE(b->release(), 1);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(wait_until([&] { return servers_[i].cli({"EXISTS", test_key()}) == "0"; }, 2s)) << "node " << i;
+  }
 }
 
 TEST_F(LockRedlock, InspectReportsEveryNode) {
@@ -308,11 +310,17 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
   testing::FakeServer slow(testing::command_handler([&](const std::vector<std::string>& argv) -> std::string {
     {
       std::lock_guard lk(mu);
-      seen.push_back(argv.size() >= 2 ? argv[0] + " " + argv[1] : argv[0]);
+      // The script by its SHA, however it was sent.
+      std::string what = argv.size() >= 2 ? argv[1] : "";
+      for (const redis::Script* sc : redis::kLeaseScripts) {
+        if (what == sc->source) what = sc->sha;
+      }
+      seen.push_back(argv[0].substr(0, 4) + " " + what);
     }
-    if (argv[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
-    if (argv[0] == "EVALSHA" && argv[1] == redis::kAcquire.sha) return "*2\r\n:1\r\n$2\r\n42\r\n";
-    if (argv[0] == "EVALSHA") return ":1\r\n";
+    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == redis::kAcquire.sha) ||
+                         (argv[0] == "EVAL" && argv[1] == redis::kAcquire.source);
+    if (acquire) return "*2\r\n:1\r\n$2\r\n42\r\n";
+    if (argv[0] == "EVAL" || argv[0] == "EVALSHA") return ":1\r\n";
     return "+OK\r\n";
   }), 800ms);
   LeaseOptions o;
@@ -336,7 +344,7 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
   a->settle(500ms);
   ASSERT_TRUE(testing::wait_until([&] {
     std::lock_guard lk(mu);
-    return std::find(seen.begin(), seen.end(), "EVALSHA " + redis::kUndo.sha) != seen.end();
+    return std::find(seen.begin(), seen.end(), "EVAL " + redis::kUndo.sha) != seen.end();
   }, 3s)) << "the grant was not undone";
 }
 

@@ -293,25 +293,23 @@ TEST(RedisConnection, SelectsDb) {
 }
 
 TEST(RedisConnection, SetupAndCommandGoOutInOneWrite) {
-  // AUTH, SELECT, SCRIPT LOAD and the command are pipelined: a reconnect costs one round
-  // trip, not one per step, and never blocks.
+  // AUTH, SELECT and the script (EVAL, its first use here) are pipelined: a reconnect
+  // costs one round trip, not one per step, and never blocks.
   FakeServer fake;
   auto o = options_for(fake.address(), 200ms);
   o.password = "pw";
   o.db = 2;
-  o.scripts = {&kGetScript};
   AsyncConnection conn(o);
   conn.eval(kGetScript, {"k"}, {});
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(wait_until([&] {
     drive({&conn}, nullptr, for_at_most(5ms));
-    return fake.received().find("EVALSHA") != std::string::npos;
+    return fake.received().find("EVAL") != std::string::npos;
   }, 2s));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms);  // before any reply could come
   const auto got = fake.received();
   EXPECT_LT(got.find("AUTH"), got.find("SELECT"));
-  EXPECT_LT(got.find("SELECT"), got.find("SCRIPT"));
-  EXPECT_LT(got.find("SCRIPT"), got.find("EVALSHA"));
+  EXPECT_LT(got.find("SELECT"), got.find("EVAL"));
 }
 
 // ----------------------------------------------------------------------------- AUTH
@@ -344,13 +342,12 @@ TEST(RedisAuth, MissingPasswordIsAnAuthFault) {
   auto c = run(conn, {"GET", "k"});
   EXPECT_EQ(c->fault(), Fault::kAuth);
   EXPECT_NE(c->error().find("NOAUTH"), std::string::npos) << c->error();
-  // With scripts to load, the refusal comes from the set-up step itself.
+  // A script's load meets the refusal first.
   auto o = options_for(server.address());
-  o.scripts = {&kGetScript};
   AsyncConnection with_scripts(o);
-  auto s = run(with_scripts, {"GET", "k"});
+  auto s = eval(with_scripts, kGetScript, {"k"}, {});
   EXPECT_EQ(s->fault(), Fault::kAuth);
-  EXPECT_NE(s->error().find("SCRIPT LOAD failed: NOAUTH"), std::string::npos) << s->error();
+  EXPECT_NE(s->error().find("NOAUTH"), std::string::npos) << s->error();
 }
 
 TEST(RedisAuth, AclUser) {
@@ -371,26 +368,24 @@ TEST(RedisAuth, AclUser) {
 
 // ---------------------------------------------------------------------------- Scripts
 
-TEST(RedisEval, LoadedOnConnectThenRunBySha) {
+TEST(RedisEval, EvalOnFirstUseThenBySha) {
   RedisServer server;
   auto o = options_for(server.address());
-  o.scripts = {&kGetScript, &kEchoScript};
   AsyncConnection conn(o);
   const auto key = test_key();
   server.cli({"SET", key, "v1"});
   EXPECT_EQ(text(eval(conn, kGetScript, {key}, {})), "v1");
   EXPECT_EQ(text(eval(conn, kGetScript, {key}, {})), "v1");
   EXPECT_EQ(text(eval(conn, kEchoScript, {"k"}, {"a"})), "a:k");
-  EXPECT_EQ(calls_of(server, "script|load"), 2);
-  EXPECT_EQ(calls_of(server, "evalsha"), 3);
-  EXPECT_EQ(calls_of(server, "eval"), 0);
+  EXPECT_EQ(calls_of(server, "eval"), 2);     // each script's first use on the connection
+  EXPECT_EQ(calls_of(server, "evalsha"), 1);  // the second use of the first
+  EXPECT_EQ(calls_of(server, "script|load"), 0);
 }
 
 TEST(RedisEval, ScriptErrorIsAnErrorReply) {
   RedisServer server;
   const Script failing{"return redis.error_reply('MYERR no')"};
   auto o = options_for(server.address());
-  o.scripts = {&failing};
   AsyncConnection conn(o);
   auto c = eval(conn, failing, {}, {});
   EXPECT_EQ(c->fault(), Fault::kReply);
@@ -401,7 +396,6 @@ TEST(RedisEval, ScriptErrorIsAnErrorReply) {
 TEST(RedisEval, ScriptFlushCostsOneCallThenTheScriptsAreBack) {
   RedisServer server;
   auto o = options_for(server.address());
-  o.scripts = {&kEchoScript};
   AsyncConnection conn(o);
   EXPECT_EQ(text(eval(conn, kEchoScript, {"k"}, {"1"})), "1:k");
   EXPECT_EQ(server.cli({"SCRIPT", "FLUSH"}), "OK");
@@ -409,14 +403,13 @@ TEST(RedisEval, ScriptFlushCostsOneCallThenTheScriptsAreBack) {
   EXPECT_NE(lost->error().find("NOSCRIPT"), std::string::npos) << lost->error();
   EXPECT_FALSE(conn.connected());  // reconnects, which loads the scripts again
   EXPECT_EQ(text(eval(conn, kEchoScript, {"k"}, {"3"})), "3:k");
-  EXPECT_EQ(calls_of(server, "script|load"), 2);
-  EXPECT_EQ(calls_of(server, "eval"), 0);  // never a pipelined EVAL that could reorder
+  EXPECT_EQ(calls_of(server, "eval"), 2);  // once per connection: never a retry that could reorder
+  EXPECT_EQ(calls_of(server, "evalsha"), 1);
 }
 
 TEST(RedisEval, RestartedServerGetsTheScriptsOnReconnect) {
   RedisServer server;
   auto o = options_for(server.address());
-  o.scripts = {&kGetScript};
   AsyncConnection conn(o);
   const auto key = test_key();
   server.cli({"SET", key, "old"});
@@ -434,7 +427,6 @@ TEST(RedisDrive, ThreeNodesInParallel) {
   std::vector<AsyncConnection> conns;
   for (auto* s : {&a, &b, &c}) {
     auto o = options_for(s->address());
-    o.scripts = {&kEchoScript};
     conns.emplace_back(o);
   }
   std::vector<AsyncConnection*> ptrs;

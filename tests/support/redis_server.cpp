@@ -192,7 +192,8 @@ void RedisServer::resume() {
 }
 
 std::string RedisServer::cli(const std::vector<std::string>& args) const {
-  std::string cmd = "redis-cli -h 127.0.0.1 -p " + std::to_string(port_);
+  // Bounded: a paused (SIGSTOPped) server must not hang the test.
+  std::string cmd = "timeout 5 redis-cli -h 127.0.0.1 -p " + std::to_string(port_);
   if (!options_.password.empty()) cmd += " --no-auth-warning -a '" + options_.password + "'";
   for (const auto& a : args) {
     std::string quoted = "'";
