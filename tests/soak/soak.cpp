@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "support/fault_proxy.h"
+#include "support/records.h"
 #include "support/redis_server.h"
 #include "support/storm_meter.h"
 #include "support/task_process.h"
@@ -58,6 +59,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using redisgo::testing::FaultProxy;
+using redisgo::testing::Freeze;
 using redisgo::testing::RedisServer;
 using redisgo::testing::TaskProcess;
 using Clock = std::chrono::steady_clock;
@@ -161,11 +163,6 @@ struct Daemon {
   std::unique_ptr<TaskProcess> process;
   std::optional<Clock::time_point> restart_at;
   std::vector<std::string> logs;           // every stderr file it had, for the meter
-};
-
-struct Freeze {
-  pid_t daemon_pid;
-  long long from_ns, to_ns;  // realtime
 };
 
 class Soak {
@@ -361,7 +358,7 @@ void Soak::tick_storm() {
 }
 
 int Soak::run() {
-  child_binary_ = std::string(REDISGO_BINARY_DIR) + "/tests/redisgo_soak_child";
+  child_binary_ = redisgo::testing::recorder_binary();
   if (::access(child_binary_.c_str(), X_OK) != 0) usage("missing " + child_binary_ + " (build target redisgo_soak_child)");
   records_ = dir_.path() + "/records";
   for (int i = 0; i < args_.nodes; ++i) nodes_.push_back(std::make_unique<RedisServer>());
@@ -443,87 +440,19 @@ int Soak::run() {
 }
 
 int Soak::check_records() {
-  struct Child {
-    std::string key;  // token + pid
-    long long token = 0;
-    std::string holder;
-    long long start = -1, stop = -1, last = -1;
-    std::vector<long long> writes;
-  };
-  std::map<std::string, Child> children;
-  std::ifstream in(records_);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream l(line);
-    std::string kind, holder;
-    long long t = 0, token = 0;
-    int pid = 0;
-    if (!(l >> kind >> t >> token >> pid >> holder)) continue;
-    auto& c = children[std::to_string(token) + ":" + std::to_string(pid)];
-    c.key = std::to_string(token) + ":" + std::to_string(pid);
-    c.token = token;
-    c.holder = holder;
-    if (kind == "start") c.start = t;
-    if (kind == "stop") c.stop = t;
-    c.last = std::max(c.last, t);
-    c.writes.push_back(t);
-  }
-  std::vector<Child*> order;
-  for (auto& [k, c] : children) {
-    if (c.start >= 0) order.push_back(&c);
-  }
-  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->start < b->start; });
-  // Excused: writes of a child whose daemon's tree was frozen, up to 100 ms after SIGCONT.
-  auto daemon_pid = [](const std::string& holder) -> pid_t {
-    auto a = holder.find(':');
-    auto b = holder.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) return -1;
-    return std::stoi(holder.substr(a + 1, b - a - 1));
-  };
-  auto excused = [&](const Child& c, long long t) {
-    const pid_t pid = daemon_pid(c.holder);
-    for (const auto& f : freezes_) {
-      if (f.daemon_pid == pid && t >= f.from_ns && (f.to_ns == 0 || t <= f.to_ns + 100'000'000LL)) return true;
-    }
-    return false;
-  };
-  int overlaps = 0;
-  long long max_gap = 0;
-  long long prev_end = -1;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const Child& b = *order[i];
-    const long long b_end = b.stop >= 0 ? b.stop : b.last;
-    for (std::size_t j = 0; j < i; ++j) {
-      const Child& a = *order[j];
-      for (long long t : a.writes) {
-        // a alive (it wrote) while b was alive (after b's start, before b's end).
-        if (t > b.start && t < b_end && !excused(a, t)) {
-          ++overlaps;
-          std::cerr << "soak: OVERLAP: child " << a.key << " (holder " << a.holder << ") wrote at " << t
-                    << " while child " << b.key << " (holder " << b.holder << ") ran " << b.start << ".." << b_end
-                    << " (" << (t - b.start) / 1000000 << " ms after its start)\n";
-          break;
-        }
-      }
-      // A later lease has a higher token (a restart under the same lease keeps its token).
-      if (a.token > b.token) {
-        ++overlaps;
-        std::cerr << "soak: TOKEN ORDER: child " << b.key << " started after " << a.key << " with a lower token\n";
-      }
-    }
-    if (prev_end >= 0) max_gap = std::max(max_gap, b.start - prev_end);
-    prev_end = std::max(prev_end, b_end);
-  }
-  const int handovers = order.empty() ? 0 : static_cast<int>(order.size()) - 1;
+  const auto check = redisgo::testing::check_records(records_, freezes_);
+  for (const auto& p : check.problems) std::cerr << "soak: " << p << "\n";
+  const int handovers = check.children.empty() ? 0 : static_cast<int>(check.children.size()) - 1;
   std::printf("handovers=%d faults=%d overlaps=%d max_leaderless_ms=%lld max_cmds_per_s=%.1f max_log_lines_per_s=%.2f "
               "seed=%llu\n",
-              handovers, faults_, overlaps, max_gap / 1000000, max_cmds_, max_lines_,
+              handovers, faults_, check.overlaps, check.max_gap_ns / 1000000, max_cmds_, max_lines_,
               static_cast<unsigned long long>(args_.seed));
   std::fflush(stdout);
-  if (order.empty()) {
+  if (check.children.empty()) {
     std::cerr << "soak: no child ever ran\n";
     return 1;
   }
-  return overlaps;
+  return check.overlaps;
 }
 
 int Soak::check_keys() {

@@ -1,0 +1,47 @@
+#pragma once
+/// The children's own records of their lives (tests/soak/soak_child.cpp writes them:
+/// "start|beat|stop <CLOCK_REALTIME ns> <token> <pid> <holder>", a beat every 10 ms) and
+/// the checker that reads them (issue 9): an overlap is a child writing while another
+/// child (another pid) that started before that write has not yet stopped — two alive at
+/// once; a later child with a lower token is a fencing failure.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace redisgo::testing {
+
+/// A daemon's whole tree was frozen (SIGSTOP) from..to (realtime ns; to = 0: not yet
+/// thawed). SPEC invariant 1: no daemon can prevent an overlap then; its stale child's
+/// writes are excused until 100 ms after the thaw.
+struct Freeze {
+  pid_t daemon_pid = -1;
+  long long from_ns = 0, to_ns = 0;
+};
+
+struct ChildLife {
+  long long token = 0;
+  pid_t pid = -1;
+  std::string holder;
+  long long start = -1, stop = -1, last = -1;  ///< stop -1: never wrote one (killed)
+  std::vector<long long> writes;
+  long long end() const { return stop >= 0 ? stop : last; }
+  /// The daemon's pid, from the holder id "<prefix>:<pid>:<random>".
+  pid_t daemon_pid() const;
+};
+
+struct RecordCheck {
+  std::vector<ChildLife> children;  ///< in start order
+  int overlaps = 0;                 ///< overlaps and tokens out of order
+  std::vector<std::string> problems;
+  long long max_gap_ns = 0;         ///< longest time with no child alive, between the first start and the last end
+};
+
+/// Reads the records file and checks it.
+RecordCheck check_records(const std::string& path, const std::vector<Freeze>& freezes = {});
+
+/// The soak child binary (redisgo_soak_child).
+std::string recorder_binary();
+
+}  // namespace redisgo::testing
