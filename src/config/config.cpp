@@ -336,78 +336,107 @@ std::string unquote_fragments(const std::string& s) {
   return out;
 }
 
-/// Where the first non-ASCII byte outside a string or a comment is, if any. TOML 1.0
-/// allows such characters nowhere else, and toml++ 3.3.0 (Debian 12) reaches
-/// __builtin_unreachable() on some of them (is_non_ascii_horizontal_whitespace, e.g.
-/// U+00A1 or U+FE00 between tokens): undefined behaviour that fuzzing found. So they are
-/// refused here, with their line and column, before the text reaches the parser.
-std::optional<Loc> non_ascii_outside_strings(std::string_view text) {
+/// A character toml++ cannot read safely, and why.
+struct Unsafe {
+  Loc at;
+  const char* why;
+};
+
+/// toml++ 3.3.0 (Debian 12) reaches __builtin_unreachable() when it asks whether a
+/// non-ASCII character is whitespace (is_non_ascii_horizontal_whitespace, e.g. U+00E9 or
+/// U+FE00): undefined behaviour that fuzzing found. It asks wherever whitespace may
+/// appear: between tokens, inside unquoted values, and after a line-ending backslash in a
+/// multi-line string. TOML 1.0 allows non-ASCII characters only inside strings and
+/// comments anyway, so they are refused everywhere else, with their line and column,
+/// before the text reaches the parser. A quote starts a string only where a string can
+/// start (a key at the start of a line, or after '=', '[', '{', ',' or '.'); elsewhere it
+/// is part of an unquoted value, as toml++ reads it.
+std::optional<Unsafe> toml_unsafe_character(std::string_view text) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
+  constexpr std::string_view kBasicDelim = "\"\"\"";
+  constexpr std::string_view kLiteralDelim = "'''";
   int line = 1, col = 1;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const auto at = [&](std::string_view s) { return text.substr(i, s.size()) == s; };
-    const int here_line = line, here_col = col;
-    if (c == '\n') {
-      ++line;
-      col = 1;
-    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
-      ++col;  // count characters, not UTF-8 continuation bytes
+  char prev = '\n';  // the last significant character outside strings and comments
+  const auto non_ascii = [](char c) { return static_cast<unsigned char>(c) >= 0x80; };
+  std::size_t i = 0;
+  auto advance = [&](std::size_t n) {
+    for (std::size_t k = 0; k < n && i < text.size(); ++k, ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+        ++col;  // characters, not UTF-8 continuation bytes
+      }
     }
+  };
+  const auto at = [&](std::string_view s) { return text.substr(i, s.size()) == s; };
+  while (i < text.size()) {
+    const char c = text[i];
+    const Loc here{line, col};
     switch (in) {
       case In::kCode:
-        if (static_cast<unsigned char>(c) >= 0x80) return Loc{here_line, here_col};
+        if (non_ascii(c)) {
+          return Unsafe{here, "a non-ASCII character outside a string or a comment (keys with such characters "
+                              "must be quoted)"};
+        }
         if (c == '#') {
           in = In::kComment;
-        } else if (at("\"\"\"")) {
-          in = In::kMultiBasic;
-          i += 2;
-          col += 2;
-        } else if (c == '"') {
-          in = In::kBasic;
-        } else if (at("'''")) {
-          in = In::kMultiLiteral;
-          i += 2;
-          col += 2;
-        } else if (c == '\'') {
-          in = In::kLiteral;
+        } else if ((c == '"' || c == '\'') && std::string_view("=[{,.\n").find(prev) != std::string_view::npos) {
+          if (at(kBasicDelim) || at(kLiteralDelim)) {
+            in = c == '"' ? In::kMultiBasic : In::kMultiLiteral;
+            advance(3);
+            continue;
+          }
+          in = c == '"' ? In::kBasic : In::kLiteral;
+        } else if (c == '\n') {
+          prev = '\n';
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+          prev = c;
         }
+        advance(1);
         break;
       case In::kComment:
-        if (c == '\n') in = In::kCode;
+        if (c == '\n') {
+          in = In::kCode;
+          prev = '\n';
+        }
+        advance(1);
         break;
       case In::kBasic:
-        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
-          ++i;
-          ++col;
-        } else if (c == '"' || c == '\n') {
+      case In::kLiteral:
+        if (in == In::kBasic && c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
+          advance(2);
+          continue;
+        }
+        if (c == (in == In::kBasic ? '"' : '\'') || c == '\n') {
+          prev = c == '\n' ? '\n' : c;
           in = In::kCode;
         }
-        break;
-      case In::kLiteral:
-        if (c == '\'' || c == '\n') in = In::kCode;
+        advance(1);
         break;
       case In::kMultiBasic:
-        if (c == '\\' && i + 1 < text.size()) {
-          if (text[i + 1] == '\n') {
-            ++line;
-            col = 1;
-          } else {
-            ++col;
+        if (c == '\\') {
+          // A line-ending backslash: toml++ skips the whitespace after it asking of each
+          // character whether it is whitespace, the first non-ASCII one included.
+          std::size_t j = i + 1;
+          while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n')) ++j;
+          if (j < text.size() && non_ascii(text[j])) {
+            advance(j - i);
+            return Unsafe{{line, col}, "a non-ASCII character right after a backslash in a multi-line string "
+                                       "(start the line with an ASCII character, or escape it as \\uXXXX)"};
           }
-          ++i;
-        } else if (at("\"\"\"")) {
-          in = In::kCode;
-          i += 2;
-          col += 2;
+          advance(j > i + 1 ? j - i : 2);
+          continue;
         }
-        break;
+        [[fallthrough]];
       case In::kMultiLiteral:
-        if (at("'''")) {
+        if (at(in == In::kMultiBasic ? kBasicDelim : kLiteralDelim)) {
+          prev = in == In::kMultiBasic ? '"' : '\'';
           in = In::kCode;
-          i += 2;
-          col += 2;
+          advance(3);
+          continue;
         }
+        advance(1);
         break;
     }
   }
@@ -420,9 +449,8 @@ class Loader {
 
   LoadResult run(std::string_view text) {
     toml::table root;
-    if (auto at = non_ascii_outside_strings(text)) {
-      error(*at, "", "invalid TOML: a non-ASCII character outside a string or a comment (keys with such "
-                     "characters must be quoted)");
+    if (auto bad = toml_unsafe_character(text)) {
+      error(bad->at, "", std::string("invalid TOML: ") + bad->why);
       return finish(std::nullopt);
     }
     try {

@@ -52,13 +52,17 @@ int config(const std::uint8_t* data, std::size_t size) {
   const auto env = fixed_env();
   auto first = config::load_string(text, "fuzz.toml", env);
   check(first.config.has_value() == first.errors.empty(), "a config exactly when there is no error");
+  // The secret comes from the environment (password_env = "REDIS_PASSWORD"); a text that
+  // spells it out itself (in a host, say) may well be quoted back.
+  const bool secret_in_text = text.find("fuzz-secret") != std::string::npos;
   for (const auto& e : first.errors) {
     check(!e.message.empty(), "every error says something");
-    check(e.str().find("fuzz-secret") == std::string::npos, "the secret never appears in an error");
+    check(secret_in_text || e.str().find("fuzz-secret") == std::string::npos, "the secret never appears in an error");
   }
   if (!first.config) return 0;
   const std::string rendered = config::render_effective(*first.config);
-  check(rendered.find("fuzz-secret") == std::string::npos, "the secret never appears in the rendering");
+  check(secret_in_text || rendered.find("fuzz-secret") == std::string::npos,
+        "the secret never appears in the rendering");
   auto second = config::load_string(rendered, "fuzz.toml", env);
   check(second.config.has_value(), "the effective configuration loads again");
   if (first.config->redis.password_source == config::PasswordSource::kInline) return 0;  // masked on purpose

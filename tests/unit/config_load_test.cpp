@@ -261,6 +261,9 @@ const std::vector<Malformed> kMalformed = {
     {"syntax_non_ascii_between_tokens", kBase + "expire =\xC2\xA1 \"5s\"\n", "", 4, {"non-ASCII character outside a string"}},
     {"syntax_non_ascii_in_header", "[\xEF\xBB\xBFrfdiy @ \x18\n", "", 1, {"non-ASCII character"}},
     {"syntax_non_ascii_bare_key", kBase + "caf\xC3\xA9 = 1\n", "", 4, {"must be quoted"}},
+    {"syntax_non_ascii_after_a_bare_quote", "[redis]\nhost =0\"1:x\xD2\x82=k\"\n", "", 2, {"outside a string"}},
+    {"syntax_non_ascii_after_line_ending_backslash", kBase + "value = \"\"\"a\\\n   \xC3\xA9\"\"\"\n", "", 5,
+     {"right after a backslash in a multi-line string"}},
     // sections
     {"section_not_table", "redis = 5\n", "redis", 1, {"expected a table", "found integer"}},
     {"task_section_array", "task = [1, 2]\n" + kBase, "task", 1, {"expected a table", "found array"}},
@@ -386,7 +389,8 @@ TEST(ConfigMalformedCount, AtLeastThirtyCases) { EXPECT_GE(kMalformed.size(), 30
 
 TEST(ConfigValues, NonAsciiInStringsCommentsAndQuotedKeysIsFine) {
   auto r = load(kBase + "# caf\xC3\xA9 \xE2\x80\x94 a comment\nvalue = \"h\xC3\xB4te\"\n[task]\n"
-                "command = '''/bin/echo \xF0\x9F\x94\x92'''\nenv = { \"na\xC3\xAFve\" = \"\\\"\xC3\xA9\\\"\" }\n");
+                "command = '''/bin/echo \xF0\x9F\x94\x92'''\nenv = { \"na\xC3\xAFve\" = \"\\\"\xC3\xA9\\\"\", "
+                "B = \"\"\"x\xC3\xA9\\\n  y\"\"\", C = '\xC3\xA9' }\n");
   ASSERT_TRUE(r.config) << all_diagnostics(r);
   EXPECT_EQ(r.config->redis.value, "h\xC3\xB4te");
   EXPECT_EQ(r.config->task.env.at("na\xC3\xAFve"), "\"\xC3\xA9\"");
