@@ -12,6 +12,7 @@
 #include "daemon/state_machine.h"
 #include "daemon/status.h"
 #include "log/logging.h"
+#include "process/child.h"
 #include "process/signals.h"
 #include "util/error.h"
 
@@ -80,10 +81,12 @@ int run(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the mask and signals reach only
   // the daemon's signalfd (STYLE.md "Child process").
   process::block_handled_signals();
+  process::set_program_args(argc, argv);
 
   CLI::App app{"redisgo_task " REDISGO_VERSION " - run a command as a cluster-wide singleton on Redis"};
   app.footer(kMainFooter);
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("redisgo_task ") + REDISGO_VERSION);
 
   std::string config_path;
   std::optional<std::string> key;
@@ -115,6 +118,8 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message and the usage hint

@@ -139,6 +139,10 @@ std::string render_effective(const Config& config);
 inline constexpr Millis kMaxDuration{365LL * 24 * 3600 * 1000};
 inline constexpr Millis kMaxExpire{24LL * 3600 * 1000};
 inline constexpr std::size_t kMaxKeyBytes = 512;
+/// Floors: a renewal every 100 ms at most (3 commands each: 30/s per node), and a crash
+/// loop counted over at least a second.
+inline constexpr Millis kMinCron{100};
+inline constexpr Millis kMinRestartWindow{1000};
 
 /// step_down_hold, or 2 x expire when the file leaves it out.
 Millis effective_step_down_hold(const Config& config);

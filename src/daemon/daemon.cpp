@@ -35,6 +35,8 @@ using config::Mode;
 /// How long the undo of a last failed attempt may take to reach its nodes before a
 /// oneshot run that gives up exits.
 constexpr Millis kSettleBeforeExit{200};
+/// A tree still alive this long after SIGKILL: its keeper does not act (stopped, wedged).
+constexpr Millis kForceKillAfter{200};
 
 std::string hex(const unsigned char* data, std::size_t n) {
   static const char* digits = "0123456789abcdef";
@@ -82,8 +84,9 @@ class Runner {
   int give_up(const lock::Acquisition& acq, int attempts);
   // --- leading ---
   std::optional<int> lead(const lock::Acquisition& acquired);
-  bool spawn_child(std::uint64_t token, std::optional<process::Child>& child, std::string& error, int& code);
-  void log_release(int released);
+  bool spawn_child(std::uint64_t token, Clock::time_point kill_at, std::optional<process::Child>& child,
+                   std::string& error, int& code);
+  void log_release(const lock::Release& r);
   /// Waits out step_down_hold after stepping down; nullopt to contend again.
   std::optional<int> hold_after_step_down(const std::string& why);
   // --- shared ---
@@ -112,6 +115,9 @@ class Runner {
   RestartTracker restarts_;
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
+  bool warned_unpublished_ = false;
+  std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
+  log::CauseLog subscribe_log_{log::get("lock"), "subscribe"};
 };
 
 void Runner::poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap) {
@@ -149,10 +155,13 @@ std::vector<int> Runner::read_signals() {
 }
 
 int Runner::run() {
+  // A job whose keeper is killed from outside leaves orphans: they must come here.
+  process::set_subreaper();
   // Only the main loop's acquisitions watch the signalfd: a stop must not wait on a hung node.
   lock::LeaseOptions main_opts = lease_opts_;
   main_opts.cancel_fd = signals_.fd();
   main_opts.heartbeat = [this] { watchdog_.heartbeat(); };
+  if (auto period = watchdog_.period()) main_opts.heartbeat_every = *period;
   backend_ = lock::make_redis_backend(main_opts, clock_);
   std::uint64_t seed;
   if (::getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<std::uint64_t>(::getpid());
@@ -160,6 +169,7 @@ int Runner::run() {
   for (const auto& node : lease_opts_.nodes) {
     subscribers_.push_back(std::make_unique<redis::Subscriber>(node, keys_.channel));
   }
+  subscriber_failures_.assign(subscribers_.size(), 0);
 
   log_->info("contending for key={} as holder={} mode={} nodes={} expire={} cron={}", cfg_.redis.key, opts_.holder,
              config::to_string(cfg_.task.mode), join(cfg_.redis.nodes, ","), format_duration(cfg_.redis.expire),
@@ -168,6 +178,7 @@ int Runner::run() {
   notifier_.status("standby");
   for (;;) {
     if (auto code = contend()) {
+      notifier_.stopping();
       // A last failed attempt's undo (or a release) may still be on its way out.
       backend_->settle(kSettleBeforeExit);
       return *code;
@@ -218,7 +229,17 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
       }
       if (s->take_became_active()) {
         log_->debug("subscribed to the release channel {} on {}", keys_.channel, s->describe());
+        subscribe_log_.success(s->describe());
         subscribed = true;
+      }
+      if (s->failures() > subscriber_failures_[i]) {
+        // A node that answers but refuses the SUBSCRIBE (an ACL user without the channel)
+        // leaves us without wake-on-release: say so, once; waits still end at the holder's
+        // TTL. A node that is down is reported by the acquisitions already.
+        subscriber_failures_[i] = s->failures();
+        if (s->last_fault() == redis::Fault::kAuth || s->last_fault() == redis::Fault::kReply) {
+          subscribe_log_.failure(s->describe(), s->last_error() + " (standing by without wake-on-release)");
+        }
       }
     }
     if (stop_requested_) return WaitEnd::kShutdown;
@@ -236,22 +257,27 @@ void Runner::report_attempt(const lock::Acquisition& acq) {
 
 int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   bool auth = false;
-  int failed = 0;
+  int unreachable = 0, refused = 0;
+  std::string example;
   for (const auto& e : acq.errors) {
     if (e.node.empty()) continue;  // a failure of the round, not of a node
-    ++failed;
     auth = auth || e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
+    (e.fault == redis::Fault::kReply || e.fault == redis::Fault::kAuth ? refused : unreachable) += 1;
+    if (example.empty()) example = e.message;
   }
-  const int answered = backend_->node_count() - failed;
+  const int answered = backend_->node_count() - unreachable - refused;
   const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
   if (code == kExitTempFail) {
     // Busy is the normal outcome of a cron job on every host but one: info, not louder.
     log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
                acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
+  } else if (code == kExitNoPerm) {
+    log_->error("lease not acquired after {} attempt(s): Redis refused our credentials ({}); giving up", attempts,
+                example);
   } else {
-    log_->error("lease not acquired after {} attempt(s): {}; giving up", attempts,
-                code == kExitNoPerm ? "Redis refused our credentials"
-                                    : "fewer than a quorum of Redis nodes could be reached");
+    log_->error("lease not acquired after {} attempt(s): no quorum of Redis nodes ({} unreachable, {} refused: {}); "
+                "giving up",
+                attempts, unreachable, refused, example);
   }
   return code;
 }
@@ -272,7 +298,10 @@ std::optional<int> Runner::contend() {
     }
     read_signals();
     if (acq.cancelled && stop_requested_) return stopped_while_waiting();
-    if (!recheck) ++attempts;
+    // With a bounded number of attempts every attempt counts, the re-check after a new
+    // subscription included: retries_count = N means at most N requests.
+    const bool counted = cfg_.task.mode == Mode::kOneshot && !cfg_.redis.monitor_try_all;
+    if (!recheck || counted) ++attempts;
     recheck = false;
     report_attempt(acq);
     if (acq.acquired) {
@@ -303,8 +332,16 @@ std::optional<int> Runner::contend() {
       const WaitEnd end = wait_until(wake_at, true);
       if (end == WaitEnd::kShutdown) return stopped_while_waiting();
       if (end == WaitEnd::kReleased) {
-        log_->debug("release message received; trying now");
-        break;
+        // Woken by another holder's release: try at once, unless this waiter tried less
+        // than kMinAttemptGap ago (a flood of release messages, or a holder crash-looping
+        // through the lease, must not drive it faster).
+        const auto soon = std::max(started + kMinAttemptGap, acq.not_before);
+        if (clock_.now() >= soon) {
+          log_->debug("release message received; trying now");
+          break;
+        }
+        wake_at = std::min(wake_at, soon);
+        continue;
       }
       if (end == WaitEnd::kSubscribed) {
         // A release between the attempt and the SUBSCRIBE would have gone unheard: try
@@ -322,8 +359,10 @@ std::optional<int> Runner::contend() {
   }
 }
 
-bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& child, std::string& error, int& code) {
+bool Runner::spawn_child(std::uint64_t token, Clock::time_point kill_at, std::optional<process::Child>& child,
+                         std::string& error, int& code) {
   process::SpawnOptions spawn;
+  spawn.deadline_ns = kill_at.time_since_epoch().count();
   spawn.argv = cfg_.task.command;
   spawn.workdir = cfg_.task.workdir;
   spawn.env = cfg_.task.env;
@@ -349,23 +388,36 @@ bool Runner::spawn_child(std::uint64_t token, std::optional<process::Child>& chi
     error = e.what();
     code = 126;
   }
-  log_->error("cannot start the child: {}", error);
+  if (code == kExitTempFail) {
+    log_->warn("{}", error);  // the lease ran out before the keeper could start the child
+  } else {
+    log_->error("cannot start the child: {}", error);
+  }
   return false;
 }
 
-void Runner::log_release(int released) {
-  // release() counts the nodes where a lease of ours was deleted; elsewhere it had
-  // expired, was taken, or the node did not answer (then it expires by its TTL).
-  if (released > 0) {
-    log_->info("released key={} on {} of {} node(s)", cfg_.redis.key, released, backend_->node_count());
+void Runner::log_release(const lock::Release& r) {
+  // Counts the nodes where a lease of ours was deleted; elsewhere it had expired, was
+  // taken, or the node did not answer (then it expires by its TTL).
+  if (r.released > 0) {
+    log_->info("released key={} on {} of {} node(s)", cfg_.redis.key, r.released, backend_->node_count());
   } else {
     log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
                cfg_.redis.key);
   }
+  if (r.unpublished > 0 && !warned_unpublished_) {
+    // Once: it is a setting, not an event.
+    log_->warn("Redis refused the release message on {} (ACL: the user lacks the channel); standbys are not "
+               "woken and take over only when they next try. Grant it with ACL SETUSER <user> &{}",
+               keys_.channel, keys_.channel);
+    warned_unpublished_ = true;
+  }
 }
 
 std::optional<int> Runner::hold_after_step_down(const std::string& why) {
-  const Millis hold = config::effective_step_down_hold(cfg_);
+  // At least one TTL, and longer with every step-down until the child runs stably again:
+  // a host that keeps failing must not keep taking the lease back (RestartTracker).
+  const Millis hold = restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
   log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
   notifier_.status("stepped down: " + why);
   if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
@@ -394,8 +446,8 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
         if (!e.node.empty()) renew_log_.failure(cause_key(e), e.message);
       }
     };
-    renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.valid_until, renewer_wake_, clock_,
-                                              observe);
+    renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.started, acquired.valid_until,
+                                              renewer_wake_, clock_, observe);
   } catch (const std::exception& e) {
     // No renewal means no safe child: release first, then report the bug (SPEC 70).
     log_->error("cannot start the renewal thread: {}; releasing", e.what());
@@ -416,6 +468,8 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   Clock::time_point stop_kill_at{};     // latest SIGKILL time of the stop in progress
   Clock::time_point stop_began{};
   bool sigkill_sent = false;
+  Clock::time_point sigkill_at{};
+  bool forced = false;
   std::optional<Clock::time_point> restart_at;
   std::optional<Clock::time_point> timeout_at;
   std::uint64_t renewals_seen = 0;
@@ -432,12 +486,30 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   auto start = [&]() {
     cause = StopCause::kNone;
     sigkill_sent = false;
+    forced = false;
     restart_at.reset();
-    keeper_deadline = {};
     std::string error;
     int code = 0;
-    if (spawn_child(acquired.token, child, error, code)) {
+    // The deadline first, every time (the first start too): a pause between the
+    // acquisition and here may have let the lease run out, and another host may hold it.
+    const auto deadline = renewer->valid_until();
+    if (renewer->lost() || !can_start_child(clock_.now(), deadline, task.kill_grace, ttl)) {
+      log_->warn("not starting the child: {}", renewer->lost() ? renewer->lost_reason()
+                                                              : "too little of the lease is left to stop it in time");
+      notifier_.status("lease lost before the child started");
+      outcome = task.mode == Mode::kOneshot ? Outcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), ""}
+                                            : Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, ""};
+      return;
+    }
+    keeper_deadline = stop_schedule(deadline, task.kill_grace, ttl).kill_at;
+    if (spawn_child(acquired.token, keeper_deadline, child, error, code)) {
+      restarts_.on_start(clock_.now());
       if (task.timeout && task.mode == Mode::kOneshot) timeout_at = clock_.now() + *task.timeout;
+      return;
+    }
+    if (code == kExitTempFail) {  // the keeper saw the lease could have ended
+      outcome = task.mode == Mode::kOneshot ? Outcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), ""}
+                                            : Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, ""};
       return;
     }
     // A command that cannot be started: oneshot reports it (127/126); a supervise leader
@@ -537,6 +609,15 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
                                                                                                    : task.kill_signal));
       child->signal_group(SIGKILL);
       sigkill_sent = true;
+      sigkill_at = now;
+    }
+    if (running && sigkill_sent && now - sigkill_at >= kForceKillAfter && !forced) {
+      // The tree did not die from a SIGKILL: the keeper is stopped or wedged. Kill it and
+      // the job from here; the orphans come to this process and are killed on reaping.
+      log_->error("child pid={} survived SIGKILL for {}; killing its keeper pid={} from the daemon", child->pid(),
+                  format_duration(kForceKillAfter), child->keeper_pid());
+      child->force_kill();
+      forced = true;
     }
     if (!running && restart_at) {
       if (stop_requested_) {

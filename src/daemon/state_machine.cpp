@@ -58,6 +58,8 @@ int give_up_code(int busy, bool auth_refused, int answered, int quorum) {
 RestartTracker::RestartTracker(int limit, Millis window, Millis base_delay)
     : limit_(limit), window_(window), base_(base_delay) {}
 
+void RestartTracker::on_start(Clock::time_point now) { started_ = now; }
+
 int RestartTracker::recent(Clock::time_point now) const {
   int n = 0;
   for (auto t : exits_) n += (now - t < window_) ? 1 : 0;
@@ -65,15 +67,27 @@ int RestartTracker::recent(Clock::time_point now) const {
 }
 
 std::optional<Millis> RestartTracker::on_exit(Clock::time_point now) {
+  if (started_ && now - *started_ >= kStableRun) {
+    streak_ = 0;
+    step_downs_ = 0;
+  }
+  started_.reset();
+  ++streak_;
   exits_.erase(std::remove_if(exits_.begin(), exits_.end(), [&](auto t) { return now - t >= window_; }),
                exits_.end());
   exits_.push_back(now);
-  const int n = static_cast<int>(exits_.size());
-  if (n > limit_) return std::nullopt;
-  if (n <= 1) return base_;
+  if (static_cast<int>(exits_.size()) > limit_) return std::nullopt;
+  if (streak_ <= 1) return base_;
   Millis delay = std::max(base_, kRestartStep);
-  for (int i = 1; i < n && delay < kRestartDelayMax; ++i) delay *= 2;
+  for (int i = 1; i < streak_ && delay < kRestartDelayMax; ++i) delay *= 2;
   return std::min(delay, std::max(kRestartDelayMax, base_));
+}
+
+Millis RestartTracker::on_step_down(Millis hold, Millis floor) {
+  ++step_downs_;
+  Millis h = std::max(hold, floor);
+  for (int i = 1; i < step_downs_ && h < kHoldMax; ++i) h *= 2;
+  return std::min(h, std::max(kHoldMax, hold));
 }
 
 Millis kill_margin(Millis ttl) { return config::kill_margin(ttl); }

@@ -70,24 +70,37 @@ AfterMiss after_miss(const MissContext& c);
 int give_up_code(int busy, bool auth_refused, int answered, int quorum);
 
 /// Crash-loop accounting of a supervise leader (SPEC "Stepping down"; issue 8 item 8):
-/// every child exit is recorded; the delay before a restart grows with the exits in the
-/// last `window` (restart_delay for the first, then from max(restart_delay, kRestartStep)
-/// doubling up to kRestartDelayMax); more than `limit` exits in the window: step down.
+///  - every child exit is recorded; more than `limit` exits within `window`: step down;
+///  - the delay before a restart grows with the exits since the child last ran stably
+///    (kStableRun): restart_delay for the first, then from max(restart_delay, kRestartStep)
+///    doubling up to kRestartDelayMax (or restart_delay, if longer), whatever the window;
+///  - each step-down since then holds off longer: step_down_hold, at least `floor` (the
+///    lease TTL), doubling up to kHoldMax (or step_down_hold, if longer).
+/// So no configuration makes a crash loop fork, acquire or log faster than these delays.
 class RestartTracker {
  public:
   static constexpr Millis kRestartStep{100};
   static constexpr Millis kRestartDelayMax{30'000};
+  static constexpr Millis kStableRun{30'000};
+  static constexpr Millis kHoldMax{3'600'000};
   RestartTracker(int limit, Millis window, Millis base_delay);
+  /// A child started at `now`.
+  void on_start(Clock::time_point now);
   /// Records an exit at `now`. The delay before the next start, or nullopt: step down.
   std::optional<Millis> on_exit(Clock::time_point now);
   /// Exits recorded within the window before `now`.
   int recent(Clock::time_point now) const;
+  /// A step-down: how long to hold off contending.
+  Millis on_step_down(Millis hold, Millis floor);
 
  private:
   int limit_;
   Millis window_;
   Millis base_;
   std::vector<Clock::time_point> exits_;
+  std::optional<Clock::time_point> started_;
+  int streak_ = 0;        // exits since the child last ran stably
+  int step_downs_ = 0;    // step-downs since the child last ran stably
 };
 
 /// What to do when the child has ended.

@@ -53,8 +53,10 @@ struct LeaseOptions {
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
   /// signalfd, the renewer its stop eventfd). -1 = none.
   int cancel_fd = -1;
-  /// Called while an operation waits on the network (the systemd watchdog heartbeat).
+  /// Called at least every heartbeat_every while an operation waits on the network (the
+  /// systemd watchdog's proof that the main loop lives).
   std::function<void()> heartbeat;
+  Millis heartbeat_every{1000};
 };
 
 /// One node's failure in an operation.
@@ -69,6 +71,7 @@ struct Acquisition {
   bool acquired = false;
   bool cancelled = false;               ///< cancel_fd ended it
   std::uint64_t token = 0;              ///< fencing token (acquired only)
+  Clock::time_point started{};          ///< when the attempt was sent (the lease's start)
   Clock::time_point valid_until{};      ///< local lease deadline (acquired only)
   int votes = 0;                        ///< nodes that granted it
   int busy = 0;                         ///< nodes where another holder has the key
@@ -99,6 +102,12 @@ struct Renewal {
   std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
 };
 
+/// Outcome of a release.
+struct Release {
+  int released = 0;     ///< nodes where a lease of ours was deleted
+  int unpublished = 0;  ///< of those, nodes that refused the release message (ACL)
+};
+
 /// One node's view of the key (for `status`).
 struct NodeView {
   std::string node;          ///< endpoint string
@@ -118,8 +127,8 @@ class LeaseBackend {
   virtual Acquisition acquire() = 0;
   virtual Renewal renew() = 0;
   /// Compare-and-delete (publishing the release) on every node, also those that did not
-  /// answer the acquire. Returns how many deleted a lease of ours. Never throws.
-  virtual int release() noexcept = 0;
+  /// answer the acquire. Never throws.
+  virtual Release release() noexcept = 0;
   virtual std::vector<NodeView> inspect() = 0;
   /// Lets requests already queued (the undo of a failed attempt) reach their nodes:
   /// waits up to `limit` until they are written. For before the process exits. Never throws.

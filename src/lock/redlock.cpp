@@ -74,6 +74,7 @@ bool RedlockBackend::wait(const std::vector<CallPtr>& calls, const std::function
   redis::DriveOptions o;
   o.cancel_fd = cancellable ? options_.cancel_fd : -1;
   o.heartbeat = options_.heartbeat;
+  o.heartbeat_every = options_.heartbeat_every;
   auto done = [&] {
     if (decided && decided()) return true;
     return std::none_of(calls.begin(), calls.end(), [](const CallPtr& c) { return c && !c->done(); });
@@ -82,14 +83,10 @@ bool RedlockBackend::wait(const std::vector<CallPtr>& calls, const std::function
 }
 
 void RedlockBackend::sweep() noexcept {
-  try {
-    // One look at every socket (poll with timeout 0): replies to earlier rounds that
-    // arrived meanwhile are read before any deadline is judged.
-    redis::DriveOptions o;
-    o.deadline = SteadyClock::now();
-    redis::drive(connections(), nullptr, o);
-  } catch (...) {
-  }
+  // One look at every socket: replies to earlier rounds that arrived meanwhile are read
+  // before any deadline is judged, and an idle connection the server closed is noticed
+  // before a request is sent on it.
+  redis::poll_once(connections());
   const auto now = SteadyClock::now();
   for (auto& node : nodes_) {
     CallPtr failure;  // one failure per sweep: a broken connection fails all its calls at once
@@ -159,6 +156,7 @@ Acquisition RedlockBackend::acquire() {
   Acquisition a;
   a.node_tokens.assign(n, 0);
   const auto start = clock_.now();
+  a.started = start;
   auto calls = send(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_, fence_ttl_arg_}, {},
                     Send::kRespectBackoff);
 
@@ -352,7 +350,7 @@ Renewal RedlockBackend::renew() {
   return rn;
 }
 
-int RedlockBackend::release() noexcept {
+Release RedlockBackend::release() noexcept {
   try {
     sweep();
     auto calls = send(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, {}, Send::kAlways);
@@ -370,14 +368,32 @@ int RedlockBackend::release() noexcept {
     };
     wait(calls, enough, false);
     sweep();
-    int released = 0;
-    for (const auto& c : calls) {
-      if (c && c->ok() && parse_flag_reply(c->reply().get()) == true) ++released;
+    // A connection closed under us (idle, then reset just as we used it) is retried once
+    // on a fresh one: a lost release would keep the lease from the standbys for its TTL.
+    std::vector<bool> again(nodes_.size(), false);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
-    return released;
+    if (std::find(again.begin(), again.end(), true) != again.end()) {
+      auto retried = send(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, again, Send::kAlways);
+      wait(retried, nullptr, false);
+      sweep();
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (again[i]) calls[i] = retried[i];
+      }
+    }
+    Release out;
+    for (const auto& c : calls) {
+      if (!c || !c->ok()) continue;
+      if (auto r = parse_release_reply(c->reply().get()); r && r->released) {
+        ++out.released;
+        if (!r->published) ++out.unpublished;
+      }
+    }
+    return out;
   } catch (...) {
     // Release never throws (STYLE.md "Errors"); the caller logs the count.
-    return 0;
+    return {};
   }
 }
 

@@ -58,7 +58,7 @@ class RedlockBackend final : public LeaseBackend {
   Acquisition acquire() override;
   /// Quorum compare-and-PEXPIRE. confirmed moves the deadline from the send time.
   Renewal renew() override;
-  int release() noexcept override;
+  Release release() noexcept override;
   std::vector<NodeView> inspect() override;
   void settle(Millis limit) noexcept override;
   int node_count() const override { return static_cast<int>(nodes_.size()); }

@@ -25,10 +25,11 @@ std::string describe_errors(const std::vector<NodeError>& errors) {
   return join(parts, "; ");
 }
 
-Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point initial, Interrupt& wake,
-                 const Clock& clock, Observer observer)
+Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,
+                 Clock::time_point initial, Interrupt& wake, const Clock& clock, Observer observer)
     : backend_(make_backend(stop_.fd())),
       interval_(std::max(interval, Millis(1))),
+      first_(lease_start + interval_),
       wake_(wake),
       clock_(clock),
       observer_(std::move(observer)),
@@ -52,13 +53,13 @@ void Renewer::stop() noexcept {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-int Renewer::stop_and_release() noexcept {
+Release Renewer::stop_and_release() noexcept {
   stop();
   return backend_->release();
 }
 
 void Renewer::run() {
-  Millis wait = interval_;
+  Clock::time_point next = first_;
   auto declare_lost = [&](std::string reason) {
     {
       std::lock_guard lk(mu_);
@@ -68,13 +69,14 @@ void Renewer::run() {
     wake_.trigger();
   };
   for (;;) {
-    if (stop_.wait_for(wait)) return;
+    if (stop_.wait_for(until(next, clock_.now()))) return;
     // After a pause (SIGSTOP, a stalled VM) the deadline is checked before anything
     // else: a renewal that succeeds now would not undo the time the lease was unguarded.
     if (clock_.now() >= valid_until()) {
       declare_lost("lease deadline passed without a confirmed renewal");
       return;
     }
+    const auto round_start = clock_.now();
     Renewal r;
     try {
       r = backend_->renew();
@@ -97,7 +99,7 @@ void Renewer::run() {
       if (r.valid_until > valid_until()) valid_until_ns_.store(r.valid_until.time_since_epoch().count());
       renewals_.fetch_add(1);
       wake_.trigger();
-      wait = interval_;
+      next = round_start + interval_;
       continue;
     }
     if (r.lost) {
@@ -115,7 +117,7 @@ void Renewer::run() {
       return;
     }
     // Retry soon, but wake at the deadline at the latest to report it.
-    wait = std::min(retry_interval(interval_), std::max(Millis(1), until(valid_until(), now)));
+    next = std::min(now + retry_interval(interval_), valid_until());
   }
 }
 

@@ -30,11 +30,15 @@ class Renewer {
   /// by cause from it). Must not block.
   using Observer = std::function<void(const Renewal&)>;
 
-  /// Starts the thread. `initial` is the deadline from the acquisition. `wake` is
-  /// triggered on every change the main loop must look at (lost, deadline moved).
-  /// Throws (std::system_error, or what the factory throws) when it cannot start.
-  Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point initial, Interrupt& wake,
-          const Clock& clock = SystemClock::instance(), Observer observer = nullptr);
+  /// Starts the thread. `initial` is the deadline from the acquisition, `lease_start` when
+  /// the acquisition was sent: renewals go out at lease_start + interval, then `interval`
+  /// after each round's own send (start to start: a slow round trip does not stretch the
+  /// cadence). `wake` is triggered on every change the main loop must look at (lost,
+  /// deadline moved). Throws (std::system_error, or what the factory throws) when it
+  /// cannot start.
+  Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,
+          Clock::time_point initial, Interrupt& wake, const Clock& clock = SystemClock::instance(),
+          Observer observer = nullptr);
   ~Renewer();  ///< stop() and join
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -48,8 +52,8 @@ class Renewer {
   void stop() noexcept;
   /// stop(), then release the lease through the renewer's own connections: they were in
   /// use every interval, so they are the least likely to have gone stale while the child
-  /// ran. Returns LeaseBackend::release()'s count. Never throws.
-  int stop_and_release() noexcept;
+  /// ran. Returns LeaseBackend::release()'s outcome. Never throws.
+  Release stop_and_release() noexcept;
 
  private:
   void run();
@@ -57,6 +61,7 @@ class Renewer {
   Interrupt stop_;
   std::unique_ptr<LeaseBackend> backend_;
   Millis interval_;
+  Clock::time_point first_;
   Interrupt& wake_;  // trigger() writes the eventfd, hence not const
   const Clock& clock_;
   Observer observer_;

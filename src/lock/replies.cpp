@@ -62,6 +62,14 @@ std::optional<bool> parse_flag_reply(const redisReply* r) {
   return std::nullopt;
 }
 
+std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
+  auto v = redis::as_integer(r);
+  if (v == 0) return ReleaseReply{false, false};
+  if (v == 1) return ReleaseReply{true, true};
+  if (v == 2) return ReleaseReply{true, false};
+  return std::nullopt;
+}
+
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
   if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4) return std::nullopt;
   auto exists = redis::as_integer(element(r, 0));

@@ -28,6 +28,13 @@ AcquireReply parse_acquire_reply(const redisReply* r);
 /// anything else.
 std::optional<bool> parse_flag_reply(const redisReply* r);
 
+/// The release script: 1 released, 2 released but its PUBLISH refused, 0 not ours.
+struct ReleaseReply {
+  bool released = false;
+  bool published = false;
+};
+std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
+
 /// The inspect script: {exists 0/1, holder or "", pttl, fence or ""}.
 struct InspectReply {
   bool held = false;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -40,7 +41,7 @@ constexpr int kSweepMs = 5;
 
 // What the job reports over the error pipe before _exit. One write(2) of a few bytes,
 // atomic on a pipe.
-enum class Stage : int { kChdir = 1, kExec = 2, kFork = 3 };
+enum class Stage : int { kChdir = 1, kExec = 2, kFork = 3, kDeadline = 4 };
 struct ChildFailure {
   Stage stage;
   int err;
@@ -69,7 +70,34 @@ struct Plan {
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string workdir;
+  std::int64_t deadline_ns = 0;  // CLOCK_BOOTTIME; 0 = none
 };
+
+// The daemon's own argument area (main's argv strings), which the keeper overwrites with
+// its name: `killall redisgo_task` and `pkill -f redisgo_task` aimed at the daemon must
+// not hit the keeper, whose survival is what takes the job's tree down.
+char* g_args = nullptr;
+std::size_t g_args_len = 0;
+constexpr char kKeeperName[] = "redisgo-keeper";
+
+// Keepers alive in this process (for the orphan clean-up, which must spare them).
+std::mutex g_keepers_mu;
+std::vector<pid_t> g_keepers;
+
+void register_keeper(pid_t pid) {
+  std::lock_guard lk(g_keepers_mu);
+  g_keepers.push_back(pid);
+}
+
+void forget_keeper(pid_t pid) {
+  std::lock_guard lk(g_keepers_mu);
+  g_keepers.erase(std::remove(g_keepers.begin(), g_keepers.end(), pid), g_keepers.end());
+}
+
+bool is_keeper(pid_t pid) {
+  std::lock_guard lk(g_keepers_mu);
+  return std::find(g_keepers.begin(), g_keepers.end(), pid) != g_keepers.end();
+}
 
 std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides,
                                             const std::vector<std::string>& unset) {
@@ -107,6 +135,7 @@ Plan make_plan(const SpawnOptions& options) {
   plan.argv_storage = options.argv;
   plan.env_storage = merged_environment(options.env, options.unset_env);
   plan.workdir = options.workdir;
+  plan.deadline_ns = options.deadline_ns;
 
   const std::string& name = options.argv[0];
   if (name.find('/') != std::string::npos) {
@@ -284,6 +313,11 @@ void kill_children(pid_t self) {
 
 [[noreturn]] void run_keeper(const Plan& plan, int control_fd, int status_fd, int report_fd) noexcept {
   close_all_but(control_fd, status_fd, report_fd);
+  ::prctl(PR_SET_NAME, kKeeperName, 0, 0, 0);
+  if (g_args && g_args_len > 0) {
+    std::memset(g_args, 0, g_args_len);
+    std::memcpy(g_args, kKeeperName, std::min(g_args_len - 1, sizeof kKeeperName - 1));
+  }
   ::setpgid(0, 0);  // group signals to the job never reach the keeper, nor the other way
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const pid_t self = ::getpid();
@@ -303,6 +337,21 @@ void kill_children(pid_t self) {
   // absolute CLOCK_BOOTTIME timer also fires at once after a suspend or a freeze of the
   // whole tree.
   int deadline_fd = ::timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (plan.deadline_ns > 0) {
+    // Armed before the job exists, and the job is not started at all once the lease can
+    // have ended: a daemon that stalled between its own check and here must not start a
+    // child under a lease another host may hold by now.
+    timespec now{};
+    ::clock_gettime(CLOCK_BOOTTIME, &now);
+    const std::int64_t now_ns = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+    if (now_ns >= plan.deadline_ns) fail_in_child(report_fd, Stage::kDeadline, ETIME);
+    if (deadline_fd >= 0) {
+      itimerspec spec{};
+      spec.it_value.tv_sec = static_cast<time_t>(plan.deadline_ns / 1'000'000'000);
+      spec.it_value.tv_nsec = static_cast<long>(plan.deadline_ns % 1'000'000'000);
+      ::timerfd_settime(deadline_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+    }
+  }
 
   const pid_t job = ::fork();
   if (job == 0) run_job(plan, report_fd, self);
@@ -491,6 +540,7 @@ Child Child::spawn(const SpawnOptions& options) {
 
   Child child;
   child.keeper_ = keeper;
+  register_keeper(keeper);
   child.control_ = std::move(control_write);
   child.status_in_ = std::move(status_read);
   // pidfds are close-on-exec from birth. The pid cannot have been reused: it is ours and
@@ -507,6 +557,9 @@ Child Child::spawn(const SpawnOptions& options) {
                        failure->err, 126);
     }
     if (failure->stage == Stage::kFork) throw SpawnError(errno_message(name + ": fork", failure->err), failure->err, 126);
+    if (failure->stage == Stage::kDeadline) {
+      throw SpawnError(name + ": not started: the lease could have ended before the child started", ETIME, 75);
+    }
     throw SpawnError(errno_message(name, failure->err), failure->err, failure->err == ENOENT ? 127 : 126);
   }
   // The keeper wrote the job's pid before closing its copy of the report pipe.
@@ -552,17 +605,59 @@ std::optional<int> Child::reap(bool block) noexcept {
   int status = 0;
   pid_t r = static_cast<pid_t>(waitpid_retrying(keeper_, &status, block ? 0 : WNOHANG));
   if (r == 0) return std::nullopt;  // still running
-  int code = kUnknownExitCode;
-  // The keeper's last report is the job's wait status; without one (the keeper was
-  // killed from outside) the status is unknown.
+  // The keeper's last report is the job's wait status.
+  std::optional<int> code;
   while (auto report = read_keeper_report(status_in_.get())) {
     if (report->kind == Report::kExited) code = exit_code_from_wait_status(report->value);
   }
-  if (r < 0) code = kUnknownExitCode;  // reaped behind our back (SIGCHLD ignored)
+  forget_keeper(keeper_);
+  if (!code) {
+    // The keeper was killed from outside before the tree was gone: its job died of the
+    // death signal, and the job's own descendants were orphaned. As a child subreaper
+    // (set_subreaper) this process inherits them: kill them all before anyone may
+    // release the lease.
+    kill_orphans();
+    code = kUnknownExitCode;
+  }
   status_ = code;
   control_.reset();
   pidfd_.reset();
   return status_;
+}
+
+void Child::kill_orphans() noexcept {
+  if (pid_ > 0) ::kill(-pid_, SIGKILL);  // the job's group, if anything of it is left
+  const pid_t self = ::getpid();
+  // Each pass kills this process's children that are not keepers; their own children
+  // are orphaned to us in turn. Bounded: SIGKILLed processes die promptly.
+  for (int pass = 0; pass < 400; ++pass) {
+    bool any = false;
+    for_each_proc_entry("/proc", [&](int pid, int proc_dir) {
+      if (parent_of(pid, proc_dir) != self || is_keeper(pid)) return;
+      any = true;
+      ::kill(pid, SIGKILL);
+    });
+    // Reap the ones that died (only non-keepers: peek, then wait by pid).
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
+      if (is_keeper(info.si_pid)) break;  // a keeper's exit is its Child's to reap
+      int st = 0;
+      waitpid_retrying(info.si_pid, &st, 0);
+    }
+    if (!any) return;
+    ::poll(nullptr, 0, 5);
+  }
+}
+
+void set_subreaper() noexcept { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+void set_program_args(int argc, char** argv) noexcept {
+  if (argc <= 0 || !argv || !argv[0]) return;
+  // The strings of argv are contiguous: from argv[0] to the end of the last one.
+  char* end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
+  g_args = argv[0];
+  g_args_len = static_cast<std::size_t>(end - argv[0]);
 }
 
 std::optional<int> Child::try_wait() { return reap(false); }
@@ -592,6 +687,17 @@ void Child::signal_group(int sig) noexcept {
   if (!running() || !control_ || sig <= 0 || sig >= NSIG) return;
   KeeperRequest req{Request::kSignal, sig};
   [[maybe_unused]] auto n = ::write(control_.get(), &req, sizeof req);
+  // A stopped keeper could not act on the request.
+  ::kill(keeper_, SIGCONT);
+  // SIGKILL also goes to the job's group directly: it must not depend on the keeper. (The
+  // group id stays the job's while the keeper lives: it kills the group before it reaps
+  // the job's leader, and exits only when the tree is gone.)
+  if (sig == SIGKILL && pid_ > 0) ::kill(-pid_, SIGKILL);
+}
+
+void Child::force_kill() noexcept {
+  if (!running()) return;
+  last_resort_kill();
 }
 
 void Child::set_deadline(std::int64_t boot_ns) noexcept {
@@ -602,7 +708,8 @@ void Child::set_deadline(std::int64_t boot_ns) noexcept {
 
 void Child::last_resort_kill() noexcept {
   // The keeper does not act on our requests (stopped, wedged): kill it and the job's
-  // group directly. The job's death signal then fires too.
+  // group directly. The job's death signal then fires too, and the job's orphans come
+  // to this process (a subreaper), which reap() kills.
   ::kill(keeper_, SIGKILL);
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
 }

@@ -53,7 +53,20 @@ struct SpawnOptions {
   /// Names removed from the daemon's environment (before `env` is applied): variables
   /// addressed to the daemon itself (systemd's NOTIFY_SOCKET) or secret (password_env).
   std::vector<std::string> unset_env;
+  /// The lease's kill deadline (CLOCK_BOOTTIME ns, as set_deadline()), armed in the keeper
+  /// before the job is forked; past it, the job is not started (SpawnError, exit_code 75).
+  /// 0 = none.
+  std::int64_t deadline_ns = 0;
 };
+
+/// Makes this process a child subreaper, so that the descendants of a job whose keeper was
+/// killed from outside come to it (and are killed) instead of escaping to init. The daemon
+/// calls it once at start.
+void set_subreaper() noexcept;
+
+/// Remembers where main's argv strings are, so that a keeper can overwrite them with its
+/// own name: commands that find the daemon by name (killall, pkill -f) must not find it.
+void set_program_args(int argc, char** argv) noexcept;
 
 /// The command could not be started: exit_code() is 127 (not found) or 126 (not
 /// executable, workdir unusable, other); error_number() is the errno.
@@ -111,6 +124,9 @@ class Child {
   /// Delivers `sig` to the job's process group (through the keeper); SIGKILL also kills
   /// every other descendant. No-op if not running. Never throws.
   void signal_group(int sig) noexcept;
+  /// Last resort when the tree does not die (the keeper stopped or wedged): SIGKILL the
+  /// keeper and the job's group from here; reap() then kills the orphans. Never throws.
+  void force_kill() noexcept;
   /// The instant (CLOCK_BOOTTIME, ns since boot; SystemClock's time_point) at which the
   /// keeper SIGKILLs the tree on its own unless a later deadline arrives first; 0 = none.
   /// Never throws.
@@ -126,6 +142,9 @@ class Child {
  private:
   std::optional<int> reap(bool block) noexcept;
   void last_resort_kill() noexcept;
+  /// Kills the job's group and every child of this process that is not a keeper (the
+  /// orphans of a job whose keeper died), and reaps them.
+  void kill_orphans() noexcept;
 
   pid_t keeper_ = -1;
   pid_t pid_ = -1;

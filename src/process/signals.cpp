@@ -13,7 +13,10 @@ namespace redisgo::process {
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPWR, SIGIO, SIGVTALRM, SIGPROF,
+                  SIGXCPU, SIGXFSZ, SIGWINCH, SIGURG, SIGTSTP, SIGCONT}) {
+    sigaddset(&set, sig);
+  }
   return set;
 }
 
@@ -27,6 +30,12 @@ void block_handled_signals() {
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   if (::sigaction(SIGPIPE, &ignore, nullptr) != 0) throw_errno("sigaction(SIGPIPE)", errno);
+  // A daemon in the background of a terminal must not be stopped by writing its log to it
+  // (or reading): a stopped daemon cannot stop its child. Children get them back at their
+  // default (Child::spawn resets every disposition).
+  for (int sig : {SIGTTIN, SIGTTOU}) {
+    if (::sigaction(sig, &ignore, nullptr) != 0) throw_errno("sigaction", errno);
+  }
 }
 
 SignalFd::SignalFd() {

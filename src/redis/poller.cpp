@@ -61,6 +61,26 @@ DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<b
   }
 }
 
+void poll_once(const std::vector<AsyncConnection*>& conns) noexcept {
+  std::vector<pollfd> fds;
+  std::vector<AsyncConnection*> polled;
+  for (auto* c : conns) {
+    if (c && c->fd() >= 0 && c->events() != 0) {
+      fds.push_back(pollfd{c->fd(), c->events(), 0});
+      polled.push_back(c);
+    }
+  }
+  if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0) {
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+      if (fds[i].revents != 0) polled[i]->on_ready(fds[i].revents);
+    }
+  }
+  const auto now = SteadyClock::now();
+  for (auto* c : conns) {
+    if (c) c->check_deadlines(now);
+  }
+}
+
 std::vector<CallPtr> run_commands(AsyncConnection& conn, const std::vector<std::vector<std::string>>& argvs,
                                   int cancel_fd) {
   std::vector<CallPtr> calls;

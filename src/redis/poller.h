@@ -34,6 +34,12 @@ enum class DriveEnd {
 DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<bool()>& done,
                const DriveOptions& options = {});
 
+/// One look at every connection, busy or idle, without waiting: reads what arrived (an
+/// idle connection that the server closed meanwhile — its `timeout`, CLIENT KILL, a load
+/// balancer — is noticed and closed quietly, so the next request opens a fresh one instead
+/// of failing on the dead one) and enforces the deadlines. Never throws.
+void poll_once(const std::vector<AsyncConnection*>& conns) noexcept;
+
 /// Blocking convenience for tools (status, check) and tests: sends each argv on `conn`
 /// and drives it until every reply is in or has failed, or cancel. Returns the calls.
 std::vector<CallPtr> run_commands(AsyncConnection& conn, const std::vector<std::vector<std::string>>& argvs,

@@ -23,7 +23,9 @@ namespace redisgo::redis {
 /// max(counter + 1, server TIME in µs), give it the fence TTL (SPEC "Keys": a retired key
 /// leaves nothing behind; the TIME floor keeps tokens increasing after it expires), and
 /// return {1, "<token>"}. Not acquired: {0, "<current holder>" or "", pttl}, so a waiter
-/// learns how long the current lease has left. A miss costs the server four commands.
+/// learns how long the current lease has left. A miss costs the server four commands. A
+/// fence counter that is not a number (or not even a string) undoes the SET in the same
+/// script: a half-done acquisition must not hold the key for its TTL.
 /// There is no re-entrancy: a holder that acquires a key it already holds gets 0 like
 /// anyone else (its lease is not silently extended, and no token is issued that the
 /// resource could confuse with the running one).
@@ -31,10 +33,10 @@ inline const Script kAcquire{R"lua(
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
 end
-local fence = redis.call('GET', KEYS[2])
-if fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991) then
+local fence = redis.pcall('GET', KEYS[2])
+if type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991)) then
   redis.call('DEL', KEYS[1])
-  return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer below 2^53-1')
+  return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer below 2^53-1 (fix or delete it)')
 end
 local t = redis.call('TIME')
 local token = (tonumber(fence) or 0) + 1
@@ -57,12 +59,17 @@ return 0
 
 /// Release. KEYS: lease key, release channel. ARGV: holder.
 /// Compare-and-DEL; on success PUBLISHes the holder id on the channel (wakes standbys,
-/// SPEC invariant 5; a waiter ignores its own id) and returns 1. Not ours: 0, nothing
-/// changed, nothing published.
+/// SPEC invariant 5; a waiter ignores its own id) and returns 1, or 2 when the PUBLISH was
+/// refused (an ACL user without the channel: Redis 7's default for new users) — the lease
+/// is released all the same, only nobody is woken. Not ours: 0, nothing changed, nothing
+/// published.
 inline const Script kRelease{R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', KEYS[2], ARGV[1])
+  local published = redis.pcall('PUBLISH', KEYS[2], ARGV[1])
+  if type(published) == 'table' and published.err then
+    return 2
+  end
   return 1
 end
 return 0

@@ -13,6 +13,7 @@ SteadyClock::time_point Subscriber::next_wakeup() const noexcept {
 }
 
 void Subscriber::note_failure(SteadyClock::time_point now) noexcept {
+  ++failures_;
   if (call_ && call_->done() && !call_->ok()) {
     last_error_ = call_->error();
     last_fault_ = call_->fault();

@@ -36,6 +36,8 @@ class Subscriber {
   bool take_became_active() noexcept;
   /// Unsubscribes by closing the connection; maintain() subscribes again.
   void close() noexcept;
+  /// Attempts that failed so far (a caller that logs them compares this with what it saw).
+  int failures() const noexcept { return failures_; }
   /// Why the last attempt failed ("" if none).
   const std::string& last_error() const noexcept { return last_error_; }
   Fault last_fault() const noexcept { return last_fault_; }
@@ -51,6 +53,7 @@ class Subscriber {
   SteadyClock::time_point retry_at_{};
   Millis retry_delay_ = kRetryMin;
   bool reported_active_ = false;
+  int failures_ = 0;
   std::string last_error_;
   Fault last_fault_ = Fault::kNone;
 };

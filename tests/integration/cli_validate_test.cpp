@@ -97,14 +97,19 @@ TEST(CliValidate, ValidConfigPrintsTheEffectiveSettingsWithTheSecretMasked) {
   EXPECT_EQ(r.err.find("hunter2-secret"), std::string::npos) << r.err;
 }
 
-TEST(CliValidate, UnknownKeyIsAWarningWithItsLine) {
+TEST(CliValidate, UnknownKeyIsAnErrorWithItsLineAndASuggestion) {
+  // Round 8, #4: a misspelt expire ran silently with the 5 s default.
   TempDir dir;
-  std::string path = dir.write("typo.toml", kRedis + "hots = \"x\"\n");
-  auto r = run_task_binary({"validate", "--config", path}, 10s);
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(":4:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("hots"), std::string::npos) << r.err;
+  std::string path = dir.write("typo.toml", kRedis + "expir = \"60s\"\n");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"validate", "--config", path},
+                                               std::vector<std::string>{"task", "--config", path, "--", "/bin/true"}}) {
+    const auto& sub = args[0];
+    auto r = run_task_binary(args, 10s);
+    EXPECT_EQ(r.code, 78) << sub << ": " << r.err;
+    EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(":4:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("did you mean 'expire'?"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -88,14 +88,14 @@ TEST(LockLease, AcquireContendRenewRelease) {
   EXPECT_FALSE(renewed.lost);
   EXPECT_GT(pttl(server, key), 3000);  // back to the full 10 s
 
-  EXPECT_EQ(a->release(), 1);
+  EXPECT_EQ(a->release().released, 1);
   EXPECT_EQ(server.cli({"EXISTS", key}), "0");
-  EXPECT_EQ(a->release(), 0);  // already gone: nothing of ours to delete
+  EXPECT_EQ(a->release().released, 0);  // already gone: nothing of ours to delete
 
   auto next = b->acquire();
   ASSERT_TRUE(next.acquired);
   EXPECT_GT(next.token, got.token);
-  EXPECT_EQ(b->release(), 1);
+  EXPECT_EQ(b->release().released, 1);
 }
 
 TEST(LockLease, NonHolderRenewAndReleaseChangeNothing) {
@@ -112,10 +112,10 @@ TEST(LockLease, NonHolderRenewAndReleaseChangeNothing) {
   EXPECT_GT(left, 0);
   EXPECT_LE(left, 10000);  // b's 60 s TTL was not applied
 
-  EXPECT_EQ(b->release(), 0);
+  EXPECT_EQ(b->release().released, 0);
   EXPECT_EQ(server.cli({"GET", key}), "holder-a");
   EXPECT_LE(pttl(server, key), left);
-  EXPECT_EQ(a->release(), 1);
+  EXPECT_EQ(a->release().released, 1);
 }
 
 TEST(LockLease, LeaseExpiresWhenNotRenewed) {
@@ -143,7 +143,7 @@ TEST(LockLease, TokensStrictlyIncreaseOverAlternatingHolders) {
     ASSERT_TRUE(got.acquired) << "attempt " << i;
     ASSERT_GT(got.token, last) << "attempt " << i;
     last = got.token;
-    ASSERT_EQ(who->release(), 1) << "attempt " << i;
+    ASSERT_EQ(who->release().released, 1) << "attempt " << i;
   }
   // The stored counter is the exact decimal (not Lua's 14-digit "1.79e+15").
   EXPECT_EQ(server.cli({"GET", "{" + test_key() + "}:fence"}), std::to_string(last));
@@ -186,7 +186,7 @@ TEST(LockLease, ReleasePublishesOnTheReleaseChannel) {
   ASSERT_TRUE(confirm);
 
   ASSERT_TRUE(a->acquire().acquired);
-  EXPECT_EQ(a->release(), 1);
+  EXPECT_EQ(a->release().released, 1);
   void* raw = nullptr;
   ASSERT_EQ(redisGetReply(sub.get(), &raw), REDIS_OK);
   redis::ReplyPtr msg(static_cast<redisReply*>(raw));
@@ -197,7 +197,7 @@ TEST(LockLease, ReleasePublishesOnTheReleaseChannel) {
   EXPECT_EQ(std::string(msg->element[2]->str), "holder-a");
 
   // A release that deletes nothing publishes nothing.
-  EXPECT_EQ(a->release(), 0);
+  EXPECT_EQ(a->release().released, 0);
   EXPECT_EQ(server.cli({"PUBLISH", channel, "marker"}), "1");
   ASSERT_EQ(redisGetReply(sub.get(), &raw), REDIS_OK);
   redis::ReplyPtr next(static_cast<redisReply*>(raw));
@@ -248,7 +248,7 @@ TEST(LockLease, UnreachableNodeIsANoVoteNotAnException) {
   auto r = a->renew();
   EXPECT_FALSE(r.confirmed);
   EXPECT_FALSE(r.lost);  // no node said "not yours": unreachable proves nothing
-  EXPECT_EQ(a->release(), 0);
+  EXPECT_EQ(a->release().released, 0);
   auto views = a->inspect();
   ASSERT_EQ(views.size(), 1u);
   EXPECT_FALSE(views[0].reachable);
@@ -273,7 +273,7 @@ TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(factory(opts), 50ms, got.valid_until, wake);
+  Renewer renewer(factory(opts), 50ms, got.started, got.valid_until, wake);
   // 30 renewals at 50 ms take ~3 TTLs; without them the key would be gone after one.
   ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 30 || renewer.lost(); }, 10s));
   EXPECT_FALSE(renewer.lost()) << renewer.lost_reason();
@@ -281,7 +281,7 @@ TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
   EXPECT_GT(renewer.valid_until(), got.valid_until);
   EXPECT_TRUE(wake.triggered());
   renewer.stop();
-  EXPECT_EQ(a->release(), 1);
+  EXPECT_EQ(a->release().released, 1);
 }
 
 TEST(LockRenewer, PausedServerEndsInLostLease) {
@@ -293,7 +293,7 @@ TEST(LockRenewer, PausedServerEndsInLostLease) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(factory(opts), 60ms, got.valid_until, wake);
+  Renewer renewer(factory(opts), 60ms, got.started, got.valid_until, wake);
   ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 1; }, 5s));
   server.pause();
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
@@ -311,7 +311,7 @@ TEST(LockRenewer, TakenOverKeyIsReportedLost) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
-  Renewer renewer(factory(opts), 20ms, got.valid_until, wake);
+  Renewer renewer(factory(opts), 20ms, got.started, got.valid_until, wake);
   server.cli({"SET", test_key(), "intruder"});
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
   EXPECT_NE(renewer.lost_reason().find("no longer ours"), std::string::npos) << renewer.lost_reason();

@@ -8,7 +8,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <filesystem>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -16,6 +23,7 @@
 #include <thread>
 
 #include "support/fake_server.h"
+#include "support/notify_socket.h"
 #include "support/redis_server.h"
 #include "support/storm_meter.h"
 #include "support/task_process.h"
@@ -465,6 +473,331 @@ TEST_F(TaskFaults, StoppedDaemonCannotLetItsChildOutliveTheLease) {
   standby.signal(SIGTERM);
   EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
   EXPECT_EQ(standby.wait_for(10s), 0) << standby.err();
+}
+
+}  // namespace
+
+// --- Found by attacking the fault-proof core (round 8); each failed before its fix. ---
+
+namespace {
+
+/// The keeper of daemon `daemon` (its child named "redisgo-keeper"), or -1.
+pid_t keeper_of(pid_t daemon) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const std::string stat = read_file((e.path() / "stat").string());
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state;
+    pid_t ppid;
+    if (rest >> state >> ppid && ppid == daemon && read_file((e.path() / "comm").string()) == "redisgo-keeper\n") {
+      return std::stoi(name);
+    }
+  }
+  return -1;
+}
+
+// Round 8, #1: killing the keeper (alone) left the job's grandchildren running while the
+// daemon released at once: a 4.4 s overlap.
+TEST_F(TaskFaults, AKilledKeeperLeavesNothingRunningWhenTheLeaseIsReleased) {
+  RedisServer redis;
+  auto cfg = config({}, {redis.address()});
+  const std::string pids = dir_.path() + "/pids";
+  TaskProcess a(dir_.path(), "a",
+                task(cfg, "sleep 37 & echo $! >> " + pids + "; setsid sleep 38 & echo $! >> " + pids + "; wait"));
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << a.err();
+  const pid_t keeper = keeper_of(a.pid());
+  ASSERT_GT(keeper, 0);
+  // Named apart from the daemon: killall redisgo_task / pkill -f redisgo_task miss it.
+  EXPECT_EQ(read_file("/proc/" + std::to_string(keeper) + "/cmdline").find("redisgo_task"), std::string::npos);
+  ::kill(keeper, SIGKILL);
+  ASSERT_TRUE(a.wait_for(10s).has_value()) << a.err();
+  // By the time the daemon released and exited, every process of the job was dead.
+  for (const auto& l : split_lines(read_file(pids))) EXPECT_FALSE(process_alive(std::stoi(l))) << l;
+  EXPECT_NE(a.err().find("released"), std::string::npos) << a.err();
+}
+
+// Round 8, #2: a pause between the acquisition and the spawn started the child a second
+// after its lease ran out, while another holder ran. strace stalls the daemon's fork of
+// the keeper for 3 s; the keeper must then refuse to start the job.
+TEST_F(TaskFaults, APauseBetweenLeaseAndChildStartsNoStaleChild) {
+  ASSERT_EQ(::access("/usr/bin/strace", X_OK), 0) << "strace missing: run scripts/setup";
+  RedisServer redis;
+  auto cfg = config({}, {redis.address()});  // expire 2s
+  const std::string log = dir_.path() + "/ran";
+  std::vector<std::string> argv{"/usr/bin/strace", "-o", "/dev/null", "-f", "-e", "trace=clone",
+                                "-e", "inject=clone:delay_enter=3000000:when=1", task_binary()};
+  for (const auto& a : task(cfg, "echo A >> " + log)) argv.push_back(a);
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + a + "' ";
+  const auto r = std::system((cmd + "2> " + dir_.path() + "/a.err").c_str());
+  const std::string err = read_file(dir_.path() + "/a.err");
+  EXPECT_EQ(WEXITSTATUS(r), 75) << err;
+  EXPECT_EQ(read_file(log), "") << "a child ran on a lease that could have ended: " << err;
+  EXPECT_NE(err.find("not started"), std::string::npos) << err;
+}
+
+// Round 8, #6: with the keeper stopped, SIGTERM and SIGKILL never reached the job and the
+// daemon hung, the child outliving a lost lease by seconds.
+TEST_F(TaskFaults, AStoppedKeeperCannotKeepAChildAlivePastALostLease) {
+  RedisServer redis;
+  auto cfg = config(fault_config_spec(), {redis.address()});
+  const std::string pids = dir_.path() + "/pids";
+  TaskProcess a(dir_.path(), "a", task(cfg, "echo $$ >> " + pids + "; exec sleep 60"));
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 1; }, 10s)) << a.err();
+  const pid_t child = std::stoi(split_lines(read_file(pids))[0]);
+  const pid_t keeper = keeper_of(a.pid());
+  ASSERT_GT(keeper, 0);
+  ::kill(keeper, SIGSTOP);
+  const auto lost = std::chrono::steady_clock::now();
+  redis.cli({"SET", test_key(), "someone-else", "PX", "60000"});  // the lease is lost
+  ASSERT_TRUE(wait_until([&] { return !process_alive(child); }, 5s)) << a.err();
+  const auto took = std::chrono::steady_clock::now() - lost;
+  std::cout << "child of a stopped keeper dead " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+            << " ms after the lease was lost\n";
+  EXPECT_LT(took, 1500ms);  // cron + kill_grace + the daemon's own SIGKILL, well inside the TTL
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+}
+
+// Round 8, #13: SIGALRM, SIGPWR, SIGIO, SIGXCPU ... killed the daemon without a release;
+// SIGTSTP stopped it with its child running on.
+TEST_F(TaskFaults, StraySignalsAreForwardedNotFatal) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  auto cfg = config(spec, {redis.address()});
+  const std::string got = dir_.path() + "/got";
+  std::string traps;
+  for (const char* s : {"ALRM", "PWR", "IO", "XCPU", "VTALRM", "PROF", "XFSZ", "URG", "WINCH"}) {
+    traps += "trap 'echo " + std::string(s) + " >> " + got + "' " + s + "; ";
+  }
+  TaskProcess a(dir_.path(), "a", task(cfg, traps + "echo ready >> " + got + "; while :; do sleep 0.05; done"));
+  ASSERT_TRUE(wait_until([&] { return read_file(got) == "ready\n"; }, 10s)) << a.err();
+  for (int sig : {SIGALRM, SIGPWR, SIGIO, SIGXCPU, SIGVTALRM, SIGPROF, SIGXFSZ, SIGURG, SIGWINCH}) {
+    const std::size_t before = split_lines(read_file(got)).size();
+    a.signal(sig);
+    EXPECT_TRUE(wait_until([&] { return split_lines(read_file(got)).size() > before; }, 2s)) << sig;
+    EXPECT_TRUE(a.running()) << "signal " << sig << " killed the daemon";
+  }
+  // ^Z stops the child, not the daemon; fg (SIGCONT) continues it.
+  a.signal(SIGTSTP);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(read_file("/proc/" + std::to_string(a.pid()) + "/stat").find(") T "), std::string::npos) << "daemon stopped";
+  a.signal(SIGCONT);
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  EXPECT_EQ(redis.cli({"EXISTS", test_key()}), "0");
+}
+
+}  // namespace
+
+namespace {
+
+// Round 8, #5 and #8: crash loops with configurations validate accepted spun (5,058
+// commands/s and 2,811 log lines/s with step_down_hold = "0s").
+TEST_F(TaskFaults, ACrashLoopWithNoHoldIsStillPaced) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.log_level = "info";
+  spec.expire = "1s";
+  spec.cron = "200ms";
+  spec.kill_grace = "200ms";
+  spec.extra_task = "restart = \"always\"\nrestart_delay = \"0s\"\nrestart_limit = 1\nstep_down_hold = \"0s\"\n";
+  auto cfg = config(spec, {redis.address()});
+  const std::string runs = dir_.path() + "/runs";
+  TaskProcess p(dir_.path(), "loop", task(cfg, "echo x >> " + runs + "; exit 1"));
+  ASSERT_TRUE(p.wait_for_log("stepped down", 10s)) << p.err();
+  StormMeter meter({&redis}, {err_path("loop")}, 1);
+  print(meter.measure(4s), "crash loop, restart_limit 1, step_down_hold 0s");
+  EXPECT_LE(split_lines(read_file(runs)).size(), 8u) << "the holds must grow";
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
+}
+
+}  // namespace
+
+namespace {
+
+// Round 8, #7: a connection the server dropped while idle (CLIENT KILL, its `timeout`, a
+// load balancer) failed the release with no retry: the standby waited the whole TTL.
+TEST_F(TaskFaults, AReleaseOverAConnectionDroppedWhileIdleStillWakesTheStandby) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.expire = "10s";
+  spec.cron = "2s";
+  spec.kill_grace = "1s";
+  auto cfg = config(spec, {redis.address()});
+  const std::string gate = dir_.path() + "/gate";
+  const std::string marks = dir_.path() + "/marks";
+  TaskProcess a(dir_.path(), "a", task(cfg, "while [ ! -e " + gate + " ]; do sleep 0.02; done"));
+  ASSERT_TRUE(a.wait_for_log("lease renewed", 10s) || a.wait_for_log("child started", 1s)) << a.err();
+  TaskProcess b(dir_.path(), "b", task(cfg, "echo B >> " + marks));
+  ASSERT_TRUE(b.wait_for_log("contending", 5s));
+  std::this_thread::sleep_for(300ms);
+  redis.cli({"CLIENT", "KILL", "TYPE", "normal"});  // every idle connection of both daemons
+  std::this_thread::sleep_for(100ms);
+  const auto released = std::chrono::steady_clock::now();
+  std::ofstream(gate).put('x');
+  ASSERT_TRUE(wait_until([&] { return read_file(marks) == "B\n"; }, 15s)) << a.err() << b.err();
+  const auto took = std::chrono::steady_clock::now() - released;
+  std::cout << "standby ran " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+            << " ms after the holder's job ended (TTL 10 s)\n";
+  EXPECT_LT(took, 2s);
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  EXPECT_EQ(a.err().find("release deleted nothing"), std::string::npos) << a.err();
+}
+
+// Round 8, #10: a flood of release messages drove a standby to ~393 commands/s.
+TEST_F(TaskFaults, AFloodOfReleaseMessagesDoesNotDriveAStandby) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.log_level = "info";
+  auto cfg = config(spec, {redis.address()});
+  redis.cli({"SET", test_key(), "someone-else", "PX", "600000"});
+  TaskProcess s(dir_.path(), "standby", task(cfg, "exec sleep 60"));
+  ASSERT_TRUE(s.wait_for_log("contending", 5s));
+  std::this_thread::sleep_for(500ms);  // subscribed, sleeping until the key's TTL
+  std::atomic<bool> stop{false};
+  std::thread flood([&] {
+    const std::string script = "for i in $(seq 1 200); do echo PUBLISH '{" + test_key() + "}:released' x; done | " +
+                               "timeout 5 redis-cli -p " + std::to_string(redis.port()) + " > /dev/null";
+    while (!stop) std::system(script.c_str());
+  });
+  StormMeter meter({&redis}, {err_path("standby")}, 1);
+  meter.start();
+  std::this_thread::sleep_for(2s);
+  auto f = meter.stop();
+  stop = true;
+  flood.join();
+  print(f, "standby under a PUBLISH flood (the flood's own PUBLISHes included)");
+  // The flood's PUBLISH commands are counted too; the standby's own part is its EVALSHA
+  // attempts, at most one per 100 ms: 4 commands each.
+  const auto info = redis.cli({"INFO", "commandstats"});
+  const auto at = info.find("cmdstat_evalsha:calls=");
+  const long evalsha = at == std::string::npos ? 0 : std::stol(info.substr(at + 22));
+  EXPECT_LE(evalsha, 30) << "attempts driven by the flood";
+  s.signal(SIGTERM);
+  EXPECT_EQ(s.wait_for(10s), 0) << s.err();
+}
+
+// Round 8, #12: an ACL user without the release channel (Redis 7's default for a new
+// user): the release's PUBLISH failed after its DEL, the daemon warned that nothing was
+// deleted, and the refused SUBSCRIBE was never logged.
+TEST_F(TaskFaults, AnAclUserWithoutTheChannelReleasesAndSaysWhyNobodyIsWoken) {
+  RedisServer redis(RedisServerOptions{"", {"user jobs on >jobs-Pw ~* +@all resetchannels"}});
+  ConfigSpec spec;
+  spec.extra_redis = "username = \"jobs\"\npassword_env = \"RGT_JOBS_PW\"\n";
+  spec.log_level = "info";
+  auto cfg = config(spec, {redis.address()});
+  const std::map<std::string, std::string> env{{"RGT_JOBS_PW", "jobs-Pw"}};
+  TaskProcess a(dir_.path(), "a", task(cfg, "sleep 0.5"), env);
+  ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
+  TaskProcess b(dir_.path(), "b", task(cfg, "true"), env);
+  ASSERT_TRUE(b.wait_for_log("subscribe: redis", 5s)) << b.err();  // the refusal, logged
+  EXPECT_NE(b.err().find("NOPERM"), std::string::npos) << b.err();
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  EXPECT_EQ(a.err().find("release deleted nothing"), std::string::npos) << a.err();
+  EXPECT_NE(a.err().find("released key="), std::string::npos) << a.err();
+  EXPECT_NE(a.err().find("ACL SETUSER"), std::string::npos) << a.err();
+  EXPECT_EQ(b.wait_for(15s), 0) << b.err();  // still takes over, at the old lease's end at the latest
+}
+
+// Round 8, #18: retries_count = N made N + 1 attempts.
+TEST_F(TaskFaults, RetriesCountIsTheNumberOfRequests) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.extra_redis = "monitor_try_all = false\nretries_count = 3\n";
+  spec.backoff = "strategy = \"constant\"\ninitial = \"150ms\"\nmax = \"150ms\"\njitter = \"none\"\n";
+  auto cfg = config(spec, {redis.address()});
+  redis.cli({"SET", test_key(), "someone-else", "PX", "600000"});
+  redis.cli({"CONFIG", "RESETSTAT"});
+  auto r = run_task_binary(task(cfg, "echo ran"), 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  const auto info = redis.cli({"INFO", "commandstats"});
+  long calls = 0;
+  for (const char* cmd : {"cmdstat_eval:calls=", "cmdstat_evalsha:calls="}) {
+    if (auto at = info.find(cmd); at != std::string::npos) calls += std::stol(info.substr(at + std::strlen(cmd)));
+  }
+  EXPECT_EQ(calls, 3) << info;
+}
+
+// Round 8, #19: a fence counter of the wrong type failed the acquire script after its SET:
+// our own key was left behind for a TTL and the run ended "busy".
+TEST_F(TaskFaults, ACorruptFenceCounterLeavesNothingBehindAndIsNamed) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.extra_redis = "monitor_try_all = false\nretries_count = 1\n";
+  auto cfg = config(spec, {redis.address()});
+  redis.cli({"LPUSH", "{" + test_key() + "}:fence", "junk"});
+  auto r = run_task_binary(task(cfg, "echo ran"), 10s);
+  EXPECT_EQ(r.code, 69) << r.err;  // nobody can run the job: loud, not "busy"
+  EXPECT_EQ(redis.cli({"EXISTS", test_key()}), "0") << "the half-done acquisition was undone";
+  EXPECT_NE(r.err.find("fence counter"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("refused"), std::string::npos) << r.err;
+}
+
+// Round 8, #17: with WatchdogSec of a second or less, the pings paused for a second while
+// an acquisition waited on a slow node, and systemd would have killed a healthy daemon.
+TEST_F(TaskFaults, TheWatchdogKeepsPingingWhileANodeIsSilent) {
+  FakeServer silent;
+  ConfigSpec spec;
+  spec.expire = "10s";
+  spec.cron = "2s";
+  spec.io_timeout = "3s";
+  auto cfg = config(spec, {silent.address()});
+  NotifySocket sock;
+  TaskProcess p(dir_.path(), "wd", task(cfg, "true"),
+                {{"NOTIFY_SOCKET", sock.address()}, {"WATCHDOG_USEC", "400000"}});
+  ASSERT_TRUE(sock.wait_for("READY=1", 5s));
+  sock.recv_all(2500ms);
+  std::vector<std::chrono::steady_clock::time_point> pings;
+  for (const auto& d : sock.history()) {
+    if (d.text == "WATCHDOG=1") pings.push_back(d.at);
+  }
+  ASSERT_GE(pings.size(), 5u);
+  std::chrono::steady_clock::duration worst{};
+  for (std::size_t i = 1; i < pings.size(); ++i) worst = std::max(worst, pings[i] - pings[i - 1]);
+  std::cout << "largest gap between watchdog pings: "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count() << " ms (WatchdogSec 400 ms)\n";
+  EXPECT_LT(worst, 300ms);
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(5s), 75);
+}
+
+}  // namespace
+
+namespace {
+
+// Round 8, #14: with Redis closing idle connections (`timeout 1`) and a renewal every
+// 1.5 s, every round failed on the dead connection and "recovered" on the next: two lines
+// per round, forever.
+TEST_F(TaskFaults, IdleConnectionsClosedByRedisCostNeitherFailuresNorLogLines) {
+  RedisServer redis;
+  redis.cli({"CONFIG", "SET", "timeout", "1"});
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "5s";
+  spec.cron = "1500ms";
+  spec.kill_grace = "1s";
+  spec.log_level = "info";
+  auto cfg = config(spec, {redis.address()});
+  TaskProcess a(dir_.path(), "a", task(cfg, "exec sleep 60"));
+  ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
+  TaskProcess b(dir_.path(), "b", task(cfg, "exec sleep 60"));
+  ASSERT_TRUE(b.wait_for_log("contending", 5s));
+  std::this_thread::sleep_for(6s);  // four renewals, each after Redis dropped the idle connection
+  EXPECT_EQ(count_lines(a.err(), " warn "), 0u) << a.err();
+  EXPECT_EQ(count_lines(b.err(), " warn "), 0u) << b.err();
+  EXPECT_EQ(a.err().find("stopping child"), std::string::npos) << a.err();
+  a.signal(SIGTERM);
+  b.signal(SIGTERM);
+  EXPECT_EQ(a.wait_for(10s), 0);
+  EXPECT_EQ(b.wait_for(10s), 0);
 }
 
 }  // namespace

@@ -78,6 +78,7 @@ std::optional<NotifySocket::Datagram> NotifySocket::recv_one(std::chrono::millis
           d.pid = cred.pid;
         }
       }
+      d.at = std::chrono::steady_clock::now();
       history_.push_back(d);
       return d;
     }

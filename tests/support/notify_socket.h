@@ -25,6 +25,7 @@ class NotifySocket {
   struct Datagram {
     std::string text;  ///< e.g. "READY=1"
     pid_t pid = 0;     ///< sender's pid as the kernel reports it
+    std::chrono::steady_clock::time_point at{};  ///< when it was read
   };
 
   /// Binds the socket; throws std::runtime_error on failure.

@@ -368,6 +368,10 @@ const std::vector<Malformed> kMalformed = {
     {"env_key_with_equals", base_with("", "[task.env]\n\"A=B\" = \"x\"\n"), "task.env.A=B", 5, {"no '='"}},
     {"restart_limit_negative", base_with("", "[task]\nrestart_limit = -1\n"), "task.restart_limit", 5, {"integer >= 0", "found -1"}},
     {"restart_window_zero", base_with("", "[task]\nrestart_window = \"0s\"\n"), "task.restart_window", 5, {"> 0"}},
+    {"restart_window_tiny", base_with("", "[task]\nrestart_window = \"1ms\"\n"), "task.restart_window", 5,
+     {"at least 1s", "cannot count a crash loop"}},
+    {"cron_tiny", base_with("expire = \"100ms\"\ncron = \"1ms\"\n", "[task]\nkill_grace = \"20ms\"\n"), "redis.cron", 5,
+     {"at least 100ms", "found 1ms"}},
     {"step_down_hold_type", base_with("", "[task]\nstep_down_hold = true\n"), "task.step_down_hold", 5, {"a duration", "found boolean"}},
     // maxima (issue 8 item 6): durations at most a year, expire at most a day, keys 512 bytes
     {"timeout_huge", base_with("", "[task]\ntimeout = \"5000000h\"\n"), "task.timeout", 5, {"at most 1 year", "\"5000000h\""}},
@@ -454,6 +458,13 @@ TEST(ConfigErrors, LoadFileReportsThePathAndLine) {
 
 // ---- warnings -------------------------------------------------------------------------
 
+const Diagnostic* error_for(const LoadResult& r, const std::string& key) {
+  for (const auto& e : r.errors) {
+    if (e.key == key) return &e;
+  }
+  return nullptr;
+}
+
 const Diagnostic* warning_for(const LoadResult& r, const std::string& key) {
   for (const auto& w : r.warnings) {
     if (w.key == key) return &w;
@@ -461,7 +472,18 @@ const Diagnostic* warning_for(const LoadResult& r, const std::string& key) {
   return nullptr;
 }
 
-TEST(ConfigWarnings, UnknownKeysWithLineAndSuggestion) {
+TEST(ConfigErrors, KeysOfFeaturesNotYetBuiltAreRefusedByName) {
+  // Without TLS support, `tls = true` must not run in clear with the password on the wire.
+  auto r = load(kBase + "tls = true\nsentinels = [\"a:1\"]\n[task]\nlimit = 2\n[metrics]\nlisten = \"x:1\"\n");
+  EXPECT_FALSE(r.config);
+  for (const char* key : {"redis.tls", "redis.sentinels", "task.limit", "metrics"}) {
+    const Diagnostic* e = error_for(r, key);
+    ASSERT_NE(e, nullptr) << key << "\n" << all_diagnostics(r);
+    EXPECT_NE(e->message.find("not supported by this version"), std::string::npos) << e->str();
+  }
+}
+
+TEST(ConfigErrors, UnknownKeysWithLineAndSuggestion) {
   auto r = load(kBase +
                 "hots = \"x:1\"\n"            // 4
                 "[backoff]\n"                 // 5
@@ -470,30 +492,31 @@ TEST(ConfigWarnings, UnknownKeysWithLineAndSuggestion) {
                 "a = 1\n"                     // 8
                 "[task]\n"                    // 9
                 "level = \"info\"\n");        // 10
-  ASSERT_TRUE(r.config) << all_diagnostics(r);  // warnings do not fail the load
-  const Diagnostic* w = warning_for(r, "redis.hots");
+  EXPECT_FALSE(r.config) << "an unknown key is an error, never a silent default";
+  const Diagnostic* w = error_for(r, "redis.hots");
   ASSERT_NE(w, nullptr) << all_diagnostics(r);
   EXPECT_EQ(w->line, 4);
-  EXPECT_NE(w->message.find("unknown key 'redis.hots' (ignored)"), std::string::npos) << w->str();
+  EXPECT_NE(w->message.find("unknown key 'redis.hots'"), std::string::npos) << w->str();
   EXPECT_NE(w->message.find("did you mean 'host'?"), std::string::npos) << w->str();
-  w = warning_for(r, "backoff.totally_unrelated");
+  w = error_for(r, "backoff.totally_unrelated");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->line, 6);
   EXPECT_EQ(w->message.find("did you mean"), std::string::npos) << w->str();
-  w = warning_for(r, "rediss");
+  w = error_for(r, "rediss");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->line, 7);
   EXPECT_NE(w->message.find("unknown section"), std::string::npos) << w->str();
   EXPECT_NE(w->message.find("'redis'"), std::string::npos) << w->str();
-  w = warning_for(r, "task.level");
+  w = error_for(r, "task.level");
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->line, 10);
   EXPECT_NE(w->message.find("[log]"), std::string::npos) << w->str();
 }
 
-TEST(ConfigWarnings, TopLevelKeyOutsideItsSection) {
+TEST(ConfigErrors, TopLevelKeyOutsideItsSection) {
   auto r = load("expire = \"5s\"\n" + kBase);
-  const Diagnostic* w = warning_for(r, "expire");
+  EXPECT_FALSE(r.config);
+  const Diagnostic* w = error_for(r, "expire");
   ASSERT_NE(w, nullptr) << all_diagnostics(r);
   EXPECT_EQ(w->line, 1);
   EXPECT_NE(w->message.find("redis.expire"), std::string::npos) << w->str();

@@ -160,6 +160,7 @@ TEST(GiveUpCode, BusyBeatsEverythingThenAuthThenUnreachable) {
 TEST(RestartTracker, GrowingDelayThenStepDown) {
   redisgo::FakeClock clock;
   RestartTracker t(4, 60s, 0ms);
+  t.on_start(clock.now());
   EXPECT_EQ(t.on_exit(clock.now()), 0ms);  // restart_delay for the first
   EXPECT_EQ(t.on_exit(clock.now()), 200ms);
   EXPECT_EQ(t.on_exit(clock.now()), 400ms);
@@ -168,15 +169,48 @@ TEST(RestartTracker, GrowingDelayThenStepDown) {
   EXPECT_EQ(t.recent(clock.now()), 5);
 }
 
-TEST(RestartTracker, ExitsOutsideTheWindowAreForgotten) {
+TEST(RestartTracker, ExitsOutsideTheWindowAreForgottenAndAStableRunResetsTheDelay) {
   redisgo::FakeClock clock;
   RestartTracker t(2, 10s, 1s);
+  t.on_start(clock.now());
   EXPECT_EQ(t.on_exit(clock.now()), 1s);
   clock.advance(11s);
-  EXPECT_EQ(t.on_exit(clock.now()), 1s);  // the first one is out of the window
-  clock.advance(1s);
+  EXPECT_EQ(t.on_exit(clock.now()), 2s);  // out of the window, but the streak goes on
+  t.on_start(clock.now());
+  clock.advance(31s);  // ran stably
+  EXPECT_EQ(t.on_exit(clock.now()), 1s);
   EXPECT_EQ(t.on_exit(clock.now()), 2s);
-  EXPECT_EQ(t.on_exit(clock.now()), std::nullopt);
+  EXPECT_EQ(t.on_exit(clock.now()), std::nullopt);  // 3 exits within 10 s
+}
+
+TEST(RestartTracker, ATinyWindowStillGrowsTheDelay) {
+  // Round 8, #5: restart_window = "1ms" never counted two exits, so the delay never grew
+  // and a crash loop forked ~1,800 times/s.
+  redisgo::FakeClock clock;
+  RestartTracker t(5, 1ms, 0ms);
+  std::vector<Millis> delays;
+  for (int i = 0; i < 6; ++i) {
+    t.on_start(clock.now());
+    clock.advance(1ms);
+    delays.push_back(*t.on_exit(clock.now()));
+    clock.advance(delays.back());
+  }
+  EXPECT_EQ(delays, (std::vector<Millis>{0ms, 200ms, 400ms, 800ms, 1600ms, 3200ms}));
+}
+
+TEST(RestartTracker, StepDownHoldsGrowUntilAStableRun) {
+  // Round 8, #5 and #8: step_down_hold = "0s" re-took the lease at fork speed.
+  redisgo::FakeClock clock;
+  RestartTracker t(0, 1min, 0ms);
+  EXPECT_EQ(t.on_step_down(0ms, 2s), 2s);  // at least the TTL
+  EXPECT_EQ(t.on_step_down(0ms, 2s), 4s);
+  EXPECT_EQ(t.on_step_down(0ms, 2s), 8s);
+  for (int i = 0; i < 30; ++i) t.on_step_down(0ms, 2s);
+  EXPECT_EQ(t.on_step_down(0ms, 2s), RestartTracker::kHoldMax);
+  t.on_start(clock.now());
+  clock.advance(RestartTracker::kStableRun);
+  t.on_exit(clock.now());
+  EXPECT_EQ(t.on_step_down(10s, 2s), 10s);  // back to the configured hold
 }
 
 TEST(RestartTracker, DelayIsCappedAndALongBaseIsKept) {

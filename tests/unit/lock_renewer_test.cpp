@@ -6,6 +6,8 @@
 #include <deque>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
+#include <atomic>
 
 #include "lock/renewer.h"
 #include "support/redis_server.h"
@@ -69,7 +71,7 @@ class FakeBackend final : public LeaseBackend {
     }
     return r;
   }
-  int release() noexcept override { return 0; }
+  redisgo::lock::Release release() noexcept override { return {}; }
   std::vector<NodeView> inspect() override { return {}; }
   int node_count() const override { return 1; }
 
@@ -96,7 +98,7 @@ TEST(Renewer, ConfirmedRenewalsMoveTheDeadline) {
   Script script;
   Interrupt wake;
   const auto initial = clock.now() + 100ms;
-  Renewer r(fake(script, clock, 1s), 2ms, initial, wake, clock);
+  Renewer r(fake(script, clock, 1s), 2ms, clock.now(), initial, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.renewals() >= 3; }, 5s));
   EXPECT_EQ(r.valid_until(), clock.now() + 1s);  // FakeClock did not move: now + ttl
   EXPECT_TRUE(wake.triggered());
@@ -108,7 +110,7 @@ TEST(Renewer, LostIsReportedOnceAndRenewingStops) {
   Script script;
   script.steps = {Step::kConfirm, Step::kLost};
   Interrupt wake;
-  Renewer r(fake(script, clock, 1s), 2ms, clock.now() + 1s, wake, clock);
+  Renewer r(fake(script, clock, 1s), 2ms, clock.now(), clock.now() + 1s, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
   EXPECT_TRUE(wake.triggered());
   EXPECT_NE(r.lost_reason().find("no longer ours"), std::string::npos) << r.lost_reason();
@@ -124,7 +126,7 @@ TEST(Renewer, UnconfirmedRetriesFasterThenDeadlinePasses) {
   Interrupt wake;
   const auto initial = clock.now() + 500ms;
   // After a failed round it retries, bounded below (no storm) and by the tick.
-  Renewer r(fake(script, clock, 1s), 40ms, initial, wake, clock);
+  Renewer r(fake(script, clock, 1s), 40ms, clock.now(), initial, wake, clock);
   ASSERT_TRUE(wait_until([&] { return calls(script) >= 4; }, 5s));
   EXPECT_FALSE(r.lost());             // the deadline has not passed on the FakeClock
   EXPECT_EQ(r.valid_until(), initial);  // unconfirmed rounds never move it
@@ -141,7 +143,7 @@ TEST(Renewer, ThrowingBackendCountsAsUnconfirmedAndRecovers) {
   script.steps = {Step::kThrow, Step::kThrow};
   script.then = Step::kConfirm;
   Interrupt wake;
-  Renewer r(fake(script, clock, 2s), 2ms, clock.now() + 1s, wake, clock);
+  Renewer r(fake(script, clock, 2s), 2ms, clock.now(), clock.now() + 1s, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.renewals() >= 1; }, 5s));
   EXPECT_FALSE(r.lost());
   EXPECT_EQ(r.valid_until(), clock.now() + 2s);
@@ -153,7 +155,7 @@ TEST(Renewer, DeadlineCheckedBeforeRenewingAfterAPause) {
   Interrupt wake;
   const auto initial = clock.now() + 100ms;
   clock.advance(200ms);  // as if the process was stopped past its deadline
-  Renewer r(fake(script, clock, 1s), 2ms, initial, wake, clock);
+  Renewer r(fake(script, clock, 1s), 2ms, clock.now(), initial, wake, clock);
   ASSERT_TRUE(wait_until([&] { return r.lost(); }, 5s));
   EXPECT_EQ(calls(script), 0);  // it did not try to renew a lease whose deadline passed
   EXPECT_EQ(r.renewals(), 0u);
@@ -163,7 +165,7 @@ TEST(Renewer, StopIsPromptWithALongInterval) {
   FakeClock clock;
   Script script;
   Interrupt wake;
-  auto r = std::make_unique<Renewer>(fake(script, clock, 1s), 1h, clock.now() + 1h, wake,
+  auto r = std::make_unique<Renewer>(fake(script, clock, 1s), 1h, clock.now(), clock.now() + 1h, wake,
                                      clock);
   const auto t0 = std::chrono::steady_clock::now();
   r->stop();
@@ -171,4 +173,38 @@ TEST(Renewer, StopIsPromptWithALongInterval) {
   r.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);  // not the 1 h tick
   EXPECT_EQ(calls(script), 0);
+}
+
+TEST(Renewer, CadenceIsStartToStartNotStretchedByTheRoundTrip) {
+  // Round 8, #11: renewals went out every cron + round trip; with a 600 ms round trip a
+  // valid configuration lost every lease.
+  struct Slow final : LeaseBackend {
+    std::atomic<int> calls{0};
+    Acquisition acquire() override { return {}; }
+    Renewal renew() override {
+      ++calls;
+      std::this_thread::sleep_for(60ms);
+      Renewal r;
+      r.confirmed = true;
+      r.valid_until = redisgo::SystemClock::instance().now() + 10s;
+      return r;
+    }
+    redisgo::lock::Release release() noexcept override { return {}; }
+    std::vector<NodeView> inspect() override { return {}; }
+    int node_count() const override { return 1; }
+  };
+  Slow* slow = nullptr;
+  Interrupt wake;
+  const auto& clock = redisgo::SystemClock::instance();
+  {
+    Renewer r([&](int) {
+      auto b = std::make_unique<Slow>();
+      slow = b.get();
+      return b;
+    }, 100ms, clock.now(), clock.now() + 10s, wake);
+    std::this_thread::sleep_for(1050ms);  // the window measured
+    r.stop();
+    // Start to start every 100 ms: ~10 rounds; stretched by the round trip: ~6.
+    EXPECT_GE(slow->calls.load(), 9);
+  }
 }
