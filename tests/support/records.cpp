@@ -49,7 +49,9 @@ RecordCheck check_records(const std::string& path, const std::vector<Freeze>& fr
     }
     return false;
   };
-  auto name = [](const ChildLife& c) { return "child " + std::to_string(c.pid) + " (token " + std::to_string(c.token) + ")"; };
+  auto name = [](const ChildLife& c) {
+    return "child " + std::to_string(c.pid) + " (token " + std::to_string(c.token) + ", holder " + c.holder + ")";
+  };
   long long prev_end = -1;
   for (std::size_t i = 0; i < out.children.size(); ++i) {
     const ChildLife& b = out.children[i];
@@ -58,8 +60,9 @@ RecordCheck check_records(const std::string& path, const std::vector<Freeze>& fr
       for (long long t : a.writes) {
         if (t > b.start && t < b.end() && !excused(a, t)) {
           ++out.overlaps;
-          out.problems.push_back("overlap: " + name(a) + " wrote " + std::to_string((t - b.start) / 1'000'000) +
-                                 " ms after " + name(b) + " started");
+          out.problems.push_back("overlap: " + name(a) + " wrote at " + std::to_string(t) + ", " +
+                                 std::to_string((t - b.start) / 1'000'000) + " ms after " + name(b) + " started at " +
+                                 std::to_string(b.start));
           break;
         }
       }
