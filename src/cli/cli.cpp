@@ -149,6 +149,9 @@ int run(int argc, char** argv) {
   if (*status) {
     try {
       return daemon::run_status(*cfg, json, std::cout);
+    } catch (const ConfigError& e) {
+      std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
+      return daemon::kExitConfig;
     } catch (const Error& e) {
       std::cerr << "redisgo_task: status: " << e.what() << "\n";
       return daemon::kExitUnavailable;
@@ -177,6 +180,9 @@ int run(int argc, char** argv) {
   options.holder = daemon::default_holder_id(options.config.redis.value);
   try {
     return daemon::run_task(options);
+  } catch (const ConfigError& e) {
+    std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "; nothing was started\n";
+    return daemon::kExitConfig;
   } catch (const std::exception& e) {
     log::get("daemon")->error("fatal: {}", e.what());
     return daemon::kExitSoftware;

@@ -33,6 +33,7 @@ constexpr const char* kMask = "********";
 constexpr std::size_t kMaxPasswordFile = 64 * 1024;
 /// SPEC.md: 16 databases, Redis's default `databases` setting.
 constexpr std::int64_t kMaxDb = 15;
+constexpr std::int64_t kMaxWaitReplicas = 100;
 
 constexpr const char* kDurationExpected =
     "a duration (string such as \"5s\" or integer seconds)";
@@ -139,6 +140,8 @@ std::optional<std::string> closest(std::string_view name, const std::vector<std:
   return best;
 }
 
+const char* const kNodeExpected = "a node address \"host:port\" or \"unix:///path/redis.sock\"";
+
 struct SectionKeys {
   std::string_view section;
   std::vector<std::string_view> keys;
@@ -149,7 +152,10 @@ const std::vector<SectionKeys>& known_keys() {
       {"redis",
        {"host", "nodes", "key", "monitor_try_all", "retries_count", "expire", "cron", "value",
         "password", "password_env", "password_file", "username", "db", "connect_timeout",
-        "io_timeout", "drift_factor", "drift_fixed"}},
+        "io_timeout", "drift_factor", "drift_fixed", "tls", "tls_ca_file", "tls_cert_file", "tls_key_file",
+        "tls_server_name", "tls_skip_verify", "sentinels", "sentinel_master", "sentinel_username",
+        "sentinel_password", "sentinel_password_env", "sentinel_password_file", "sentinel_wait_replicas",
+        "cluster_nodes"}},
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",
        {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",
@@ -162,12 +168,10 @@ const std::vector<SectionKeys>& known_keys() {
 /// Keys and sections of SPEC.md that this version does not implement yet, refused with a
 /// message that says so (not "unknown", which would suggest a typo).
 std::optional<std::string> not_yet_supported(std::string_view dotted) {
-  static const std::vector<std::string_view> kLater = {
-      "redis.tls", "redis.tls_ca_file", "redis.tls_cert_file", "redis.tls_key_file", "redis.tls_server_name",
-      "redis.tls_skip_verify", "redis.sentinels", "redis.sentinel_master", "redis.sentinel_password",
-      "redis.sentinel_password_env", "redis.sentinel_password_file", "redis.sentinel_username",
-      "redis.sentinel_wait_replicas", "redis.cluster_nodes", "task.limit", "task.once_per", "task.health_command",
-      "task.health_interval", "task.health_timeout", "task.health_fall", "metrics"};
+  static const std::vector<std::string_view> kLater = {"task.limit",           "task.once_per",
+                                                       "task.health_command", "task.health_interval",
+                                                       "task.health_timeout", "task.health_fall",
+                                                       "metrics"};
   if (std::find(kLater.begin(), kLater.end(), dotted) == kLater.end()) return std::nullopt;
   return "'" + std::string(dotted) + "' is not supported by this version of redisgo_task; refusing to run without it";
 }
@@ -758,93 +762,130 @@ class Loader {
 
   // ---- sections -----------------------------------------------------------------------
 
-  void load_nodes(const toml::table* sec, RedisConfig& r) {
-    static const std::string kNodeExpected =
-        "a node address \"host:port\" or \"unix:///path/redis.sock\"";
-    const toml::node* host = find(sec, "redis", "host");
-    const toml::node* nodes = find(sec, "redis", "nodes");
-    if (host && nodes) {
-      bool nodes_last = before(loc_of(*host), loc_of(*nodes));
-      const toml::node* later = nodes_last ? nodes : host;
-      error(loc_of(*later), nodes_last ? "redis.nodes" : "redis.host",
-            "'host' and 'nodes' are mutually exclusive: give 'host' for one Redis or 'nodes' for "
-            "Redlock, not both");
-      return;
-    }
-    if (!host && !nodes) {
-      // A [redis] of the wrong type has its own error already.
-      if (!bad_.count("redis")) {
-        error(section_loc("redis"), "redis.host",
-              "missing: expected 'host' (one Redis) or 'nodes' (Redlock) in [redis]");
-      }
-      return;
-    }
-    auto check = [&](const toml::node& n, const std::string& key) -> std::optional<std::string> {
-      auto s = as_string(n, key, kNodeExpected);
-      if (!s) return std::nullopt;
-      if (auto why = check_node_address(*s)) {
-        error(loc_of(n), key, "expected " + kNodeExpected + ", found " + value_text(n) + " (" + *why + ")");
-        return std::nullopt;
-      }
-      return s;
-    };
-    if (host) {
-      if (auto s = check(*host, "redis.host")) r.nodes = {*s};
-      return;
-    }
-    auto arr = nodes->as_array();
+  /// An array of distinct addresses (nodes, sentinels, cluster_nodes); nullopt if bad.
+  std::optional<std::vector<std::string>> address_list(const toml::node& list, const std::string& name,
+                                                       bool tcp_only) {
+    auto arr = list.as_array();
     if (!arr) {
-      type_error(*nodes, "redis.nodes", "an array of node addresses such as [\"10.0.0.1:6379\", \"10.0.0.2:6379\"]");
-      return;
+      type_error(list, name, "an array of addresses such as [\"10.0.0.1:6379\", \"10.0.0.2:6379\"]");
+      return std::nullopt;
     }
     if (arr->empty()) {
-      error(loc_of(*nodes), "redis.nodes", "expected at least one node address, found an empty array");
-      return;
+      error(loc_of(list), name, "expected at least one address, found an empty array");
+      return std::nullopt;
     }
     std::vector<std::string> out;
     bool all_ok = true;
     for (std::size_t i = 0; i < arr->size(); ++i) {
-      std::string key = "redis.nodes[" + std::to_string(i) + "]";
+      std::string key = name + "[" + std::to_string(i) + "]";
       const toml::node& n = *arr->get(i);
-      auto s = check(n, key);
+      auto s = address(n, key, tcp_only);
       if (!s) {
         all_ok = false;
-        bad_.insert("redis.nodes");
         continue;
       }
       if (std::find(out.begin(), out.end(), *s) != out.end()) {
         // The same node twice would count one vote twice and break the quorum's meaning.
-        error(loc_of(n), key, "expected distinct nodes, found " + value_text(n) + " listed twice");
+        error(loc_of(n), key, "expected distinct addresses, found " + value_text(n) + " listed twice");
         all_ok = false;
         continue;
       }
       out.push_back(*s);
     }
-    if (all_ok) r.nodes = std::move(out);
+    if (!all_ok) {
+      bad_.insert(name);
+      return std::nullopt;
+    }
+    return out;
   }
 
-  void load_password(const toml::table* sec, RedisConfig& r) {
-    struct Given {
+  std::optional<std::string> address(const toml::node& n, const std::string& key, bool tcp_only) {
+    const std::string expected = tcp_only ? "an address \"host:port\"" : kNodeExpected;
+    auto s = as_string(n, key, expected);
+    if (!s) return std::nullopt;
+    if (auto why = check_node_address(*s)) {
+      error(loc_of(n), key, "expected " + expected + ", found " + value_text(n) + " (" + *why + ")");
+      return std::nullopt;
+    }
+    if (tcp_only && s->rfind("unix://", 0) == 0) {
+      error(loc_of(n), key, "expected " + expected + ", found " + value_text(n) + " (a unix socket cannot be one here)");
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  void load_nodes(const toml::table* sec, RedisConfig& r) {
+    struct Way {
       const char* name;
+      Topology topology;
+      const toml::node* node;
+    };
+    std::vector<Way> given;
+    for (Way w : {Way{"host", Topology::kSingle, nullptr}, Way{"nodes", Topology::kRedlock, nullptr},
+                  Way{"sentinels", Topology::kSentinel, nullptr}, Way{"cluster_nodes", Topology::kCluster, nullptr}}) {
+      w.node = find(sec, "redis", w.name);
+      if (w.node) given.push_back(w);
+    }
+    if (given.empty()) {
+      // A [redis] of the wrong type has its own error already.
+      if (!bad_.count("redis")) {
+        error(section_loc("redis"), "redis.host",
+              "missing: expected one of 'host' (one Redis), 'nodes' (Redlock), 'sentinels' (Sentinel) or "
+              "'cluster_nodes' (Redis Cluster) in [redis]");
+      }
+      return;
+    }
+    std::sort(given.begin(), given.end(), [](const Way& a, const Way& b) { return before(loc_of(*a.node), loc_of(*b.node)); });
+    if (given.size() > 1) {
+      error(loc_of(*given[1].node), std::string("redis.") + given[1].name,
+            std::string("'") + given[0].name + "' and '" + given[1].name +
+                "' are mutually exclusive: give exactly one of host (one Redis), nodes (Redlock), sentinels "
+                "(Sentinel) or cluster_nodes (Redis Cluster)");
+      return;
+    }
+    const Way& w = given[0];
+    r.topology = w.topology;
+    const std::string key = std::string("redis.") + w.name;
+    switch (w.topology) {
+      case Topology::kSingle:
+        if (auto s = address(*w.node, key, false)) r.nodes = {*s};
+        return;
+      case Topology::kRedlock:
+        if (auto l = address_list(*w.node, key, false)) r.nodes = std::move(*l);
+        return;
+      case Topology::kSentinel:
+        if (auto l = address_list(*w.node, key, true)) r.sentinels = std::move(*l);
+        return;
+      case Topology::kCluster:
+        if (auto l = address_list(*w.node, key, true)) r.cluster_nodes = std::move(*l);
+        return;
+    }
+  }
+
+  /// `<base>`, `<base>_env` or `<base>_file` (base "password" or "sentinel_password").
+  void load_password(const toml::table* sec, const std::string& base, std::string& secret, PasswordSource& source,
+                     std::string& origin) {
+    struct Given {
+      std::string name;
       const toml::node* node;
     };
     std::vector<Given> given;
-    for (const char* name : {"password", "password_env", "password_file"}) {
+    for (const std::string& name : {base, base + "_env", base + "_file"}) {
       if (auto n = find(sec, "redis", name)) given.push_back({name, n});
     }
     if (given.empty()) return;
     std::sort(given.begin(), given.end(),
               [](const Given& a, const Given& b) { return before(loc_of(*a.node), loc_of(*b.node)); });
     if (given.size() > 1) {
-      error(loc_of(*given[1].node), std::string("redis.") + given[1].name,
-            std::string("the password is given two ways ('") + given[0].name + "' and '" + given[1].name +
-                "'); expected exactly one of password, password_env, password_file");
+      error(loc_of(*given[1].node), "redis." + given[1].name,
+            "the password is given two ways ('" + given[0].name + "' and '" + given[1].name +
+                "'); expected exactly one of " + base + ", " + base + "_env, " + base + "_file");
       return;
     }
     const toml::node& n = *given[0].node;
-    std::string name = given[0].name;
+    const std::string& name = given[0].name;
     std::string key = "redis." + name;
-    if (name == "password") {
+    if (name == base) {
       // Only type and emptiness are checked: nothing here may quote the value.
       if (!n.is_string()) {
         type_error(n, key, "a string");
@@ -854,12 +895,12 @@ class Loader {
         error(loc_of(n), key, "expected a non-empty password, found an empty string (leave the key out for no AUTH)");
         return;
       }
-      r.password = n.as_string()->get();
-      r.password_source = PasswordSource::kInline;
+      secret = n.as_string()->get();
+      source = PasswordSource::kInline;
       warn(loc_of(n), key,
-           "password written in the config file; prefer password_env or password_file so the "
-           "secret stays out of the file");
-    } else if (name == "password_env") {
+           "password written in the config file; prefer " + base + "_env or " + base +
+               "_file so the secret stays out of the file");
+    } else if (name == base + "_env") {
       if (!n.is_string()) {
         type_error(n, key, "the name of an environment variable, such as \"REDIS_PASSWORD\"");
         return;
@@ -881,9 +922,9 @@ class Loader {
         error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it empty");
         return;
       }
-      r.password = *value;
-      r.password_source = PasswordSource::kEnv;
-      r.password_origin = var;
+      secret = *value;
+      source = PasswordSource::kEnv;
+      origin = var;
     } else {
       auto path = as_string(n, key, "the path of a file holding the password");
       if (!path) return;
@@ -897,9 +938,63 @@ class Loader {
       if (world_readable) {
         warn(loc_of(n), key, "password file '" + *path + "' is readable by every user; chmod o-r it");
       }
-      r.password = std::move(*value);
-      r.password_source = PasswordSource::kFile;
-      r.password_origin = *path;
+      secret = std::move(*value);
+      source = PasswordSource::kFile;
+      origin = *path;
+    }
+  }
+
+  void load_sentinel(const toml::table* sec, RedisConfig& r) {
+    if (auto n = find(sec, "redis", "sentinel_master")) {
+      if (auto s = as_string(*n, "redis.sentinel_master", "the name of the master the sentinels watch, such as \"mymaster\"")) {
+        r.sentinel_master = *s;
+      }
+    }
+    if (auto n = find(sec, "redis", "sentinel_username")) {
+      if (auto s = as_string(*n, "redis.sentinel_username", "a non-empty ACL user name")) r.sentinel_username = *s;
+    }
+    load_password(sec, "sentinel_password", r.sentinel_password, r.sentinel_password_source, r.sentinel_password_origin);
+    if (auto n = find(sec, "redis", "sentinel_wait_replicas")) {
+      if (auto i = as_integer(*n, "redis.sentinel_wait_replicas", 0, kMaxWaitReplicas)) {
+        r.sentinel_wait_replicas = static_cast<int>(*i);
+      }
+    }
+  }
+
+  /// A file that must be a readable regular file now (TLS material).
+  void check_readable_file(const toml::node& n, const std::string& key, std::string& out, bool secret) {
+    auto path = as_string(n, key, "the path of a PEM file");
+    if (!path) return;
+    UniqueFd fd(::open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    struct stat st {};
+    if (!fd) {
+      error(loc_of(n), key, "expected a readable PEM file; " + errno_message("cannot open '" + *path + "'", errno));
+      return;
+    }
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      error(loc_of(n), key, "expected a readable PEM file; '" + *path + "' is not a regular file");
+      return;
+    }
+    if (secret && (st.st_mode & S_IROTH) != 0) {
+      warn(loc_of(n), key, "private key file '" + *path + "' is readable by every user; chmod o-r it");
+    }
+    out = *path;
+  }
+
+  void load_tls(const toml::table* sec, TlsConfig& t) {
+    if (auto n = find(sec, "redis", "tls")) {
+      if (auto b = as_bool(*n, "redis.tls")) t.enabled = *b;
+    }
+    if (auto n = find(sec, "redis", "tls_skip_verify")) {
+      if (auto b = as_bool(*n, "redis.tls_skip_verify")) t.skip_verify = *b;
+    }
+    if (auto n = find(sec, "redis", "tls_ca_file")) check_readable_file(*n, "redis.tls_ca_file", t.ca_file, false);
+    if (auto n = find(sec, "redis", "tls_cert_file")) check_readable_file(*n, "redis.tls_cert_file", t.cert_file, false);
+    if (auto n = find(sec, "redis", "tls_key_file")) check_readable_file(*n, "redis.tls_key_file", t.key_file, true);
+    if (auto n = find(sec, "redis", "tls_server_name")) {
+      if (auto s = as_string(*n, "redis.tls_server_name", "the server's name in its certificate, such as \"redis.internal\"")) {
+        t.server_name = *s;
+      }
     }
   }
 
@@ -945,7 +1040,9 @@ class Loader {
     if (auto n = find(sec, "redis", "username")) {
       if (auto s = as_string(*n, "redis.username", "a non-empty ACL user name")) r.username = *s;
     }
-    load_password(sec, r);
+    load_password(sec, "password", r.password, r.password_source, r.password_origin);
+    load_sentinel(sec, r);
+    load_tls(sec, r.tls);
     if (auto n = find(sec, "redis", "db")) {
       if (auto i = as_integer(*n, "redis.db", 0, kMaxDb)) r.db = static_cast<int>(*i);
     }
@@ -1150,6 +1247,7 @@ class Loader {
       error(where("redis.username"), "redis.username",
             "expected a password with the ACL user (password_env, password_file or password), found none");
     }
+    cross_check_modes(r);
     const BackoffConfig& b = c.backoff;
     if (ok({"backoff.initial", "backoff.max"}) && b.initial > b.max) {
       std::string key = given("backoff.initial") ? "backoff.initial" : "backoff.max";
@@ -1168,6 +1266,63 @@ class Loader {
     }
     if (c.task.mode == Mode::kSupervise && c.task.timeout) {
       warn(where("task.timeout"), "task.timeout", "applies to mode = \"oneshot\" only; ignored in supervise mode");
+    }
+  }
+
+  /// Keys that belong to one mode (TLS, Sentinel, Cluster) and what they need.
+  void cross_check_modes(const RedisConfig& r) {
+    if (!bad_.count("redis.tls")) {
+      for (const char* key : {"redis.tls_ca_file", "redis.tls_cert_file", "redis.tls_key_file", "redis.tls_server_name",
+                              "redis.tls_skip_verify"}) {
+        if (given(key) && !r.tls.enabled) {
+          error(where(key), key,
+                std::string("applies only with tls = true, found ") + (given("redis.tls") ? "tls = false" : "no 'tls'") +
+                    ": set tls = true to use TLS (a TLS setting must not be ignored silently)");
+        }
+      }
+    }
+    if (r.tls.enabled) {
+      if (given("redis.tls_cert_file") != given("redis.tls_key_file")) {
+        const char* key = given("redis.tls_cert_file") ? "redis.tls_cert_file" : "redis.tls_key_file";
+        error(where(key), key, "expected both tls_cert_file and tls_key_file (a client certificate and its key), found only one");
+      }
+      if (r.tls.skip_verify) {
+        warn(where("redis.tls_skip_verify"), "redis.tls_skip_verify",
+             "the Redis server's certificate is NOT verified: anyone on the path can read the password and forge "
+             "the lease; for tests only");
+      }
+      for (const auto& node : r.nodes) {
+        if (node.rfind("unix://", 0) == 0) {
+          const char* key = r.topology == Topology::kSingle ? "redis.host" : "redis.nodes";
+          error(where(key), key,
+                "expected TCP nodes with tls = true, found the unix socket '" + node +
+                    "' (Redis serves no TLS on unix sockets)");
+          break;
+        }
+      }
+    }
+    const bool sentinel = r.topology == Topology::kSentinel && !bad_.count("redis.sentinels");
+    for (const char* key : {"redis.sentinel_master", "redis.sentinel_username", "redis.sentinel_password",
+                            "redis.sentinel_password_env", "redis.sentinel_password_file", "redis.sentinel_wait_replicas"}) {
+      if (given(key) && r.topology != Topology::kSentinel && !bad_.count("redis.sentinels")) {
+        error(where(key), key, "applies only with 'sentinels' (Redis Sentinel), found no 'sentinels' in [redis]");
+      }
+    }
+    if (sentinel && !given("redis.sentinel_master")) {
+      error(where("redis.sentinels"), "redis.sentinel_master",
+            "missing: expected the name of the master the sentinels watch with 'sentinels', e.g. "
+            "sentinel_master = \"mymaster\"");
+    }
+    if (!r.sentinel_username.empty() && r.sentinel_password_source == PasswordSource::kNone &&
+        !given("redis.sentinel_password") && !given("redis.sentinel_password_env") &&
+        !given("redis.sentinel_password_file")) {
+      error(where("redis.sentinel_username"), "redis.sentinel_username",
+            "expected a password with the sentinels' ACL user (sentinel_password_env, sentinel_password_file or "
+            "sentinel_password), found none");
+    }
+    if (r.topology == Topology::kCluster && r.db != 0 && given("redis.db")) {
+      error(where("redis.db"), "redis.db", "expected db = 0 with cluster_nodes (Redis Cluster has only database 0), found " +
+                                               std::to_string(r.db));
     }
   }
 
@@ -1249,12 +1404,42 @@ std::string render_effective(const Config& config) {
   o << " (defaults filled in, secrets masked)\n\n";
 
   o << "[redis]\n";
-  if (r.nodes.size() == 1) {
-    o << "host = " << quote(r.nodes[0]) << "\n";
-  } else {
-    o << "nodes = [";
-    for (std::size_t i = 0; i < r.nodes.size(); ++i) o << (i ? ", " : "") << quote(r.nodes[i]);
+  auto list = [&](const char* name, const std::vector<std::string>& items) {
+    o << name << " = [";
+    for (std::size_t i = 0; i < items.size(); ++i) o << (i ? ", " : "") << quote(items[i]);
     o << "]\n";
+  };
+  // The secret itself is never written; the key that names its origin is, so that the
+  // output reads back as the same configuration.
+  auto password = [&](const std::string& base, PasswordSource source, const std::string& origin) {
+    switch (source) {
+      case PasswordSource::kNone:
+        o << "# " << base << ": none (no AUTH)\n";
+        break;
+      case PasswordSource::kInline:
+        o << base << " = \"" << kMask << "\"  # inline in the config file; masked\n";
+        break;
+      case PasswordSource::kEnv:
+        o << base << "_env = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from env "
+          << comment_safe(origin) << "\n";
+        break;
+      case PasswordSource::kFile:
+        o << base << "_file = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from file "
+          << comment_safe(origin) << "\n";
+        break;
+    }
+  };
+  switch (r.topology) {
+    case Topology::kSingle: o << "host = " << quote(r.nodes.empty() ? std::string() : r.nodes[0]) << "\n"; break;
+    case Topology::kRedlock: list("nodes", r.nodes); break;
+    case Topology::kSentinel:
+      list("sentinels", r.sentinels);
+      o << "sentinel_master = " << quote(r.sentinel_master) << "\n";
+      if (!r.sentinel_username.empty()) o << "sentinel_username = " << quote(r.sentinel_username) << "\n";
+      password("sentinel_password", r.sentinel_password_source, r.sentinel_password_origin);
+      o << "sentinel_wait_replicas = " << r.sentinel_wait_replicas << "\n";
+      break;
+    case Topology::kCluster: list("cluster_nodes", r.cluster_nodes); break;
   }
   o << "key = " << quote(r.key) << "\n";
   o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
@@ -1267,29 +1452,29 @@ std::string render_effective(const Config& config) {
     o << "value = " << quote(r.value) << "\n";
   }
   if (!r.username.empty()) o << "username = " << quote(r.username) << "\n";
-  // The secret itself is never written; the key that names its origin is, so that the
-  // output reads back as the same configuration.
-  switch (r.password_source) {
-    case PasswordSource::kNone:
-      o << "# password: none (no AUTH)\n";
-      break;
-    case PasswordSource::kInline:
-      o << "password = \"" << kMask << "\"  # inline in the config file; masked\n";
-      break;
-    case PasswordSource::kEnv:
-      o << "password_env = " << quote(r.password_origin) << "  # password = \"" << kMask << "\", from env "
-        << comment_safe(r.password_origin) << "\n";
-      break;
-    case PasswordSource::kFile:
-      o << "password_file = " << quote(r.password_origin) << "  # password = \"" << kMask << "\", from file "
-        << comment_safe(r.password_origin) << "\n";
-      break;
-  }
+  password("password", r.password_source, r.password_origin);
   o << "db = " << r.db << "\n";
   o << "connect_timeout = " << dur(r.connect_timeout) << "\n";
   o << "io_timeout = " << dur(r.io_timeout) << "\n";
   o << "drift_factor = " << format_double(r.drift_factor) << "\n";
-  o << "drift_fixed = " << dur(r.drift_fixed) << "\n\n";
+  o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
+  o << "tls = " << (r.tls.enabled ? "true" : "false") << "\n";
+  if (r.tls.enabled) {
+    if (r.tls.ca_file.empty()) {
+      o << "# tls_ca_file: none (the system trust store)\n";
+    } else {
+      o << "tls_ca_file = " << quote(r.tls.ca_file) << "\n";
+    }
+    if (!r.tls.cert_file.empty()) o << "tls_cert_file = " << quote(r.tls.cert_file) << "\n";
+    if (!r.tls.key_file.empty()) o << "tls_key_file = " << quote(r.tls.key_file) << "\n";
+    if (r.tls.server_name.empty()) {
+      o << "# tls_server_name: each node's host\n";
+    } else {
+      o << "tls_server_name = " << quote(r.tls.server_name) << "\n";
+    }
+    o << "tls_skip_verify = " << (r.tls.skip_verify ? "true  # NOT VERIFIED: tests only" : "false") << "\n";
+  }
+  o << "\n";
 
   o << "[backoff]\n";
   o << "strategy = " << quote(to_string(b.strategy)) << "\n";

@@ -20,10 +20,43 @@ using Millis = std::chrono::milliseconds;
 
 enum class PasswordSource { kNone, kInline, kEnv, kFile };
 
+/// Where the lease lives (SPEC "Production Redis"): exactly one of `host`, `nodes`,
+/// `sentinels` (+ `sentinel_master`) or `cluster_nodes` in the file.
+enum class Topology {
+  kSingle,    ///< host: one server
+  kRedlock,   ///< nodes: N independent servers, quorum N/2 + 1
+  kSentinel,  ///< sentinels: the master that the sentinels name, followed across failovers
+  kCluster,   ///< cluster_nodes: the master that owns the key's hash slot
+};
+
+/// TLS to every node and sentinel (`tls = true`).
+struct TlsConfig {
+  bool enabled = false;
+  std::string ca_file;      ///< PEM CA bundle; empty = the system trust store
+  std::string cert_file;    ///< client certificate (tls-auth-clients); empty = none
+  std::string key_file;     ///< its key; set exactly when cert_file is
+  std::string server_name;  ///< SNI and the name verified; empty = each node's host
+  bool skip_verify = false; ///< no verification at all (tests only; warned at every start)
+  bool operator==(const TlsConfig&) const = default;
+};
+
 struct RedisConfig {
-  /// Each "host:port" or "unix:///path/redis.sock". One entry = single instance
-  /// (from `host`), several = Redlock (from `nodes`). Never empty after validation.
+  Topology topology = Topology::kSingle;
+  /// kSingle / kRedlock: each "host:port" or "unix:///path/redis.sock". One entry = single
+  /// instance (from `host`), several = Redlock (from `nodes`). Empty for the other modes.
   std::vector<std::string> nodes;
+  /// kSentinel: the sentinels ("host:port") and the name of the master they watch.
+  std::vector<std::string> sentinels;
+  std::string sentinel_master;
+  std::string sentinel_username;   ///< the sentinels' own ACL user; empty = none
+  std::string sentinel_password;   ///< the sentinels' own password; empty = no AUTH. Never print.
+  PasswordSource sentinel_password_source = PasswordSource::kNone;
+  std::string sentinel_password_origin;
+  /// After an acquisition, WAIT for this many replicas to have it (0 = do not wait).
+  int sentinel_wait_replicas = 0;
+  /// kCluster: seed nodes ("host:port"); the slot map is learnt from them.
+  std::vector<std::string> cluster_nodes;
+  TlsConfig tls;
   std::string key;                 ///< required
   bool monitor_try_all = true;     ///< true: contend forever; false: at most retries_count attempts
   int retries_count = 4;           ///< attempts when monitor_try_all = false (>= 1)

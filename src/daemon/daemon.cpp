@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backoff/backoff.h"
+#include "daemon/servers.h"
 #include "daemon/state_machine.h"
 #include "lock/renewer.h"
 #include "log/cause_log.h"
@@ -171,9 +172,21 @@ int Runner::run() {
   }
   subscriber_failures_.assign(subscribers_.size(), 0);
 
-  log_->info("contending for key={} as holder={} mode={} nodes={} expire={} cron={}", cfg_.redis.key, opts_.holder,
-             config::to_string(cfg_.task.mode), join(cfg_.redis.nodes, ","), format_duration(cfg_.redis.expire),
+  log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}", cfg_.redis.key, opts_.holder,
+             config::to_string(cfg_.task.mode), describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
              format_duration(cfg_.redis.cron));
+  if (cfg_.redis.tls.enabled && cfg_.redis.tls.skip_verify) {
+    log_->warn("tls_skip_verify = true: the Redis server's certificate is NOT verified (tests only)");
+  }
+  if (cfg_.redis.topology == config::Topology::kSentinel || cfg_.redis.topology == config::Topology::kCluster) {
+    // SPEC "Production Redis": said once, at start, where an operator looks.
+    log_->info("note: Redis replicates asynchronously, so a failover can lose the lease key and let a second "
+               "holder in while the first still runs; REDISGO_TASK_TOKEN keeps increasing across it (the fence's "
+               "TIME floor): have the protected resource reject lower tokens{}",
+               cfg_.redis.topology == config::Topology::kSentinel && cfg_.redis.sentinel_wait_replicas == 0
+                   ? "; sentinel_wait_replicas = 1 narrows the window"
+                   : "");
+  }
   notifier_.ready();
   notifier_.status("standby");
   for (;;) {
@@ -722,32 +735,6 @@ std::string default_holder_id(const std::string& prefix) {
     got += static_cast<std::size_t>(n);
   }
   return head + ":" + std::to_string(::getpid()) + ":" + hex(random, sizeof random);
-}
-
-lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder) {
-  lock::LeaseOptions o;
-  const auto& r = config.redis;
-  for (const auto& node : r.nodes) {
-    redis::ConnectionOptions c;
-    std::string why;
-    auto endpoint = redis::Endpoint::parse(node, &why);
-    if (!endpoint) throw Error("invalid node '" + node + "': " + why);
-    c.endpoint = *endpoint;
-    c.connect_timeout = r.connect_timeout;
-    c.io_timeout = r.io_timeout;
-    c.username = r.username;
-    c.password = r.password;
-    c.db = r.db;
-    o.nodes.push_back(std::move(c));
-  }
-  o.key = r.key;
-  o.holder = holder;
-  o.ttl = r.expire;
-  o.drift_factor = r.drift_factor;
-  o.drift_fixed = r.drift_fixed;
-  // An acquisition that leaves less than this could not have its child stopped in time.
-  o.min_validity = config.task.kill_grace + config::kill_margin(r.expire);
-  return o;
 }
 
 int run_task(const TaskOptions& options) {

@@ -33,7 +33,4 @@ int run_task(const TaskOptions& options);
 /// invariant 9), so two daemons never renew or release each other's lease.
 std::string default_holder_id(const std::string& prefix = "");
 
-/// The lock module's options from the configuration.
-lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder);
-
 }  // namespace redisgo::daemon

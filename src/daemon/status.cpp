@@ -3,6 +3,7 @@
 #include <map>
 
 #include "daemon/daemon.h"
+#include "daemon/servers.h"
 #include "daemon/state_machine.h"
 #include "log/logging.h"
 #include "util/error.h"

@@ -44,6 +44,9 @@ struct LeaseOptions {
   /// a child started under it could not be stopped before the lease ends (the daemon
   /// passes kill_grace + kill margin). 0 = any positive validity will do.
   Millis min_validity{0};
+  /// Sentinel (sentinel_wait_replicas): after an acquisition, WAIT until this many
+  /// replicas have it (bounded by io_timeout); fewer, and the acquisition is undone. 0 = no WAIT.
+  int wait_replicas = 0;
   /// A node that failed (refused, timed out, broken) is not contacted by acquire/renew
   /// again before its own retry time: node_retry_initial after the first failure,
   /// doubling up to node_retry_max, reset by a success. So a dead node costs the others'

@@ -8,6 +8,7 @@
 #include "lock/replies.h"
 #include "redis/poller.h"
 #include "redis/scripts.h"
+#include "redis/topology.h"
 
 namespace redisgo::lock {
 namespace {
@@ -24,7 +25,24 @@ bool node_unusable(const Call& c) {
   return c.state() == Call::State::kReplied && c.fault() == Fault::kAuth;
 }
 
+constexpr int kMaxRedirects = 5;
+
+/// "MOVED 1234 10.0.0.2:7001" / "ASK 1234 10.0.0.2:7001" -> (is ASK, where).
+std::optional<std::pair<bool, redis::Endpoint>> redirect_of(const Call& c) {
+  if (c.state() != Call::State::kReplied || !c.reply().is_error()) return std::nullopt;
+  const std::string text = c.reply().str();
+  const bool ask = text.rfind("ASK ", 0) == 0;
+  if (!ask && text.rfind("MOVED ", 0) != 0) return std::nullopt;
+  auto to = redis::Endpoint::parse(text.substr(text.rfind(' ') + 1));
+  if (!to) return std::nullopt;
+  return std::make_pair(ask, *to);
+}
+
 }  // namespace
+
+RedlockBackend::Node::Node(redis::ConnectionOptions options)
+    : conn(std::move(options)),
+      name(conn.options().locator ? conn.options().locator->name() : conn.options().endpoint.str()) {}
 
 Clock::time_point validity_deadline(Clock::time_point start, Millis ttl, double drift_factor, Millis drift_fixed) {
   const auto drift = std::chrono::duration_cast<Clock::duration>(
@@ -51,8 +69,45 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
 std::vector<redis::AsyncConnection*> RedlockBackend::connections() {
   std::vector<redis::AsyncConnection*> out;
   out.reserve(nodes_.size());
-  for (auto& n : nodes_) out.push_back(&n.conn);
+  for (auto& n : nodes_) {
+    out.push_back(&n.conn);
+    if (n.detour) out.push_back(n.detour.get());
+  }
   return out;
+}
+
+void RedlockBackend::follow_redirects(std::vector<CallPtr>& calls) {
+  for (std::size_t i = 0; i < calls.size() && i < nodes_.size(); ++i) {
+    const CallPtr c = calls[i];
+    if (!c || !c->done() || !nodes_[i].conn.options().locator) continue;
+    auto it = sent_.find(c.get());
+    if (it == sent_.end()) continue;
+    auto redirect = redirect_of(*c);
+    if (!redirect || it->second.redirects >= kMaxRedirects) continue;
+    Sent again = it->second;
+    sent_.erase(it);
+    ++again.redirects;
+    Node& node = nodes_[i];
+    CallPtr next;
+    if (redirect->first) {
+      // ASK: this one command goes to the importing node, after ASKING, on a connection
+      // of its own; the slot's owner (and our main connection) stay as they are.
+      if (!node.detour || node.detour->options().endpoint != redirect->second) {
+        redis::ConnectionOptions o = node.conn.options();
+        o.locator.reset();
+        o.endpoint = redirect->second;
+        node.detour = std::make_unique<redis::AsyncConnection>(std::move(o));
+      }
+      node.detour->send({"ASKING"});
+      next = node.detour->eval(*again.script, again.keys, again.args);
+    } else {
+      // MOVED: the connection already told the locator; eval() reconnects to the owner.
+      next = node.conn.eval(*again.script, again.keys, again.args);
+    }
+    node.inflight.push_back(next);
+    sent_.emplace(next.get(), std::move(again));
+    calls[i] = next;
+  }
 }
 
 std::vector<CallPtr> RedlockBackend::send(const redis::Script& script, const std::vector<std::string>& keys,
@@ -66,16 +121,18 @@ std::vector<CallPtr> RedlockBackend::send(const redis::Script& script, const std
     if (how == Send::kRespectBackoff && node.backoff > Millis(0) && now < node.retry_at) continue;
     calls[i] = node.conn.eval(script, keys, args);
     node.inflight.push_back(calls[i]);
+    if (node.conn.options().locator) sent_.emplace(calls[i].get(), Sent{&script, keys, args});
   }
   return calls;
 }
 
-bool RedlockBackend::wait(const std::vector<CallPtr>& calls, const std::function<bool()>& decided, bool cancellable) {
+bool RedlockBackend::wait(std::vector<CallPtr>& calls, const std::function<bool()>& decided, bool cancellable) {
   redis::DriveOptions o;
   o.cancel_fd = cancellable ? options_.cancel_fd : -1;
   o.heartbeat = options_.heartbeat;
   o.heartbeat_every = options_.heartbeat_every;
   auto done = [&] {
+    if (!sent_.empty()) follow_redirects(calls);
     if (decided && decided()) return true;
     return std::none_of(calls.begin(), calls.end(), [](const CallPtr& c) { return c && !c->done(); });
   };
@@ -87,6 +144,7 @@ void RedlockBackend::sweep() noexcept {
   // before any deadline is judged, and an idle connection the server closed is noticed
   // before a request is sent on it.
   redis::poll_once(connections());
+  sent_.clear();  // redirects are followed within a wait() only
   const auto now = SteadyClock::now();
   for (auto& node : nodes_) {
     CallPtr failure;  // one failure per sweep: a broken connection fails all its calls at once
@@ -269,6 +327,7 @@ Acquisition RedlockBackend::acquire() {
                                                  " node(s), fewer than the quorum of " + std::to_string(q)});
     }
   }
+  if (ok && options_.wait_replicas > 0 && !replicated(granted, a.errors)) ok = false;
   if (ok) {
     a.valid_until = validity_deadline(start, options_.ttl, options_.drift_factor, options_.drift_fixed);
     const auto now = clock_.now();
@@ -294,6 +353,37 @@ Acquisition RedlockBackend::acquire() {
   return a;
 }
 
+bool RedlockBackend::replicated(const std::vector<bool>& granted, std::vector<NodeError>& errors) {
+  // WAIT blocks the connection on the server for up to its timeout: half of io_timeout,
+  // so that its reply is in before our own deadline for it.
+  const std::string want = std::to_string(options_.wait_replicas);
+  std::vector<CallPtr> calls(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!granted[i]) continue;
+    const auto timeout = std::max<long long>(1, nodes_[i].conn.options().io_timeout.count() / 2);
+    calls[i] = nodes_[i].conn.send({"WAIT", want, std::to_string(timeout)});
+    nodes_[i].inflight.push_back(calls[i]);
+  }
+  wait(calls, nullptr, true);
+  sweep();
+  int enough = 0;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& c = calls[i];
+    if (!c) continue;
+    const auto acked = c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
+    if (acked && *acked >= options_.wait_replicas) {
+      ++enough;
+    } else if (acked) {
+      errors.push_back({nodes_[i].name, Fault::kReply,
+                        nodes_[i].conn.describe() + ": only " + std::to_string(*acked) + " of " + want +
+                            " replica(s) confirmed the lease in time (sentinel_wait_replicas); undone"});
+    } else {
+      errors.push_back(error_of(i, c));
+    }
+  }
+  return enough >= quorum();
+}
+
 Renewal RedlockBackend::renew() {
   sweep();
   const std::size_t n = nodes_.size();
@@ -316,8 +406,25 @@ Renewal RedlockBackend::renew() {
     }
     return yes >= q || not_ours > static_cast<int>(n) - q;
   };
-  const bool finished = wait(calls, decided, true);
+  bool finished = wait(calls, decided, true);
   sweep();
+  if (finished && !decided()) {
+    // A connection the server closed just as we used it (its idle `timeout` firing in the
+    // same instant) is retried once on a fresh one, like a release: the renew script is
+    // idempotent, and a node that is really gone fails again at once.
+    std::vector<bool> again(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
+    }
+    if (std::find(again.begin(), again.end(), true) != again.end()) {
+      auto retried = send(redis::kRenew, {keys_.key}, {options_.holder, ttl_arg_}, again, Send::kAlways);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (again[i] && retried[i]) calls[i] = retried[i];
+      }
+      finished = wait(calls, decided, true);
+      sweep();
+    }
+  }
   int not_ours = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const int v = vote(i);

@@ -33,6 +33,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,8 +69,10 @@ class RedlockBackend final : public LeaseBackend {
 
  private:
   struct Node {
-    explicit Node(redis::ConnectionOptions options) : conn(std::move(options)), name(conn.options().endpoint.str()) {}
+    explicit Node(redis::ConnectionOptions options);
     redis::AsyncConnection conn;
+    /// Cluster: the connection to the node an ASK redirect named (slot migration).
+    std::unique_ptr<redis::AsyncConnection> detour;
     std::string name;
     redis::SteadyClock::time_point retry_at{};  // acquire/renew skip the node until then
     Millis backoff{0};                          // 0 = healthy
@@ -83,8 +87,14 @@ class RedlockBackend final : public LeaseBackend {
   std::vector<redis::CallPtr> send(const redis::Script& script, const std::vector<std::string>& keys,
                                    const std::vector<std::string>& args, const std::vector<bool>& only, Send how);
   /// Drives every node until `decided()` or no call of `calls` is pending. Returns false
-  /// when cancel_fd ended the wait (only if `cancellable`).
-  bool wait(const std::vector<redis::CallPtr>& calls, const std::function<bool()>& decided, bool cancellable);
+  /// when cancel_fd ended the wait (only if `cancellable`). Cluster redirects are
+  /// followed on the way: a call answered MOVED or ASK is sent again where the reply
+  /// says (at most kMaxRedirects times), and `calls` then holds the new call.
+  bool wait(std::vector<redis::CallPtr>& calls, const std::function<bool()>& decided, bool cancellable);
+  /// The redirects of `calls` that can be followed, followed.
+  void follow_redirects(std::vector<redis::CallPtr>& calls);
+  /// Sentinel: WAIT for the replicas on the nodes that granted; false if too few have it.
+  bool replicated(const std::vector<bool>& granted, std::vector<NodeError>& errors);
   /// Reads what arrived for earlier rounds and accounts each node's health from the
   /// calls that completed (one failure per broken connection, not per call).
   void sweep() noexcept;
@@ -102,6 +112,14 @@ class RedlockBackend final : public LeaseBackend {
   std::string ttl_arg_;
   std::string fence_ttl_arg_;
   std::vector<Node> nodes_;
+  /// What each call sent (to send it again after a redirect) and how often it was redirected.
+  struct Sent {
+    const redis::Script* script;
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+    int redirects = 0;
+  };
+  std::map<const redis::Call*, Sent> sent_;
 };
 
 }  // namespace redisgo::lock

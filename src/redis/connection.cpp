@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "redis/topology.h"
 #include "util/error.h"
 #include "util/sha1.h"
 
@@ -91,7 +92,27 @@ AsyncConnection::~AsyncConnection() = default;
 AsyncConnection::AsyncConnection(AsyncConnection&&) noexcept = default;
 AsyncConnection& AsyncConnection::operator=(AsyncConnection&&) noexcept = default;
 
-std::string AsyncConnection::describe() const { return "redis " + options_.endpoint.str(); }
+std::string AsyncConnection::describe() const {
+  if (!options_.locator) return "redis " + options_.endpoint.str();
+  if (current_.kind == Endpoint::Kind::kTcp && current_.host.empty()) return "redis " + options_.locator->name();
+  return "redis " + current_.str() + " (" + options_.locator->name() + ")";
+}
+
+bool AsyncConnection::stale() const noexcept {
+  return options_.locator && state_ != State::kIdle && generation_ != options_.locator->generation();
+}
+
+void AsyncConnection::report_wrong(Fault fault, const std::string& why) noexcept {
+  if (!options_.locator || current_.host.empty()) return;
+  switch (fault) {
+    case Fault::kConnect:
+    case Fault::kTimeout:
+    case Fault::kClosed:
+    case Fault::kResolve:
+    case Fault::kReply: options_.locator->wrong(current_, why); return;
+    default: return;  // credentials, TLS, protocol: asking elsewhere would not help
+  }
+}
 
 std::string AsyncConnection::peer_info() const {
   return state_ == State::kOpen && transport_ ? transport_->peer_info() : std::string();
@@ -123,7 +144,12 @@ short AsyncConnection::events() const noexcept {
   return 0;
 }
 
+bool AsyncConnection::buffered() const noexcept {
+  return state_ == State::kOpen && transport_ && transport_->has_buffered();
+}
+
 SteadyClock::time_point AsyncConnection::next_deadline() const noexcept {
+  if (buffered()) return SteadyClock::time_point{};  // past: check_deadlines() reads them
   auto t = SteadyClock::time_point::max();
   if (state_ == State::kResolving || state_ == State::kConnecting || state_ == State::kHandshake) t = connect_deadline_;
   for (const auto& p : pending_) t = std::min(t, p.deadline);
@@ -140,6 +166,7 @@ void AsyncConnection::close(Fault fault, const std::string& why) noexcept {
   try {
     last_fault_ = fault;
     const std::string message = describe() + ": " + why;
+    if (state_ != State::kIdle && fault != Fault::kReply) report_wrong(fault, why);
     // Taken out first: a caller woken by a failed call may send again, on a fresh state.
     auto failed = std::exchange(pending_, {});
     transport_.reset();
@@ -168,6 +195,7 @@ void AsyncConnection::close(Fault fault, const std::string& why) noexcept {
 void AsyncConnection::fail_with(const std::exception& e, Fault during) {
   if (dynamic_cast<const ClosedError*>(&e)) return close(Fault::kClosed, e.what());
   if (dynamic_cast<const TimeoutError*>(&e)) return close(Fault::kTimeout, e.what());
+  if (dynamic_cast<const TlsError*>(&e)) return close(Fault::kTls, e.what());
   if (dynamic_cast<const AuthError*>(&e)) return close(Fault::kAuth, e.what());
   close(during, e.what());
 }
@@ -177,6 +205,11 @@ CallPtr AsyncConnection::send(std::vector<std::string> argv) { return submit(std
 CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* script) {
   auto call = std::make_shared<Call>();
   try {
+    if (stale()) {
+      // The locator names another server now (failover, MOVED): what is still pending
+      // here belongs to earlier rounds and is superseded, not a failure of the node.
+      close(Fault::kCancelled, "superseded: " + options_.locator->name() + " moved; reconnecting");
+    }
     const auto now = SteadyClock::now();
     const bool was_idle = state_ == State::kIdle;
     auto deadline = now + options_.io_timeout;
@@ -241,8 +274,18 @@ void AsyncConnection::begin_connect() {
     enqueue(std::move(auth), Kind::kAuth, std::make_shared<Call>(), deadline);
   }
   if (options_.db != 0) enqueue({"SELECT", std::to_string(options_.db)}, Kind::kSelect, std::make_shared<Call>(), deadline);
+  if (options_.locator && options_.locator->confirm_master()) {
+    enqueue({"ROLE"}, Kind::kRole, std::make_shared<Call>(), deadline);
+  }
   try {
-    resolution_ = Resolution::start(options_.endpoint);
+    if (options_.locator) {
+      generation_ = options_.locator->generation();
+      current_ = {};
+      resolution_ = options_.locator->locate();
+    } else {
+      current_ = options_.endpoint;
+      resolution_ = Resolution::start(options_.endpoint);
+    }
   } catch (const std::exception& e) {
     last_connect_error_ = e.what();
     close(Fault::kResolve, e.what());
@@ -254,6 +297,21 @@ void AsyncConnection::begin_connect() {
 void AsyncConnection::after_resolution() {
   addresses_ = resolution_->addresses();
   const std::string error = resolution_->error();
+  if (options_.locator) {
+    current_ = resolution_->endpoint();
+    if (addresses_.empty() && error.empty()) {
+      // The locator named the server; its address is looked up like any other.
+      try {
+        resolution_ = Resolution::start(current_);
+      } catch (const std::exception& e) {
+        last_connect_error_ = e.what();
+        close(Fault::kResolve, e.what());
+        return;
+      }
+      if (resolution_->done()) after_resolution();
+      return;
+    }
+  }
   resolution_.reset();
   if (addresses_.empty()) {
     last_connect_error_ = error;
@@ -283,7 +341,7 @@ void AsyncConnection::connect_next_address() {
 
 void AsyncConnection::socket_connected() {
   UniqueFd fd = std::move(connecting_);
-  transport_ = options_.transport ? options_.transport->make(std::move(fd), options_.endpoint)
+  transport_ = options_.transport ? options_.transport->make(std::move(fd), current_)
                                   : std::make_unique<Transport>(std::move(fd));
   state_ = State::kHandshake;
   continue_handshake();
@@ -293,7 +351,7 @@ void AsyncConnection::continue_handshake() {
   try {
     transport_wants_ = transport_->handshake();
   } catch (const std::exception& e) {
-    fail_with(e, Fault::kTls);
+    fail_with(e, Fault::kProtocol);  // TlsError (verification) maps to kTls
     return;
   }
   if (transport_wants_ != 0) return;
@@ -407,6 +465,18 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
     case Kind::kScriptLoad:
       if (error) close(classify_error_reply(text), "SCRIPT LOAD failed: " + text);
       return;
+    case Kind::kRole: {
+      // Sentinel: the server the sentinels named must say it is the master; a demoted
+      // one (a replica now) would refuse writes or, worse, hold a stale lease.
+      const auto role = reply.is_array() && reply.size() > 0 ? as_string(reply.element(0)) : std::nullopt;
+      if (error || !role || *role != "master") {
+        const std::string why = error ? "ROLE failed: " + text
+                                      : "is not the master (ROLE says '" + role.value_or("?") + "'); asking the sentinels again";
+        if (options_.locator) options_.locator->wrong(current_, why);
+        close(Fault::kReply, why);
+      }
+      return;
+    }
     case Kind::kUser: break;
   }
   Call& call = *p.call;
@@ -418,6 +488,16 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   }
   call.reply_ = std::move(reply);
   call.state_ = Call::State::kReplied;
+  if (error && options_.locator) {
+    if (starts_with(text, "MOVED ")) {
+      // "MOVED <slot> <host:port>": the slot's owner changed. The locator learns it (a new
+      // generation), and this connection reconnects there before its next command.
+      auto at = text.rfind(' ');
+      if (auto to = Endpoint::parse(text.substr(at + 1))) options_.locator->moved(*to);
+    } else if (starts_with(text, "READONLY")) {
+      options_.locator->wrong(current_, text);
+    }
+  }
   if (error && starts_with(text, "NOSCRIPT")) {
     // SCRIPT FLUSH since we loaded it: reconnect, which loads the scripts again.
     close(Fault::kReply, "the server lost the scripts loaded on this connection (SCRIPT FLUSH?); reconnecting");
@@ -426,6 +506,16 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
 
 void AsyncConnection::check_deadlines(SteadyClock::time_point now) noexcept {
   if (state_ == State::kIdle) return;
+  if (buffered()) {
+    // Bytes the TLS layer decrypted but poll() cannot see (next_deadline() said "now").
+    try {
+      read_available();
+    } catch (const std::exception& e) {
+      fail_with(e, Fault::kClosed);
+      return;
+    }
+    if (state_ == State::kIdle) return;
+  }
   if (state_ != State::kOpen && now >= connect_deadline_) {
     const char* what = state_ == State::kResolving ? "name lookup" : state_ == State::kConnecting ? "connect" : "handshake";
     close(Fault::kTimeout, std::string(what) + " timed out after " + ms_text(options_.connect_timeout));

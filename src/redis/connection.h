@@ -24,6 +24,7 @@
 /// Not thread-safe: each thread owns its connections.
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
@@ -72,9 +73,15 @@ class TransportFactory {
   virtual std::unique_ptr<Transport> make(UniqueFd fd, const Endpoint& endpoint) const = 0;
 };
 
+class Locator;
+
 /// Settings of one node's connection (defaults as in SPEC.md).
 struct ConnectionOptions {
-  Endpoint endpoint;
+  Endpoint endpoint;            ///< the server; unused when `locator` is set
+  /// Sentinel / Cluster (redis/topology.h): asked for the server at every connect; a
+  /// connection made before the locator's answer changed reconnects before its next
+  /// command. Shared by every connection of a process. Null: `endpoint`, fixed.
+  std::shared_ptr<Locator> locator;
   Millis connect_timeout{500};  ///< name lookup + TCP connect + TLS handshake (> 0)
   Millis io_timeout{500};       ///< each reply, from when its command was sent (> 0)
   std::string username;         ///< empty: AUTH <password> (the pre-ACL form)
@@ -127,11 +134,14 @@ class AsyncConnection {
   /// What to poll: the fd (-1: nothing) and its events.
   int fd() const noexcept;
   short events() const noexcept;
-  /// Earliest instant at which check_deadlines() has something to enforce.
+  /// Earliest instant at which check_deadlines() has something to do: a timeout to
+  /// enforce, or (at once) bytes already decrypted inside the TLS layer, which poll()
+  /// cannot report.
   SteadyClock::time_point next_deadline() const noexcept;
   /// Does the I/O that poll() reported (`revents` of fd()). Never throws.
   void on_ready(short revents) noexcept;
-  /// Closes the connection (failing its calls) if a deadline has passed. Never throws.
+  /// Reads what the TLS layer holds already decrypted, and closes the connection (failing
+  /// its calls) if a deadline has passed. Never throws.
   void check_deadlines(SteadyClock::time_point now) noexcept;
 
   /// A call outstanding, or a connection being set up.
@@ -143,8 +153,16 @@ class AsyncConnection {
   /// Fails every outstanding call with `fault`/`why` and closes the socket. Never throws.
   void close(Fault fault, const std::string& why) noexcept;
 
-  /// "redis 127.0.0.1:6379": the prefix of every message.
+  /// "redis 127.0.0.1:6379": the prefix of every message (with a locator: the server
+  /// connected to and the locator's name, "redis 10.0.0.5:6379 (master 'mymaster')").
   std::string describe() const;
+  /// The server connected to (or last tried); with a locator, empty until located.
+  const Endpoint& current() const noexcept { return current_; }
+  /// Connected under a locator answer that has changed since (a failover, a MOVED): the
+  /// next command reconnects first.
+  bool stale() const noexcept;
+  /// Its server is found by a locator (and so can move).
+  bool located() const noexcept { return options_.locator != nullptr; }
   const ConnectionOptions& options() const noexcept { return options_; }
   /// The cause of the last close(), kNone if it never failed.
   Fault last_fault() const noexcept { return last_fault_; }
@@ -160,8 +178,9 @@ class AsyncConnection {
   std::vector<Message> take_messages();
 
  private:
+  bool buffered() const noexcept;
   enum class State { kIdle, kResolving, kConnecting, kHandshake, kOpen };
-  enum class Kind { kUser, kAuth, kSelect, kScriptLoad };
+  enum class Kind { kUser, kAuth, kSelect, kScriptLoad, kRole };
   struct Pending {
     CallPtr call;
     SteadyClock::time_point deadline;
@@ -179,8 +198,12 @@ class AsyncConnection {
   void read_available();
   void dispatch(ReplyPtr reply);
   void fail_with(const std::exception& e, Fault during);
+  /// With a locator: tells it the server failed us in a way that may mean it moved.
+  void report_wrong(Fault fault, const std::string& why) noexcept;
 
   ConnectionOptions options_;
+  Endpoint current_;             // the server of this connection (options_.endpoint without a locator)
+  std::uint64_t generation_ = 0; // the locator's generation when it was asked
   State state_ = State::kIdle;
   std::deque<Pending> pending_;
   std::string out_;

@@ -9,7 +9,12 @@ Subscriber::Subscriber(ConnectionOptions options, std::string channel)
 
 SteadyClock::time_point Subscriber::next_wakeup() const noexcept {
   if (!call_) return retry_at_;
-  return conn_.next_deadline();
+  auto next = conn_.next_deadline();
+  // A located server (Sentinel, Cluster) can move while we sleep; the locator learns it on
+  // its own thread. Look again (locally, no command) so the subscription follows within
+  // kRelocateCheck instead of staying on a demoted master until the holder's TTL.
+  if (conn_.located()) next = std::min(next, SteadyClock::now() + kRelocateCheck);
+  return next;
 }
 
 void Subscriber::note_failure(SteadyClock::time_point now) noexcept {
@@ -30,6 +35,12 @@ void Subscriber::note_failure(SteadyClock::time_point now) noexcept {
 
 void Subscriber::maintain(SteadyClock::time_point now) noexcept {
   conn_.check_deadlines(now);
+  if (call_ && conn_.stale()) {
+    // The server moved (a failover, a MOVED): subscribe again there at once. Not a
+    // failure of the node, so no retry delay.
+    close();
+    retry_at_ = now;
+  }
   if (call_) {
     // Failed: the SUBSCRIBE was refused or timed out, or the confirmed subscription's
     // connection went away (EOF, reset, keepalive).

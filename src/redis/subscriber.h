@@ -3,7 +3,9 @@
 /// owner puts fd()/events() in its own poll() (with its signal fd and timers), calls
 /// on_ready() on readiness and maintain() on every turn. When the connection fails it
 /// resubscribes after a delay that doubles from kRetryMin to kRetryMax, so a dead node
-/// costs one connection attempt per delay, never a loop.
+/// costs one connection attempt per delay, never a loop. With a locator (Sentinel,
+/// Cluster) it follows the server: when the locator's answer changes, it subscribes
+/// again on the new one at once.
 
 #include <string>
 #include <vector>
@@ -16,6 +18,8 @@ class Subscriber {
  public:
   static constexpr Millis kRetryMin{500};
   static constexpr Millis kRetryMax{30'000};
+  /// How often a subscription to a located server checks that it has not moved.
+  static constexpr Millis kRelocateCheck{100};
 
   Subscriber(ConnectionOptions options, std::string channel);
 

@@ -57,8 +57,38 @@ std::string SocketAddress::str() const {
   }
 }
 
+std::shared_ptr<Resolution> Resolution::deferred() {
+  auto r = std::make_shared<Resolution>();
+  r->event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!r->event_) throw_errno("eventfd", errno);
+  return r;
+}
+
+void Resolution::settle(const Endpoint& endpoint) {
+  {
+    std::lock_guard lk(mu_);
+    if (done_) return;
+    endpoint_ = endpoint;
+  }
+  finish({}, "");
+}
+
+void Resolution::fail(const std::string& why) {
+  {
+    std::lock_guard lk(mu_);
+    if (done_) return;
+  }
+  finish({}, why.empty() ? "no server" : why);
+}
+
+Endpoint Resolution::endpoint() const {
+  std::lock_guard lk(mu_);
+  return endpoint_;
+}
+
 std::shared_ptr<Resolution> Resolution::start(const Endpoint& endpoint) {
   auto r = std::make_shared<Resolution>();
+  r->endpoint_ = endpoint;
   SocketAddress address;
   if (endpoint.kind == Endpoint::Kind::kUnix) {
     auto* un = reinterpret_cast<sockaddr_un*>(&address.storage);

@@ -31,20 +31,33 @@ struct SocketAddress {
 /// name is looked up by getaddrinfo() on a detached thread (it can block for seconds when
 /// DNS is down, and a stop must not wait for it), which signals fd() when done. Dropping
 /// the last reference abandons the lookup; the thread then finishes on its own.
+///
+/// A locator (redis/topology.h) hands out deferred ones: "which server" is answered by
+/// another thread (the sentinels, the cluster's slot map) through settle() or fail().
 class Resolution {
  public:
   static std::shared_ptr<Resolution> start(const Endpoint& endpoint);
+  /// Not done until settle() or fail() is called (from any thread).
+  static std::shared_ptr<Resolution> deferred();
   /// Readable once done(); -1 when it was done at once.
   int fd() const noexcept { return event_.get(); }
   bool done() const;
   /// After done(): the addresses (in getaddrinfo's order) or, if none, why.
   std::vector<SocketAddress> addresses() const;
   std::string error() const;
+  /// The server it is for (a deferred one: as settled).
+  Endpoint endpoint() const;
+  /// Deferred: the server is `endpoint`; its addresses are looked up by the caller of
+  /// addresses() (empty with no error means "resolve endpoint() yourself").
+  void settle(const Endpoint& endpoint);
+  /// Deferred: no server can be named; `why` says so.
+  void fail(const std::string& why);
 
  private:
   void finish(std::vector<SocketAddress> addresses, std::string error);
   mutable std::mutex mu_;
   bool done_ = false;
+  Endpoint endpoint_;
   std::vector<SocketAddress> addresses_;
   std::string error_;
   UniqueFd event_;

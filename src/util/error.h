@@ -6,8 +6,9 @@
 ///  |   +- TimeoutError  connect or I/O timed out
 ///  +- ClosedError  the peer closed the connection
 ///  +- ReplyError   the server answered with an error reply (e.g. OOM, LOADING)
-///  +- AuthError    the server refused our credentials (WRONGPASS, NOAUTH, NOPERM) or
-///                  its TLS certificate failed verification: exit 77, not a retry
+///  +- ConfigError  a setting that loaded but cannot be used (a PEM file that does not parse): exit 78
+///  +- AuthError    the server refused our credentials (WRONGPASS, NOAUTH, NOPERM): exit 77
+///      +- TlsError  a TLS handshake failed verification (either side's certificate)
 ///
 /// Release paths and destructors never throw; they log instead.
 
@@ -44,6 +45,21 @@ class ReplyError : public Error {
 class AuthError : public Error {
  public:
   using Error::Error;
+};
+
+/// A setting passed validation but cannot be used when the daemon sets up (a CA file that
+/// holds no certificate, a key that does not match its certificate). Exit 78, like any
+/// bad configuration: nothing was started.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The TLS handshake failed verification: the server's certificate (or, seen from the
+/// server, ours) was refused. Like refused credentials: exit 77, not a retry storm.
+class TlsError : public AuthError {
+ public:
+  using AuthError::AuthError;
 };
 
 /// Formats "what: strerror(err) (errno N)". Thread-safe (uses strerror_r).

@@ -315,7 +315,7 @@ TEST(RedisConnection, SetupAndCommandGoOutInOneWrite) {
 // ----------------------------------------------------------------------------- AUTH
 
 TEST(RedisAuth, RightPassword) {
-  RedisServer server(RedisServerOptions{"pw-right-7Hq", {}});
+  RedisServer server(testing::with_password("pw-right-7Hq"));
   auto o = options_for(server.address());
   o.password = "pw-right-7Hq";
   AsyncConnection conn(o);
@@ -323,7 +323,7 @@ TEST(RedisAuth, RightPassword) {
 }
 
 TEST(RedisAuth, WrongPasswordIsClearSecretFreeAndAnAuthFault) {
-  RedisServer server(RedisServerOptions{"pw-right-7Hq", {}});
+  RedisServer server(testing::with_password("pw-right-7Hq"));
   auto o = options_for(server.address());
   o.password = "wrong-Secret-42";
   AsyncConnection conn(o);
@@ -337,7 +337,7 @@ TEST(RedisAuth, WrongPasswordIsClearSecretFreeAndAnAuthFault) {
 }
 
 TEST(RedisAuth, MissingPasswordIsAnAuthFault) {
-  RedisServer server(RedisServerOptions{"pw-right-7Hq", {}});
+  RedisServer server(testing::with_password("pw-right-7Hq"));
   AsyncConnection conn(options_for(server.address()));
   auto c = run(conn, {"GET", "k"});
   EXPECT_EQ(c->fault(), Fault::kAuth);
@@ -351,7 +351,7 @@ TEST(RedisAuth, MissingPasswordIsAnAuthFault) {
 }
 
 TEST(RedisAuth, AclUser) {
-  RedisServer server(RedisServerOptions{"", {"user alice on >alice-Pw-9 ~* &* +@all"}});
+  RedisServer server(testing::with_acl_user("user alice on >alice-Pw-9 ~* &* +@all"));
   auto o = options_for(server.address());
   o.username = "alice";
   o.password = "alice-Pw-9";
@@ -447,7 +447,7 @@ TEST(RedisDrive, ThreeNodesInParallel) {
 TEST(RedisDrive, ASilentNodeNeverDelaysTheOthers) {
   // Two nodes accept TCP and never answer, with AUTH and SELECT to do: each costs only
   // its own timeout, and the healthy node's reply is read as soon as it arrives.
-  RedisServer healthy(RedisServerOptions{"pw", {}});
+  RedisServer healthy(testing::with_password("pw"));
   FakeServer silent1, silent2;
   std::vector<AsyncConnection> conns;
   for (const auto& address : {silent1.address(), healthy.address(), silent2.address()}) {
@@ -612,7 +612,7 @@ TEST(RedisSubscriber, DeliversTheChannelsMessages) {
 }
 
 TEST(RedisSubscriber, AuthenticatesLikeAConnection) {
-  RedisServer server(RedisServerOptions{"", {"user bob on >bob-Pw ~* &* +@all"}});
+  RedisServer server(testing::with_acl_user("user bob on >bob-Pw ~* &* +@all"));
   auto o = options_for(server.address());
   o.username = "bob";
   o.password = "bob-Pw";

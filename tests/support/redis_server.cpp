@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,29 @@ bool port_answers(int port) {
   return ok;
 }
 
+bool port_free(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+/// A port in 20000-29999 that is free, and whose cluster bus port (+10000) is free too
+/// (the kernel's ephemeral ports are too high for a bus port).
+int free_port_with_bus() {
+  static std::mt19937 rng{std::random_device{}()};
+  for (int i = 0; i < 500; ++i) {
+    const int port = 20000 + static_cast<int>(rng() % 10000);
+    if (port_free(port) && port_free(port + 10000)) return port;
+  }
+  throw std::runtime_error("no free port pair for a cluster node");
+}
+
 // Reaps pid if it has exited; returns true once it is gone.
 bool reaped(pid_t pid) {
   int status;
@@ -68,6 +92,65 @@ int free_port() {
 }
 
 std::string task_binary() { return REDISGO_TASK_BINARY; }
+
+RedisServerOptions with_password(std::string password) {
+  RedisServerOptions o;
+  o.password = std::move(password);
+  return o;
+}
+
+RedisServerOptions with_acl_user(std::string line) {
+  RedisServerOptions o;
+  o.acl_users.push_back(std::move(line));
+  return o;
+}
+
+namespace {
+
+void openssl(const std::string& args) {
+  const std::string cmd = "openssl " + args + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+}
+
+}  // namespace
+
+const TlsFiles& test_certificates() {
+  static const TlsFiles files = [] {
+    // One directory for the whole test process (the files are read-only inputs).
+    std::string tmpl = (fs::temp_directory_path() / "redisgo-tls-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    const std::string d = tmpl;
+    static struct Cleanup {
+      std::string dir;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } cleanup{d};
+    TlsFiles f;
+    f.ca = d + "/ca.pem";
+    f.server_cert = d + "/server.pem";
+    f.server_key = d + "/server.key";
+    f.client_cert = d + "/client.pem";
+    f.client_key = d + "/client.key";
+    f.other_ca = d + "/other-ca.pem";
+    f.garbage = d + "/garbage.pem";
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    openssl("req -x509 " + ec + " -days 30 -subj /CN=redisgo-test-ca -keyout " + d + "/ca.key -out " + f.ca);
+    openssl("req -x509 " + ec + " -days 30 -subj /CN=redisgo-other-ca -keyout " + d + "/other-ca.key -out " + f.other_ca);
+    std::ofstream(d + "/server.ext") << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+    openssl("req " + ec + " -subj /CN=localhost -keyout " + f.server_key + " -out " + d + "/server.csr");
+    openssl("x509 -req -in " + d + "/server.csr -CA " + f.ca + " -CAkey " + d + "/ca.key -CAcreateserial -days 30 -extfile " +
+            d + "/server.ext -out " + f.server_cert);
+    openssl("req " + ec + " -subj /CN=redisgo-test-client -keyout " + f.client_key + " -out " + d + "/client.csr");
+    openssl("x509 -req -in " + d + "/client.csr -CA " + f.ca + " -CAkey " + d + "/ca.key -CAcreateserial -days 30 -out " +
+            f.client_cert);
+    std::ofstream(f.garbage) << "this is not a certificate\n";
+    for (const auto* key : {&f.server_key, &f.client_key}) ::chmod(key->c_str(), 0600);
+    return f;
+  }();
+  return files;
+}
 
 TempDir::TempDir() {
   std::string tmpl = (fs::temp_directory_path() / "redisgo-test-XXXXXX").string();
@@ -113,7 +196,7 @@ void RedisServer::start() {
   if (pid_ > 0) return;
   // A port picked by free_port() can be taken before redis binds it; try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    if (port_ == 0 || attempt > 0) port_ = free_port();
+    if (port_ == 0 || attempt > 0) port_ = options_.cluster_bus ? free_port_with_bus() : free_port();
     launch();
     if (pid_ > 0) return;
   }
@@ -129,11 +212,22 @@ void RedisServer::launch() {
   std::string conf = dir_ + "/redis.conf";
   {
     std::ofstream out(conf);
-    out << "bind 127.0.0.1\nport " << port_ << "\nunixsocket " << dir_ << "/redis.sock\nunixsocketperm 700\n"
-        << "save \"\"\nappendonly no\ndir " << dir_ << "\nlogfile " << dir_ << "/redis.log\n"
-        << "pidfile " << dir_ << "/redis.pid\ndaemonize no\n";
+    if (options_.tls) {
+      const TlsFiles& t = *options_.tls;
+      out << "port 0\ntls-port " << port_ << "\ntls-cert-file " << t.server_cert << "\ntls-key-file " << t.server_key
+          << "\ntls-ca-cert-file " << t.ca << "\ntls-auth-clients " << (options_.tls_auth_clients ? "yes" : "no")
+          << "\n";
+    } else {
+      out << "port " << port_ << "\n";
+    }
+    out << "bind 127.0.0.1\n";
+    if (!options_.sentinel) {
+      out << "unixsocket " << dir_ << "/redis.sock\nunixsocketperm 700\nsave \"\"\nappendonly no\n";
+    }
+    out << "dir " << dir_ << "\nlogfile " << dir_ << "/redis.log\npidfile " << dir_ << "/redis.pid\ndaemonize no\n";
     if (!options_.password.empty()) out << "requirepass " << options_.password << "\n";
     for (const auto& u : options_.acl_users) out << u << "\n";
+    for (const auto& line : options_.extra_config) out << line << "\n";
   }
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -142,14 +236,18 @@ void RedisServer::launch() {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     ::setpgid(0, 0);
-    ::execl(server.c_str(), server.c_str(), conf.c_str(), static_cast<char*>(nullptr));
+    if (options_.sentinel) {
+      ::execl(server.c_str(), server.c_str(), conf.c_str(), "--sentinel", static_cast<char*>(nullptr));
+    } else {
+      ::execl(server.c_str(), server.c_str(), conf.c_str(), static_cast<char*>(nullptr));
+    }
     ::_exit(127);
   }
   if (pid < 0) return;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
     // The unix socket is opened a little after the TCP port; wait for both.
-    if (port_answers(port_) && ::access(unix_socket().c_str(), F_OK) == 0) {
+    if (port_answers(port_) && (options_.sentinel || ::access(unix_socket().c_str(), F_OK) == 0)) {
       pid_ = pid;
       return;
     }
@@ -194,6 +292,10 @@ void RedisServer::resume() {
 std::string RedisServer::cli(const std::vector<std::string>& args) const {
   // Bounded: a paused (SIGSTOPped) server must not hang the test.
   std::string cmd = "timeout 5 redis-cli -h 127.0.0.1 -p " + std::to_string(port_);
+  if (options_.tls) {
+    cmd += " --tls --cacert '" + options_.tls->ca + "' --cert '" + options_.tls->client_cert + "' --key '" +
+           options_.tls->client_key + "'";
+  }
   if (!options_.password.empty()) cmd += " --no-auth-warning -a '" + options_.password + "'";
   for (const auto& a : args) {
     std::string quoted = "'";

@@ -12,11 +12,38 @@
 
 namespace redisgo::testing {
 
+/// PEM files for TLS tests, made with openssl(1) (make_test_certificates).
+struct TlsFiles {
+  std::string ca;             ///< the CA that signed the server and client certificates
+  std::string server_cert;    ///< CN/SAN localhost and 127.0.0.1
+  std::string server_key;
+  std::string client_cert;    ///< signed by `ca` (for tls-auth-clients)
+  std::string client_key;
+  std::string other_ca;       ///< an unrelated CA: verifying against it must fail
+  std::string garbage;        ///< a file that holds no PEM at all
+};
+/// Makes the files once per test process (EC P-256, valid 30 days) and returns them.
+const TlsFiles& test_certificates();
+
 struct RedisServerOptions {
   std::string password;            ///< requirepass; empty = none
   /// Extra ACL users, each a full "user NAME on >pass ~* &* +@all" line for the config.
   std::vector<std::string> acl_users;
+  /// Serve TLS only (port() is the tls-port; the plain port is off) with these files.
+  const TlsFiles* tls = nullptr;
+  bool tls_auth_clients = true;    ///< require a client certificate (with `tls`)
+  /// More redis.conf lines (replicaof, cluster-enabled, ...).
+  std::vector<std::string> extra_config;
+  /// Cluster: the bus port (port + 10000) must be free and below 65536 too.
+  bool cluster_bus = false;
+  /// Run as redis-sentinel (`sentinel` lines go in extra_config; the config must be writable).
+  bool sentinel = false;
 };
+
+/// Options with requirepass `password`.
+RedisServerOptions with_password(std::string password);
+/// Options with one extra ACL user line.
+RedisServerOptions with_acl_user(std::string line);
 
 class RedisServer {
  public:
@@ -28,6 +55,7 @@ class RedisServer {
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string unix_socket() const { return dir_ + "/redis.sock"; }
+  const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
 
@@ -74,9 +102,12 @@ class TempDir {
   std::string path_;
 };
 
-/// Polls `pred` every few ms until it is true or `timeout` passes; returns pred's last value.
+/// Polls `pred` every `every` until it is true or `timeout` passes; returns pred's last
+/// value. A pred that asks a server should poll slower than the default (its own
+/// commands count in the storm meters).
 template <class Pred>
-bool wait_until(Pred pred, std::chrono::milliseconds timeout);
+bool wait_until(Pred pred, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds every = std::chrono::milliseconds(2));
 
 /// A per-test key prefix ("rgt:<suite>.<test>:") so tests never share keys.
 std::string test_key(const std::string& suffix = "lock");
@@ -86,11 +117,11 @@ std::string test_key(const std::string& suffix = "lock");
 #include <thread>
 namespace redisgo::testing {
 template <class Pred>
-bool wait_until(Pred pred, std::chrono::milliseconds timeout) {
+bool wait_until(Pred pred, std::chrono::milliseconds timeout, std::chrono::milliseconds every) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(every);
   }
   return pred();
 }

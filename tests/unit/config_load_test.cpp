@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -473,14 +474,166 @@ const Diagnostic* warning_for(const LoadResult& r, const std::string& key) {
 }
 
 TEST(ConfigErrors, KeysOfFeaturesNotYetBuiltAreRefusedByName) {
-  // Without TLS support, `tls = true` must not run in clear with the password on the wire.
-  auto r = load(kBase + "tls = true\nsentinels = [\"a:1\"]\n[task]\nlimit = 2\n[metrics]\nlisten = \"x:1\"\n");
+  auto r = load(kBase + "[task]\nlimit = 2\n[metrics]\nlisten = \"x:1\"\n");
   EXPECT_FALSE(r.config);
-  for (const char* key : {"redis.tls", "redis.sentinels", "task.limit", "metrics"}) {
+  for (const char* key : {"task.limit", "metrics"}) {
     const Diagnostic* e = error_for(r, key);
     ASSERT_NE(e, nullptr) << key << "\n" << all_diagnostics(r);
     EXPECT_NE(e->message.find("not supported by this version"), std::string::npos) << e->str();
   }
+}
+
+// ---- Production Redis: the four ways to say where the lease lives, TLS ----------------
+
+TEST(ConfigModes, EachWayOfNamingTheServersSetsItsTopology) {
+  struct Case {
+    std::string lines;
+    Topology topology;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"host = \"10.0.0.1:6379\"\n", Topology::kSingle},
+           {"nodes = [\"10.0.0.1:6379\", \"10.0.0.2:6379\", \"10.0.0.3:6379\"]\n", Topology::kRedlock},
+           {"sentinels = [\"10.0.0.1:26379\", \"10.0.0.2:26379\"]\nsentinel_master = \"mymaster\"\n",
+            Topology::kSentinel},
+           {"cluster_nodes = [\"10.0.0.1:7000\"]\n", Topology::kCluster}}) {
+    auto r = load("[redis]\nkey = \"k\"\n" + c.lines);
+    ASSERT_TRUE(r.config) << c.lines << all_diagnostics(r);
+    EXPECT_EQ(r.config->redis.topology, c.topology) << c.lines;
+  }
+  auto r = load("[redis]\nkey = \"k\"\nsentinels = [\"a:1\", \"b:2\"]\nsentinel_master = \"m\"\n"
+                "sentinel_wait_replicas = 1\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.sentinels, (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(r.config->redis.sentinel_master, "m");
+  EXPECT_EQ(r.config->redis.sentinel_wait_replicas, 1);
+  EXPECT_TRUE(r.config->redis.nodes.empty());
+}
+
+TEST(ConfigModes, TwoWaysAtOnceNameBothAndTheLaterLine) {
+  auto r = load("[redis]\nkey = \"k\"\nnodes = [\"a:1\"]\ncluster_nodes = [\"b:2\"]\n");
+  EXPECT_FALSE(r.config);
+  const Diagnostic* e = error_for(r, "redis.cluster_nodes");
+  ASSERT_NE(e, nullptr) << all_diagnostics(r);
+  EXPECT_EQ(e->line, 4);
+  EXPECT_NE(e->message.find("'nodes' and 'cluster_nodes' are mutually exclusive"), std::string::npos) << e->str();
+  auto none = load("[redis]\nkey = \"k\"\n");
+  const Diagnostic* m = error_for(none, "redis.host");
+  ASSERT_NE(m, nullptr) << all_diagnostics(none);
+  EXPECT_NE(m->message.find("'sentinels' (Sentinel) or 'cluster_nodes'"), std::string::npos) << m->str();
+}
+
+TEST(ConfigModes, SentinelMistakesAreErrors) {
+  struct Case {
+    std::string lines;
+    std::string key;
+    std::string says;
+  };
+  const std::string s = "sentinels = [\"a:26379\"]\n";
+  for (const auto& c : std::vector<Case>{
+           {s, "redis.sentinel_master", "missing: expected the name of the master"},
+           {"host = \"a:1\"\nsentinel_master = \"m\"\n", "redis.sentinel_master", "applies only with 'sentinels'"},
+           {"host = \"a:1\"\nsentinel_wait_replicas = 1\n", "redis.sentinel_wait_replicas", "applies only with"},
+           {"sentinels = [\"unix:///x.sock\"]\nsentinel_master = \"m\"\n", "redis.sentinels[0]", "unix socket"},
+           {s + "sentinel_master = \"m\"\nsentinel_username = \"u\"\n", "redis.sentinel_username",
+            "expected a password with the sentinels' ACL user"},
+           {s + "sentinel_master = \"m\"\nsentinel_password_env = \"NOPE_UNSET\"\n", "redis.sentinel_password_env",
+            "found it unset"},
+           {s + "sentinel_master = \"m\"\nsentinel_password = \"x\"\nsentinel_password_env = \"E\"\n",
+            "redis.sentinel_password_env", "given two ways"},
+           {s + "sentinel_master = \"m\"\nsentinel_wait_replicas = -1\n", "redis.sentinel_wait_replicas", "expected"},
+           {"cluster_nodes = [\"a:7000\"]\ndb = 3\n", "redis.db", "Redis Cluster has only database 0"},
+           {"cluster_nodes = []\n", "redis.cluster_nodes", "at least one address"},
+           {"cluster_nodes = [\"a:7000\", \"a:7000\"]\n", "redis.cluster_nodes[1]", "listed twice"},
+       }) {
+    auto r = load("[redis]\nkey = \"k\"\n" + c.lines);
+    EXPECT_FALSE(r.config) << c.lines;
+    const Diagnostic* e = error_for(r, c.key);
+    ASSERT_NE(e, nullptr) << c.lines << "\n" << all_diagnostics(r);
+    EXPECT_NE(e->message.find(c.says), std::string::npos) << e->str();
+  }
+}
+
+TEST(ConfigTls, SettingsWithoutTlsAreErrorsNotSilentlyIgnored) {
+  TempDir dir;
+  const std::string ca = dir.path() + "/ca.pem";
+  { std::ofstream(ca) << "-----BEGIN CERTIFICATE-----\n"; }
+  struct Case {
+    std::string lines;
+    std::string key;
+    std::string says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"tls_ca_file = \"" + ca + "\"\n", "redis.tls_ca_file", "applies only with tls = true"},
+           {"tls = false\ntls_server_name = \"r\"\n", "redis.tls_server_name", "found tls = false"},
+           {"tls = true\ntls_ca_file = \"" + dir.path() + "/missing.pem\"\n", "redis.tls_ca_file", "missing.pem"},
+           {"tls = true\ntls_ca_file = \"" + dir.path() + "\"\n", "redis.tls_ca_file", "not a regular file"},
+           {"tls = true\ntls_cert_file = \"" + ca + "\"\n", "redis.tls_cert_file", "both tls_cert_file and tls_key_file"},
+           {"tls = \"yes\"\n", "redis.tls", "expected"},
+       }) {
+    auto r = load(kBase + c.lines);
+    EXPECT_FALSE(r.config) << c.lines;
+    const Diagnostic* e = error_for(r, c.key);
+    ASSERT_NE(e, nullptr) << c.lines << "\n" << all_diagnostics(r);
+    EXPECT_NE(e->message.find(c.says), std::string::npos) << e->str();
+  }
+  auto unix_node = load("[redis]\nkey = \"k\"\nhost = \"unix:///run/redis.sock\"\ntls = true\n");
+  const Diagnostic* e = error_for(unix_node, "redis.host");
+  ASSERT_NE(e, nullptr) << all_diagnostics(unix_node);
+  EXPECT_NE(e->message.find("no TLS on unix sockets"), std::string::npos) << e->str();
+}
+
+TEST(ConfigTls, FullSettingsLoadAndSkipVerifyWarns) {
+  TempDir dir;
+  for (const char* f : {"/ca.pem", "/c.pem", "/k.pem"}) std::ofstream(dir.path() + f) << "x\n";
+  ::chmod((dir.path() + "/k.pem").c_str(), 0600);
+  auto r = load(kBase + "tls = true\ntls_ca_file = \"" + dir.path() + "/ca.pem\"\ntls_cert_file = \"" + dir.path() +
+                "/c.pem\"\ntls_key_file = \"" + dir.path() + "/k.pem\"\ntls_server_name = \"redis.internal\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_TRUE(r.warnings.empty()) << all_diagnostics(r);
+  const TlsConfig& t = r.config->redis.tls;
+  EXPECT_TRUE(t.enabled);
+  EXPECT_EQ(t.ca_file, dir.path() + "/ca.pem");
+  EXPECT_EQ(t.cert_file, dir.path() + "/c.pem");
+  EXPECT_EQ(t.key_file, dir.path() + "/k.pem");
+  EXPECT_EQ(t.server_name, "redis.internal");
+  EXPECT_FALSE(t.skip_verify);
+  // Rendered and read back: the same settings.
+  auto again = load(render_effective(*r.config));
+  ASSERT_TRUE(again.config) << all_diagnostics(again);
+  EXPECT_EQ(again.config->redis, r.config->redis);
+
+  ::chmod((dir.path() + "/k.pem").c_str(), 0644);
+  auto open_key = load(kBase + "tls = true\ntls_cert_file = \"" + dir.path() + "/c.pem\"\ntls_key_file = \"" +
+                       dir.path() + "/k.pem\"\n");
+  ASSERT_TRUE(open_key.config) << all_diagnostics(open_key);
+  ASSERT_FALSE(open_key.warnings.empty());
+  EXPECT_NE(open_key.warnings[0].message.find("readable by every user"), std::string::npos);
+
+  auto skip = load(kBase + "tls = true\ntls_skip_verify = true\n");
+  ASSERT_TRUE(skip.config) << all_diagnostics(skip);
+  ASSERT_EQ(skip.warnings.size(), 1u) << all_diagnostics(skip);
+  EXPECT_EQ(skip.warnings[0].key, "redis.tls_skip_verify");
+  EXPECT_NE(skip.warnings[0].message.find("NOT verified"), std::string::npos);
+  EXPECT_NE(render_effective(*skip.config).find("NOT VERIFIED"), std::string::npos);
+}
+
+TEST(ConfigModes, SentinelAndClusterRenderAndReadBackWithSecretsMasked) {
+  auto r = load("[redis]\nkey = \"k\"\nsentinels = [\"a:1\", \"b:2\"]\nsentinel_master = \"m\"\n"
+                "sentinel_username = \"su\"\nsentinel_password_env = \"SENT_PW\"\npassword_env = \"PW\"\n",
+                fake_env({{"SENT_PW", kSecret}, {"PW", kSecret}}));
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.sentinel_password, kSecret);
+  const std::string out = render_effective(*r.config);
+  EXPECT_EQ(out.find(kSecret), std::string::npos) << out;
+  auto again = load(out, fake_env({{"SENT_PW", kSecret}, {"PW", kSecret}}));
+  ASSERT_TRUE(again.config) << all_diagnostics(again) << out;
+  EXPECT_EQ(again.config->redis, r.config->redis);
+
+  auto c = load("[redis]\nkey = \"k\"\ncluster_nodes = [\"a:7000\", \"b:7001\"]\n");
+  ASSERT_TRUE(c.config) << all_diagnostics(c);
+  auto c2 = load(render_effective(*c.config));
+  ASSERT_TRUE(c2.config) << all_diagnostics(c2);
+  EXPECT_EQ(c2.config->redis, c.config->redis);
 }
 
 TEST(ConfigErrors, UnknownKeysWithLineAndSuggestion) {

@@ -1,0 +1,119 @@
+#include "daemon/servers.h"
+
+#include <memory>
+
+#include "redis/tls.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace redisgo::daemon {
+namespace {
+
+/// TLS is one OpenSSL context per process (a context is made to be shared by threads;
+/// every connection, in the main loop or the renewer, has its own SSL state).
+std::shared_ptr<const redis::TransportFactory> transport(const config::RedisConfig& r) {
+  if (!r.tls.enabled) return nullptr;
+  redis::TlsOptions t;
+  t.ca_file = r.tls.ca_file;
+  t.cert_file = r.tls.cert_file;
+  t.key_file = r.tls.key_file;
+  t.server_name = r.tls.server_name;
+  t.skip_verify = r.tls.skip_verify;
+  return redis::make_tls(t);
+}
+
+redis::ConnectionOptions connection(const config::RedisConfig& r, const std::string& address,
+                                    std::shared_ptr<const redis::TransportFactory> tls) {
+  redis::ConnectionOptions c;
+  std::string why;
+  auto endpoint = redis::Endpoint::parse(address, &why);
+  if (!endpoint) throw ConfigError("invalid address '" + address + "': " + why);
+  c.endpoint = *endpoint;
+  c.connect_timeout = r.connect_timeout;
+  c.io_timeout = r.io_timeout;
+  c.username = r.username;
+  c.password = r.password;
+  c.db = r.db;
+  c.transport = std::move(tls);
+  return c;
+}
+
+redis::SentinelOptions sentinels(const config::Config& config, std::shared_ptr<const redis::TransportFactory> tls) {
+  const auto& r = config.redis;
+  redis::SentinelOptions s;
+  for (const auto& address : r.sentinels) {
+    auto c = connection(r, address, tls);
+    c.username = r.sentinel_username;
+    c.password = r.sentinel_password;
+    c.db = 0;
+    s.sentinels.push_back(std::move(c));
+  }
+  s.master = r.sentinel_master;
+  s.requery_every = r.cron.count() > 0 ? r.cron : redis::Millis(r.expire.count() / 3);
+  return s;
+}
+
+redis::ClusterOptions cluster(const config::Config& config, std::shared_ptr<const redis::TransportFactory> tls) {
+  const auto& r = config.redis;
+  redis::ClusterOptions c;
+  for (const auto& address : r.cluster_nodes) c.seeds.push_back(connection(r, address, tls));
+  c.key = r.key;
+  return c;
+}
+
+}  // namespace
+
+redis::SentinelOptions sentinel_options(const config::Config& config) {
+  return sentinels(config, transport(config.redis));
+}
+
+redis::ClusterOptions cluster_options(const config::Config& config) { return cluster(config, transport(config.redis)); }
+
+lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder) {
+  lock::LeaseOptions o;
+  const auto& r = config.redis;
+  auto tls = transport(r);
+  switch (r.topology) {
+    case config::Topology::kSingle:
+    case config::Topology::kRedlock:
+      for (const auto& node : r.nodes) o.nodes.push_back(connection(r, node, tls));
+      break;
+    case config::Topology::kSentinel: {
+      redis::ConnectionOptions c = connection(r, r.sentinels.front(), tls);
+      c.endpoint = {};
+      c.locator = redis::make_sentinel_locator(sentinels(config, tls));
+      o.nodes.push_back(std::move(c));
+      o.wait_replicas = r.sentinel_wait_replicas;
+      break;
+    }
+    case config::Topology::kCluster: {
+      redis::ConnectionOptions c = connection(r, r.cluster_nodes.front(), tls);
+      c.endpoint = {};
+      c.db = 0;
+      c.locator = redis::make_cluster_locator(cluster(config, tls));
+      o.nodes.push_back(std::move(c));
+      break;
+    }
+  }
+  o.key = r.key;
+  o.holder = holder;
+  o.ttl = r.expire;
+  o.drift_factor = r.drift_factor;
+  o.drift_fixed = r.drift_fixed;
+  // An acquisition that leaves less than this could not have its child stopped in time.
+  o.min_validity = config.task.kill_grace + config::kill_margin(r.expire);
+  return o;
+}
+
+std::string describe_servers(const config::RedisConfig& r) {
+  switch (r.topology) {
+    case config::Topology::kSingle:
+    case config::Topology::kRedlock: return "nodes=" + join(r.nodes, ",");
+    case config::Topology::kSentinel: return "sentinels=" + join(r.sentinels, ",") + " master=" + r.sentinel_master;
+    case config::Topology::kCluster:
+      return "cluster_nodes=" + join(r.cluster_nodes, ",") + " slot=" + std::to_string(redis::hash_slot(r.key));
+  }
+  return "";
+}
+
+}  // namespace redisgo::daemon

@@ -1,0 +1,135 @@
+// Redis Cluster (issue 10): three masters made with `redis-cli --cluster create` on
+// loopback. The locator finds the owner of the key's hash slot from seeds that do not own
+// it; the key, fence counter and release channel share that slot; a holder renewing
+// while the slot migrates (MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE) keeps its lease
+// (ASK during the move, MOVED after it), and nobody else's child runs meanwhile.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "redis/connection.h"
+#include "redis/topology.h"
+#include "support/records.h"
+#include "support/redis_server.h"
+#include "support/redis_topologies.h"
+#include "support/storm_meter.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo;
+using namespace redisgo::testing;
+
+namespace {
+
+/// `cluster_nodes = [...]` naming only the given nodes of `set`.
+std::string seeds(ClusterSet& set, const std::vector<std::size_t>& which) {
+  std::string line = "cluster_nodes = [";
+  for (std::size_t i = 0; i < which.size(); ++i) {
+    line += (i ? ", \"" : "\"") + set.node(which[i]).address() + "\"";
+  }
+  return line + "]\n";
+}
+
+/// Evaluations (EVAL + EVALSHA) a server has run so far.
+long long script_calls(RedisServer& s) {
+  long long n = 0;
+  std::istringstream in(s.cli({"INFO", "commandstats"}));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cmdstat_eval", 0) != 0) continue;
+    auto at = line.find("calls=");
+    if (at != std::string::npos) n += std::stoll(line.substr(at + 6));
+  }
+  return n;
+}
+
+TEST(ClusterSlot, HashSlotsMatchRedis) {
+  ClusterSet set;
+  for (const std::string key : {"rgt:lock", "{rgt:lock}:fence", "a", "{}x", "x{}{y}", "ünïcode key", ""}) {
+    EXPECT_EQ(std::to_string(redis::hash_slot(key)), set.node(0).cli({"CLUSTER", "KEYSLOT", key})) << key;
+  }
+}
+
+class ClusterTask : public ::testing::Test {
+ protected:
+  std::string config(ClusterSet& set, const std::vector<std::size_t>& which, ConfigSpec spec) {
+    spec.nodes = seeds(set, which);
+    spec.key = test_key();
+    return dir_.write("cluster-" + std::to_string(++n_) + ".toml", make_config(spec));
+  }
+  TempDir dir_;
+  int n_ = 0;
+};
+
+TEST_F(ClusterTask, SeedsThatDoNotOwnTheSlotLeadToItsOwner) {
+  ClusterSet set;
+  const int slot = redis::hash_slot(test_key());
+  const std::size_t owner = set.owner_of(slot);
+  std::vector<std::size_t> others;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    if (i != owner) others.push_back(i);
+  }
+  ConfigSpec spec;
+  const std::string cfg = config(set, others, spec);
+  const std::string ran = dir_.path() + "/ran";
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "sh", "-c", "echo $REDISGO_TASK_TOKEN >> " + ran});
+  ASSERT_EQ(a.wait_for(15s), 0) << a.err();
+  EXPECT_EQ(split_lines(read_file(ran)).size(), 1u) << a.err();
+  // The fence counter lives on the owner, next to the key (same slot); nothing elsewhere.
+  EXPECT_NE(set.node(owner).cli({"EXISTS", "{" + test_key() + "}:fence"}), "0") << a.err();
+  for (auto i : others) EXPECT_EQ(set.node(i).cli({"DBSIZE"}), "0");
+  // status finds the owner from the same seeds.
+  TaskProcess st(dir_.path(), "st", {"status", "--config", cfg});
+  EXPECT_EQ(st.wait_for(15s), 0) << st.err() << st.out();
+}
+
+TEST_F(ClusterTask, ASlotMigrationWhileLeadingKeepsTheLeaseAndNobodyElseRuns) {
+  ClusterSet set;
+  const int slot = redis::hash_slot(test_key());
+  const std::size_t from = set.owner_of(slot);
+  const std::size_t to = (from + 1) % set.size();
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "4s";
+  spec.cron = "300ms";
+  spec.kill_grace = "500ms";
+  spec.io_timeout = "300ms";
+  const std::string records = dir_.path() + "/records";
+  spec.extra_task = "command = [\"" + recorder_binary() + "\", \"" + records + "\", \"0\"]\n";
+  const std::string cfg = config(set, {0, 1, 2}, spec);
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg});
+  ASSERT_TRUE(a.wait_for_log("child started", 15s)) << a.err();
+  TaskProcess b(dir_.path(), "b", {"task", "--config", cfg});
+  ASSERT_TRUE(b.wait_for_log("lease busy", 15s)) << b.err();
+
+  StormMeter meter({&set.node(0), &set.node(1), &set.node(2)}, {dir_.path() + "/a.err", dir_.path() + "/b.err"}, 2);
+  meter.start();
+  set.migrate(slot, to, [&] {
+    // Keys moved, slot not yet: the source answers ASK. Hold here for a few renewals.
+    const long long before = script_calls(set.node(to));
+    EXPECT_TRUE(wait_until([&] { return script_calls(set.node(to)) >= before + 3; }, 10s, 50ms)) << a.err();
+  });
+  // After SETSLOT NODE: MOVED, the map is learned again, renewals go to the new owner.
+  const long long before = script_calls(set.node(to));
+  EXPECT_TRUE(wait_until([&] { return script_calls(set.node(to)) >= before + 3; }, 10s, 50ms)) << a.err();
+  meter.expect_bounds(meter.stop());
+  EXPECT_EQ(a.err().find("lease lost"), std::string::npos) << a.err();
+  EXPECT_EQ(b.err().find("child started"), std::string::npos) << b.err();
+
+  // Released on the new owner, published there: the standby takes over.
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  ASSERT_TRUE(b.wait_for_log("child started", 15s)) << b.err();
+  ASSERT_TRUE(wait_until([&] { return check_records(records, {}).children.size() == 2; }, 10s)) << b.err();
+  b.signal(SIGTERM);
+  EXPECT_EQ(b.wait_for(10s), 0) << b.err();
+  const auto check = check_records(records, {});
+  EXPECT_EQ(check.overlaps, 0);
+  for (const auto& p : check.problems) ADD_FAILURE() << p;
+  ASSERT_EQ(check.children.size(), 2u);
+  EXPECT_LT(check.children[0].token, check.children[1].token);
+}
+
+}  // namespace

@@ -1,0 +1,188 @@
+// Redis Sentinel (issue 10): a master, a replica and three sentinels on loopback. The
+// locator names the master and follows a failover; a supervise daemon that leads keeps
+// its lease across a manual failover and across the master's death (the sentinels'
+// failover), renews on the new master, releases there, and the next holder gets a
+// higher token; nobody else's child runs meanwhile. The storm bounds hold on every
+// sentinel and node while the master is down.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "redis/connection.h"
+#include "redis/poller.h"
+#include "redis/topology.h"
+#include "support/records.h"
+#include "support/redis_server.h"
+#include "support/redis_topologies.h"
+#include "support/storm_meter.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo;
+using namespace redisgo::testing;
+
+namespace {
+
+redis::SentinelOptions sentinel_options(const SentinelSet& set) {
+  redis::SentinelOptions o;
+  for (const auto& a : set.sentinel_addresses()) {
+    redis::ConnectionOptions c;
+    c.endpoint = *redis::Endpoint::parse(a);
+    c.connect_timeout = 500ms;
+    c.io_timeout = 500ms;
+    o.sentinels.push_back(c);
+  }
+  o.master = SentinelSet::kMaster;
+  o.requery_every = 1000ms;
+  return o;
+}
+
+/// Evaluations (EVAL + EVALSHA) a server has run so far.
+long long script_calls(RedisServer& s) {
+  long long n = 0;
+  std::istringstream in(s.cli({"INFO", "commandstats"}));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cmdstat_eval", 0) != 0) continue;
+    auto at = line.find("calls=");
+    if (at != std::string::npos) n += std::stoll(line.substr(at + 6));
+  }
+  return n;
+}
+
+TEST(SentinelLocator, NamesTheMasterAndFollowsAFailover) {
+  SentinelSet set;
+  auto locator = redis::make_sentinel_locator(sentinel_options(set));
+  redis::ConnectionOptions o;
+  o.locator = locator;
+  o.connect_timeout = 1000ms;
+  o.io_timeout = 1000ms;
+  redis::AsyncConnection conn(o);
+  auto calls = redis::run_commands(conn, {{"SET", test_key(), "1"}});
+  ASSERT_TRUE(calls[0]->ok()) << calls[0]->error();
+  EXPECT_EQ(conn.current().str(), set.master().address());
+  EXPECT_NE(conn.describe().find("master 'mymaster'"), std::string::npos) << conn.describe();
+  const auto generation = locator->generation();
+
+  set.failover();
+  // +switch-master (or the periodic re-query) moves the locator; the connection follows
+  // before its next command.
+  ASSERT_TRUE(wait_until([&] { return locator->known() && locator->known()->str() == set.master().address(); }, 10s));
+  EXPECT_NE(locator->generation(), generation);
+  EXPECT_TRUE(conn.stale());
+  auto after = redis::run_commands(conn, {{"SET", test_key(), "2"}});
+  ASSERT_TRUE(after[0]->ok()) << after[0]->error();
+  EXPECT_EQ(conn.current().str(), set.master().address());
+  EXPECT_EQ(set.master().cli({"GET", test_key()}), "2");
+}
+
+TEST(SentinelLocator, AnUnknownMasterNameFailsClearlyAndIsNotAStorm) {
+  SentinelSet set;
+  auto o = sentinel_options(set);
+  o.master = "nosuchmaster";
+  auto locator = redis::make_sentinel_locator(o);
+  redis::ConnectionOptions c;
+  c.locator = locator;
+  c.connect_timeout = 500ms;
+  c.io_timeout = 500ms;
+  redis::AsyncConnection conn(c);
+  StormMeter meter({&set.sentinel(0), &set.sentinel(1), &set.sentinel(2)}, {}, 1);
+  meter.start();
+  for (int i = 0; i < 8; ++i) {
+    auto calls = redis::run_commands(conn, {{"PING"}});
+    ASSERT_FALSE(calls[0]->ok());
+    if (i == 0) {
+      EXPECT_NE(calls[0]->error().find("no sentinel named the master 'nosuchmaster'"), std::string::npos)
+          << calls[0]->error();
+    }
+  }
+  meter.expect_bounds(meter.stop());
+}
+
+/// The start and stop lines of a records file (its heartbeats left out).
+std::string grep_starts(const std::string& records) {
+  std::string out;
+  for (const auto& line : split_lines(records)) {
+    if (line.rfind("beat ", 0) != 0) out += line + "\n";
+  }
+  return out;
+}
+
+class SentinelTask : public ::testing::Test {
+ protected:
+  std::string config(const SentinelSet& set, ConfigSpec spec) {
+    spec.nodes = set.config_lines();
+    spec.key = test_key();
+    return dir_.write("sentinel-" + std::to_string(++n_) + ".toml", make_config(spec));
+  }
+  /// A leader (a) and a standby (b), both supervise, their children recording their lives
+  /// (redisgo_soak_child). `fault` happens while a leads; a must keep its lease and child
+  /// and renew on the new master; then a stops, b takes over there with a higher token.
+  void lead_then_hand_over(SentinelSet& set, ConfigSpec spec, const std::function<void()>& fault) {
+    const std::string records = dir_.path() + "/records";
+    spec.extra_task = "command = [\"" + recorder_binary() + "\", \"" + records + "\", \"0\"]\n";
+    const std::string cfg = config(set, spec);
+    TaskProcess a(dir_.path(), "a", {"task", "--config", cfg});
+    ASSERT_TRUE(a.wait_for_log("child started", 15s)) << a.err();
+    TaskProcess b(dir_.path(), "b", {"task", "--config", cfg});
+    ASSERT_TRUE(b.wait_for_log("lease busy", 15s)) << b.err();
+    EXPECT_NE(a.err().find("a failover can lose the lease key"), std::string::npos) << a.err();
+
+    fault();
+    // The leader renews on the new master: its script calls there go up, its lease and
+    // its child stay.
+    const long long before = script_calls(set.master());
+    EXPECT_TRUE(wait_until([&] { return script_calls(set.master()) >= before + 3; }, 15s, 100ms)) << a.err();
+    EXPECT_EQ(a.err().find("lease lost"), std::string::npos) << a.err();
+    EXPECT_EQ(b.err().find("child started"), std::string::npos) << b.err();
+
+    // Released on the new master: the standby takes over there.
+    a.signal(SIGTERM);
+    EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+    ASSERT_TRUE(b.wait_for_log("child started", 15s)) << b.err();
+    // Its child's own start record, so the stop below cannot beat it.
+    ASSERT_TRUE(wait_until([&] { return check_records(records, {}).children.size() == 2; }, 10s)) << b.err();
+    b.signal(SIGTERM);
+    EXPECT_EQ(b.wait_for(10s), 0) << b.err();
+    const auto check = check_records(records, {});
+    EXPECT_EQ(check.overlaps, 0);
+    for (const auto& p : check.problems) ADD_FAILURE() << p;
+    ASSERT_EQ(check.children.size(), 2u) << grep_starts(read_file(records)) << a.err() << b.err();
+    EXPECT_LT(check.children[0].token, check.children[1].token);
+  }
+  TempDir dir_;
+  int n_ = 0;
+};
+
+TEST_F(SentinelTask, AManualFailoverWhileLeadingKeepsTheLeaseAndMovesTheRenewals) {
+  SentinelSet set;
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "4s";
+  spec.cron = "400ms";
+  spec.kill_grace = "500ms";
+  spec.io_timeout = "300ms";
+  lead_then_hand_over(set, spec, [&] { set.failover(); });
+}
+
+TEST_F(SentinelTask, TheMasterKilledWhileLeadingFollowsTheSentinelsFailoverWithoutAStorm) {
+  SentinelSet set;
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "12s";
+  spec.cron = "1s";
+  spec.kill_grace = "1s";
+  spec.io_timeout = "300ms";
+  lead_then_hand_over(set, spec, [&] {
+    StormMeter meter({&set.sentinel(0), &set.sentinel(1), &set.sentinel(2), &set.replica()},
+                     {dir_.path() + "/a.err", dir_.path() + "/b.err"}, 2);
+    meter.start();
+    set.kill_master();
+    meter.expect_bounds(meter.stop());
+  });
+}
+
+}  // namespace

@@ -1,0 +1,268 @@
+// TLS to Redis (issue 10): a real redis-server serving TLS only, with a CA and server and
+// client certificates made by openssl(1). The connection layer: commands over TLS, the
+// peer's certificate for `check`, and each way verification fails (wrong CA, wrong name,
+// no client certificate) as a kTls fault naming the node. The daemon: acquire, renew,
+// release and handover over TLS with wake-on-release; exit 77 on a failed verification;
+// exit 78 on a PEM file that does not load; a silent server's handshake is bounded by
+// connect_timeout and a SIGTERM ends it at once; tls_skip_verify warns at every start.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "redis/connection.h"
+#include "redis/poller.h"
+#include "redis/tls.h"
+#include "support/fake_server.h"
+#include "support/redis_server.h"
+#include "support/storm_meter.h"
+#include "support/task_process.h"
+#include "util/error.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo;
+using namespace redisgo::testing;
+
+namespace {
+
+RedisServerOptions tls_server(bool auth_clients = true) {
+  RedisServerOptions o;
+  o.tls = &test_certificates();
+  o.tls_auth_clients = auth_clients;
+  return o;
+}
+
+redis::TlsOptions client_tls() {
+  const auto& f = test_certificates();
+  redis::TlsOptions t;
+  t.ca_file = f.ca;
+  t.cert_file = f.client_cert;
+  t.key_file = f.client_key;
+  return t;
+}
+
+redis::ConnectionOptions options_for(int port, const redis::TlsOptions& tls, const std::string& host = "127.0.0.1") {
+  redis::ConnectionOptions o;
+  o.endpoint = *redis::Endpoint::parse(host + ":" + std::to_string(port));
+  o.connect_timeout = 2000ms;
+  o.io_timeout = 2000ms;
+  o.transport = redis::make_tls(tls);
+  return o;
+}
+
+TEST(TlsConnection, CommandsGoOverTlsAndThePeerCertificateIsDescribed) {
+  RedisServer server(tls_server());
+  redis::AsyncConnection conn(options_for(server.port(), client_tls()));
+  auto calls = redis::run_commands(conn, {{"SET", test_key(), "v"}, {"GET", test_key()}, {"PING"}});
+  ASSERT_TRUE(calls[0]->ok()) << calls[0]->error();
+  ASSERT_TRUE(calls[1]->ok()) << calls[1]->error();
+  EXPECT_EQ(redis::as_string(calls[1]->reply().get()).value_or(""), "v");
+  const std::string peer = conn.peer_info();
+  EXPECT_NE(peer.find("CN=localhost"), std::string::npos) << peer;
+  EXPECT_NE(peer.find("redisgo-test-ca"), std::string::npos) << peer;
+  EXPECT_NE(peer.find("expires"), std::string::npos) << peer;
+  // The server's name by DNS ("localhost") verifies as well as its IP.
+  redis::AsyncConnection by_name(options_for(server.port(), client_tls(), "localhost"));
+  auto named = redis::run_commands(by_name, {{"PING"}});
+  EXPECT_TRUE(named[0]->ok()) << named[0]->error();
+}
+
+TEST(TlsConnection, LargeRepliesArriveWholeThroughTheTlsBuffer) {
+  // More than one TLS record (16 KiB) and more than one read: what OpenSSL decrypted but
+  // poll() cannot see must still be read.
+  RedisServer server(tls_server());
+  redis::AsyncConnection conn(options_for(server.port(), client_tls()));
+  const std::string big(300 * 1024, 'x');
+  auto calls = redis::run_commands(conn, {{"SET", test_key(), big}, {"GET", test_key()}, {"GET", test_key()}});
+  for (const auto& c : calls) ASSERT_TRUE(c->ok()) << c->error();
+  EXPECT_EQ(redis::as_string(calls[1]->reply().get()).value_or("").size(), big.size());
+  EXPECT_EQ(redis::as_string(calls[2]->reply().get()).value_or(""), big);
+}
+
+struct Refusal {
+  const char* name;
+  std::function<void(redis::TlsOptions&, std::string& host)> change;
+  const char* says;
+};
+
+TEST(TlsConnection, EachVerificationFailureIsATlsFaultNamingTheNodeAndTheReason) {
+  RedisServer server(tls_server());
+  const auto& f = test_certificates();
+  const std::vector<Refusal> cases = {
+      {"wrong CA", [&](redis::TlsOptions& t, std::string&) { t.ca_file = f.other_ca; }, "certificate verification failed"},
+      {"wrong server name", [](redis::TlsOptions& t, std::string&) { t.server_name = "redis.example.org"; },
+       "hostname mismatch"},
+      {"no client certificate",
+       [](redis::TlsOptions& t, std::string&) {
+         t.cert_file.clear();
+         t.key_file.clear();
+       },
+       "requires a client certificate"},
+  };
+  for (const auto& c : cases) {
+    redis::TlsOptions t = client_tls();
+    std::string host = "127.0.0.1";
+    c.change(t, host);
+    redis::AsyncConnection conn(options_for(server.port(), t, host));
+    auto calls = redis::run_commands(conn, {{"PING"}});
+    ASSERT_FALSE(calls[0]->ok()) << c.name;
+    EXPECT_EQ(calls[0]->fault(), redis::Fault::kTls) << c.name << ": " << calls[0]->error();
+    EXPECT_NE(calls[0]->error().find("redis 127.0.0.1:" + std::to_string(server.port())), std::string::npos)
+        << c.name << ": " << calls[0]->error();
+    std::string lower = calls[0]->error();
+    for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    EXPECT_NE(lower.find(c.says), std::string::npos) << c.name << ": " << calls[0]->error();
+  }
+}
+
+TEST(TlsConnection, SkipVerifyAcceptsAnyCertificate) {
+  RedisServer server(tls_server(false));
+  redis::TlsOptions t;
+  t.skip_verify = true;
+  t.ca_file = test_certificates().other_ca;  // would fail if it were used
+  redis::AsyncConnection conn(options_for(server.port(), t));
+  auto calls = redis::run_commands(conn, {{"PING"}});
+  EXPECT_TRUE(calls[0]->ok()) << calls[0]->error();
+}
+
+TEST(TlsConnection, PemFilesThatDoNotLoadAreConfigErrorsNamingTheKey) {
+  const auto& f = test_certificates();
+  redis::TlsOptions ca = client_tls();
+  ca.ca_file = f.garbage;
+  EXPECT_THROW(
+      {
+        try {
+          redis::make_tls(ca);
+        } catch (const ConfigError& e) {
+          EXPECT_NE(std::string(e.what()).find("redis.tls_ca_file"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      ConfigError);
+  redis::TlsOptions mismatch = client_tls();
+  mismatch.key_file = f.server_key;
+  EXPECT_THROW(redis::make_tls(mismatch), ConfigError);
+}
+
+TEST(TlsConnection, ASilentServerHandshakeEndsAtConnectTimeout) {
+  FakeServer silent;  // accepts TCP, never answers the ClientHello
+  auto o = options_for(silent.port(), client_tls());
+  o.connect_timeout = 300ms;
+  redis::AsyncConnection conn(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto calls = redis::run_commands(conn, {{"PING"}});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(calls[0]->fault(), redis::Fault::kTimeout) << calls[0]->error();
+  EXPECT_NE(calls[0]->error().find("handshake timed out"), std::string::npos) << calls[0]->error();
+  EXPECT_LT(took, 2s);
+}
+
+// ---- the daemon over TLS -----------------------------------------------------------
+
+class TlsTask : public ::testing::Test {
+ protected:
+  std::string config(const std::string& address, const std::string& tls_lines, ConfigSpec spec = {}) {
+    spec.nodes = "host = \"" + address + "\"\n" + tls_lines;
+    spec.key = test_key();
+    return dir_.write("tls-" + std::to_string(++n_) + ".toml", make_config(spec));
+  }
+  static std::string full_tls() {
+    const auto& f = test_certificates();
+    return "tls = true\ntls_ca_file = \"" + f.ca + "\"\ntls_cert_file = \"" + f.client_cert + "\"\ntls_key_file = \"" +
+           f.client_key + "\"\n";
+  }
+  TempDir dir_;
+  int n_ = 0;
+};
+
+TEST_F(TlsTask, AcquireRenewReleaseAndHandoverOverTls) {
+  RedisServer server(tls_server());
+  ConfigSpec spec;
+  spec.expire = "1s";
+  spec.cron = "200ms";
+  spec.kill_grace = "300ms";
+  spec.io_timeout = "300ms";
+  const std::string cfg = config(server.address(), full_tls(), spec);
+  const std::string log = dir_.path() + "/intervals";
+  // Two waiters; each job outlives the TTL (renewals over TLS keep it), and the second
+  // starts on the first's release (pub/sub over TLS), not at a TTL.
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "1.5")});
+  ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
+  TaskProcess b(dir_.path(), "b", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.2")});
+  ASSERT_TRUE(b.wait_for_log("subscribed to the release channel", 10s)) << b.err();
+  StormMeter meter({&server}, {dir_.path() + "/a.err", dir_.path() + "/b.err"}, 2);
+  meter.start();
+  ASSERT_EQ(a.wait_for(10s), 0) << a.err();
+  ASSERT_EQ(b.wait_for(10s), 0) << b.err();
+  meter.expect_bounds(meter.stop());
+  expect_exclusive_intervals(read_file(log), 2);
+  EXPECT_NE(a.err().find("released key="), std::string::npos) << a.err();
+  EXPECT_EQ(a.err().find("lease lost"), std::string::npos) << a.err();
+  EXPECT_EQ(b.err().find("NOT verified"), std::string::npos);
+  // Woken by the release message (pub/sub over TLS), not by a TTL running out.
+  EXPECT_NE(b.err().find("release message received"), std::string::npos) << b.err();
+  EXPECT_NE(b.err().find("acquired key="), std::string::npos) << b.err();
+}
+
+TEST_F(TlsTask, AFailedVerificationExits77NamingTheNodeAndTheReason) {
+  RedisServer server(tls_server());
+  const auto& f = test_certificates();
+  const std::string cfg = config(server.address(), "tls = true\ntls_ca_file = \"" + f.other_ca + "\"\ntls_cert_file = \"" +
+                                                       f.client_cert + "\"\ntls_key_file = \"" + f.client_key + "\"\n");
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "true"}, 10s);
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_NE(r.err.find("redis " + server.address()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("certificate verification failed"), std::string::npos) << r.err;
+  // Without a client certificate the server refuses us: also 77, with the server's reason.
+  const std::string no_cert = config(server.address(), "tls = true\ntls_ca_file = \"" + f.ca + "\"\n");
+  auto r2 = run_task_binary({"task", "--config", no_cert, "--no-wait", "--", "true"}, 10s);
+  EXPECT_EQ(r2.code, 77) << r2.err;
+  EXPECT_NE(r2.err.find("requires a client certificate"), std::string::npos) << r2.err;
+}
+
+TEST_F(TlsTask, APemFileThatDoesNotLoadExits78BeforeAnythingStarts) {
+  RedisServer server(tls_server());
+  const std::string cfg = config(server.address(), "tls = true\ntls_ca_file = \"" + test_certificates().garbage + "\"\n");
+  auto r = run_task_binary({"task", "--config", cfg, "--", "touch", dir_.path() + "/ran"}, 10s);
+  EXPECT_EQ(r.code, 78) << r.err;
+  EXPECT_NE(r.err.find("redis.tls_ca_file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(test_certificates().garbage), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/ran"));
+}
+
+TEST_F(TlsTask, SigtermDuringTheHandshakeWithASilentServerExitsAtOnce) {
+  FakeServer silent;
+  ConfigSpec spec;
+  spec.expire = "10s";
+  spec.cron = "2s";
+  spec.io_timeout = "5s";  // connect_timeout too: the handshake would wait this long
+  const std::string cfg = config(silent.address(), full_tls(), spec);
+  TaskProcess t(dir_.path(), "t", {"task", "--config", cfg, "--", "true"});
+  ASSERT_TRUE(wait_until([&] { return silent.connections() > 0; }, 5s));
+  std::this_thread::sleep_for(50ms);  // the ClientHello is out; the handshake waits
+  const auto t0 = std::chrono::steady_clock::now();
+  t.signal(SIGTERM);
+  auto code = t.wait_for(5s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(code) << t.err();
+  EXPECT_EQ(*code, 75) << t.err();
+  EXPECT_LT(took, 100ms) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+}
+
+TEST_F(TlsTask, SkipVerifyWarnsAtEveryStart) {
+  RedisServer server(tls_server(false));
+  const std::string cfg = config(server.address(), "tls = true\ntls_skip_verify = true\n");
+  for (int run = 0; run < 2; ++run) {
+    auto r = run_task_binary({"task", "--config", cfg, "--", "true"}, 10s);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("NOT verified"), std::string::npos) << r.err;
+  }
+  auto v = run_task_binary({"validate", "--config", cfg}, 10s);
+  EXPECT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.err.find("NOT verified"), std::string::npos) << v.err;
+}
+
+}  // namespace
