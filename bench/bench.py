@@ -96,21 +96,37 @@ def free_port():
 class Redis:
     """A throwaway redis-server on a free loopback port, no persistence."""
 
-    def __init__(self, tmp, name):
+    def __init__(self, tmp, name, extra=(), tls=None):
+        """`tls`: a Certificates; the server then listens only with TLS (its `--tls-port`)."""
         self.port = free_port()
         self.dir = os.path.join(tmp, name)
+        self.tls = tls
         os.makedirs(self.dir)
-        self.proc = spawn(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                           "--appendonly", "no", "--dir", self.dir, "--logfile", os.path.join(self.dir, "log")],
+        ports = ["--port", str(self.port)]
+        if tls:
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", tls.server_cert,
+                     "--tls-key-file", tls.server_key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", "no"]
+        self.proc = spawn(["redis-server", *ports, "--bind", "127.0.0.1", "--save", "",
+                           "--appendonly", "no", "--dir", self.dir, "--logfile", os.path.join(self.dir, "log"),
+                           *extra],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(f"redis-server on port {self.port}", lambda: self.try_cli("PING") == "PONG", step=0.02)
+
+    @property
+    def config_lines(self):
+        """The [redis] lines that name this server."""
+        lines = [f'host = "{self.addr}"']
+        if self.tls:
+            lines += ["tls = true", f'tls_ca_file = "{self.tls.ca}"']
+        return lines
 
     @property
     def addr(self):
         return f"127.0.0.1:{self.port}"
 
     def try_cli(self, *args):
-        r = subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True, text=True)
+        tls = ["--tls", "--cacert", self.tls.ca] if self.tls else []
+        r = subprocess.run(["redis-cli", "-p", str(self.port), *tls, *args], capture_output=True, text=True)
         return r.stdout.strip() if r.returncode == 0 else None
 
     def cli(self, *args):
@@ -160,6 +176,90 @@ class Silent:
             c.close()
 
 
+class Certificates:
+    """A CA and a server certificate for localhost / 127.0.0.1, made with openssl (EC P-256)."""
+
+    def __init__(self, tmp):
+        d = os.path.join(tmp, "tls")
+        os.makedirs(d)
+        self.ca, self.server_cert, self.server_key = (os.path.join(d, n) for n in ("ca.pem", "server.pem", "server.key"))
+        ca_key, csr, ext = (os.path.join(d, n) for n in ("ca.key", "server.csr", "server.ext"))
+        with open(ext, "w", encoding="utf-8") as f:
+            f.write("subjectAltName = DNS:localhost, IP:127.0.0.1\n")
+
+        def ssl(*args):
+            r = subprocess.run(["openssl", *args], capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"openssl {' '.join(args)}: {r.stderr.strip()}")
+        ssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", ca_key)
+        ssl("req", "-x509", "-new", "-key", ca_key, "-subj", "/CN=redisgo-bench-ca", "-days", "2", "-out", self.ca)
+        ssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", self.server_key)
+        ssl("req", "-new", "-key", self.server_key, "-subj", "/CN=localhost", "-out", csr)
+        ssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "2",
+            "-extfile", ext, "-out", self.server_cert)
+
+
+class SentinelSet:
+    """A master, a replica and three sentinels (quorum 2, down-after 1 s)."""
+
+    def __init__(self, tmp):
+        self.servers = [Redis(tmp, "sentinel_m0")]
+        self.servers.append(Redis(tmp, "sentinel_m1", extra=["--replicaof", "127.0.0.1", str(self.servers[0].port)]))
+        self.master = 0
+        wait_until("the replica's link", lambda: "master_link_status:up" in self.servers[1].cli("INFO", "replication"),
+                   step=0.05)
+        self.sentinels = []
+        for i in range(3):
+            port = free_port()
+            d = os.path.join(tmp, f"sentinel{i}")
+            os.makedirs(d)
+            conf = os.path.join(d, "sentinel.conf")
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write(f"port {port}\nbind 127.0.0.1\ndir {d}\n"
+                        f"sentinel monitor mymaster 127.0.0.1 {self.servers[0].port} 2\n"
+                        "sentinel down-after-milliseconds mymaster 1000\n"
+                        "sentinel failover-timeout mymaster 3000\n")
+            spawn(["redis-server", conf, "--sentinel", "--logfile", os.path.join(d, "log")],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.sentinels.append(port)
+        for port in self.sentinels:
+            cli = lambda *a, port=port: subprocess.run(["redis-cli", "-p", str(port), *a], capture_output=True,  # noqa: E731
+                                                       text=True).stdout
+            wait_until("a sentinel that knows the replica and the other sentinels",
+                       lambda cli=cli: cli("SENTINEL", "replicas", "mymaster").count("127.0.0.1") >= 1 and
+                       cli("SENTINEL", "sentinels", "mymaster").count("127.0.0.1") >= 2, timeout=30, step=0.1)
+
+    @property
+    def config_lines(self):
+        addrs = ", ".join(f'"127.0.0.1:{p}"' for p in self.sentinels)
+        return [f"sentinels = [{addrs}]", 'sentinel_master = "mymaster"']
+
+    def named(self, port):
+        r = subprocess.run(["redis-cli", "-p", str(port), "SENTINEL", "get-master-addr-by-name", "mymaster"],
+                           capture_output=True, text=True).stdout.split()
+        return int(r[1]) if len(r) == 2 else None
+
+    def failover(self):
+        """SENTINEL FAILOVER; returns (time sent, time the replica said ROLE master) and swaps roles."""
+        new = self.servers[1 - self.master]
+        t0 = time.monotonic()
+        out = subprocess.run(["redis-cli", "-p", str(self.sentinels[0]), "SENTINEL", "FAILOVER", "mymaster"],
+                             capture_output=True, text=True).stdout.strip()
+        if out != "OK":
+            fail(f"SENTINEL FAILOVER: {out}")
+        wait_until("the replica to become master", lambda: new.cli("ROLE").startswith("master"), timeout=30,
+                   step=0.002)
+        t1 = time.monotonic()
+        wait_until("every sentinel to name the new master",
+                   lambda: all(self.named(p) == new.port for p in self.sentinels), timeout=30, step=0.05)
+        # The old master rejoins as a replica before the next failover can be asked for.
+        old = self.servers[self.master]
+        wait_until("the old master to replicate", lambda: "master_link_status:up" in old.cli("INFO", "replication"),
+                   timeout=30, step=0.05)
+        self.master = 1 - self.master
+        return t0, t1
+
+
 class Bench:
     def __init__(self, build, tmp, quick):
         self.task = os.path.join(build, "redisgo_task")
@@ -172,7 +272,7 @@ class Bench:
     def config(self, name, redis, key, mode="oneshot", level="info", expire="5s", cron=None, command=None,
                extra=""):
         path = os.path.join(self.tmp, name + ".toml")
-        lines = ["[redis]", f'host = "{redis.addr}"', f'key = "{key}"', f'expire = "{expire}"']
+        lines = ["[redis]", *redis.config_lines, f'key = "{key}"', f'expire = "{expire}"']
         if cron:
             lines.append(f'cron = "{cron}"')
         lines += ["[task]", f'mode = "{mode}"']
@@ -190,15 +290,15 @@ class Bench:
         return p
 
     # -- 1. handover latency ------------------------------------------------------------
-    def handover(self, redis):
-        rounds = 10 if self.quick else 100
-        log(f"handover latency: {rounds} rounds")
-        cfg_a = self.config("handover_a", redis, "bench:handover")
-        cfg_b = self.config("handover_b", redis, "bench:handover", level="debug")
-        fifo = os.path.join(self.tmp, "handover.fifo")
+    def handover(self, redis, name="handover", rounds=None):
+        rounds = rounds or (10 if self.quick else 100)
+        log(f"{name} latency: {rounds} rounds")
+        cfg_a = self.config(f"{name}_a", redis, f"bench:{name}")
+        cfg_b = self.config(f"{name}_b", redis, f"bench:{name}", level="debug")
+        fifo = os.path.join(self.tmp, f"{name}.fifo")
         os.mkfifo(fifo)
-        a_end, b_start = os.path.join(self.tmp, "a_end"), os.path.join(self.tmp, "b_start")
-        a_log, b_log = os.path.join(self.tmp, "handover_a.log"), os.path.join(self.tmp, "handover_b.log")
+        a_end, b_start = os.path.join(self.tmp, f"{name}_a_end"), os.path.join(self.tmp, f"{name}_b_start")
+        a_log, b_log = os.path.join(self.tmp, f"{name}_a.log"), os.path.join(self.tmp, f"{name}_b.log")
         samples = []
         for i in range(rounds):
             for f in (a_end, b_start):
@@ -226,7 +326,7 @@ class Bench:
                 start = int(f.read())
             samples.append((start - end) / 1e6)
         s = sorted(samples)
-        self.results["handover"] = {"rounds": rounds, "median_ms": statistics.median(s), "p99_ms": percentile(s, 99),
+        self.results[name] = {"rounds": rounds, "median_ms": statistics.median(s), "p99_ms": percentile(s, 99),
                                     "min_ms": s[0], "max_ms": s[-1]}
         log(f"  handover median {statistics.median(s):.2f} ms, p99 {percentile(s, 99):.2f} ms")
 
@@ -389,6 +489,88 @@ class Bench:
                                rollup.get("Shared_Dirty", 0), "top": top}
         log(f"  VmHWM {field('VmHWM') / 1024:.2f} MiB (file-backed {field('RssFile') / 1024:.2f}, "
             f"anonymous {field('RssAnon') / 1024:.2f})")
+
+    # -- 7. production Redis: TLS and Sentinel --------------------------------------------
+    def tls(self, plain):
+        """`task -- true` over TLS vs plaintext, handover over TLS, a TLS leader's CPU."""
+        certs = Certificates(self.tmp)
+        secure = Redis(self.tmp, "tls", tls=certs)
+        runs = 50 if self.quick else 200
+        log(f"TLS: `task -- true` over TLS vs plaintext, {runs} runs each, interleaved")
+        cases = {"plain": [self.task, "task", "--config", self.config("tls_plain", plain, "bench:tlsov"), "--", "/bin/true"],
+                 "tls": [self.task, "task", "--config", self.config("tls_tls", secure, "bench:tlsov"), "--", "/bin/true"],
+                 "status_plain": [self.task, "status", "--config", self.config("tls_st_plain", plain, "bench:tlsov")],
+                 "status_tls": [self.task, "status", "--config", self.config("tls_st_tls", secure, "bench:tlsov")]}
+        times = {k: [] for k in cases}
+        for i in range(runs + 10):
+            for k, argv in cases.items():
+                t0 = time.perf_counter_ns()
+                rc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+                t1 = time.perf_counter_ns()
+                if rc != 0:
+                    fail(f"{' '.join(argv)} exited {rc}")
+                if i >= 10:
+                    times[k].append((t1 - t0) / 1e6)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        self.results["tls_overhead"] = {"runs": runs, **{k + "_ms": v for k, v in med.items()}}
+        log(f"  task -- true: plaintext {med['plain']:.2f} ms, TLS {med['tls']:.2f} ms")
+        self.handover(secure, name="tls_handover", rounds=10 if self.quick else 50)
+        # Steady state: a supervise leader renewing every second, its CPU over a window.
+        window = 5.0 if self.quick else 20.0
+        cpu = {}
+        for label, server in (("plain", plain), ("tls", secure)):
+            cfg = self.config(f"cpu_{label}", server, f"bench:cpu_{label}", mode="supervise", expire="5s", cron="1s",
+                              command=["sleep", "1000"])
+            log_path = os.path.join(self.tmp, f"cpu_{label}.log")
+            p = self.daemon(cfg, log_path)
+            wait_until("the leader's child", lambda: file_has(log_path, "child started"), timeout=15)
+            ticks = os.sysconf("SC_CLK_TCK")
+
+            def used(pid=p.pid):
+                with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime, seconds
+            u0, t0 = used(), time.monotonic()
+            time.sleep(window)  # the measurement window itself
+            u1, t1 = used(), time.monotonic()
+            if stop(p, grace=5.0) != 0:
+                fail(f"the {label} leader exited non-zero on SIGTERM")
+            cpu[label] = 100.0 * (u1 - u0) / (t1 - t0)
+        self.results["tls_cpu"] = {"window_s": window, **cpu}
+        log(f"  leader CPU: plaintext {cpu['plain']:.3f} %, TLS {cpu['tls']:.3f} %")
+        stop(secure.proc)
+
+    def sentinel(self):
+        rounds = 2 if self.quick else 6
+        log(f"Sentinel: SENTINEL FAILOVER while a supervise daemon leads (cron 1 s), {rounds} failovers")
+        st = SentinelSet(self.tmp)
+        cfg = self.config("sentinel", st, "bench:sentinel", mode="supervise", level="debug", expire="10s", cron="1s",
+                          command=["sleep", "1000"])
+        log_path = os.path.join(self.tmp, "sentinel.log")
+        p = self.daemon(cfg, log_path)
+        wait_until("the leader's child", lambda: file_has(log_path, "child started"), timeout=15)
+        samples = []
+        for _ in range(rounds):
+            new = st.servers[1 - st.master]
+            calls = lambda new=new: sum(int(m) for m in re.findall(r"cmdstat_eval\w*:calls=(\d+)",  # noqa: E731
+                                                                   new.cli("INFO", "commandstats")))
+            c0 = calls()
+            t_sent, t_promoted = st.failover()
+            wait_until("a renewal on the new master", lambda: calls() > c0, timeout=30, step=0.002)
+            t_renewed = time.monotonic()
+            samples.append({"from_command_ms": (t_renewed - t_sent) * 1e3,
+                            "from_promotion_ms": (t_renewed - t_promoted) * 1e3})
+        text = open(log_path, encoding="utf-8").read()
+        lost = text.count("lease lost")
+        if stop(p, grace=5.0) != 0:
+            fail("the Sentinel leader exited non-zero on SIGTERM")
+        prom = sorted(x["from_promotion_ms"] for x in samples)
+        cmd = sorted(x["from_command_ms"] for x in samples)
+        self.results["sentinel"] = {"rounds": rounds, "promotion_median_ms": statistics.median(prom),
+                                    "promotion_max_ms": prom[-1], "command_median_ms": statistics.median(cmd),
+                                    "command_max_ms": cmd[-1], "leases_lost": lost}
+        log(f"  promotion → renewing on the new master: median {statistics.median(prom):.0f} ms, max {prom[-1]:.0f} ms;"
+            f" leases lost {lost}")
 
     # -- 5. acquire+release cycle over 1/3/5 nodes --------------------------------------
     def lease_cycle(self):
@@ -782,6 +964,36 @@ def report(r, m, build_type):
     w(f"after it connected to both silent nodes the script sends SIGTERM and times the exit (status 75).")
     w(f"{sl['sigterm']['runs']} runs: median {sl['sigterm']['median_ms']:.1f} ms, max {sl['sigterm']['max_ms']:.1f} ms.")
     w("")
+    to, th, tc, se = r["tls_overhead"], r["tls_handover"], r["tls_cpu"], r["sentinel"]
+    w("## Production Redis: TLS and Sentinel")
+    w("")
+    w("TLS: a redis-server with only `--tls-port` (EC P-256 certificates made by openssl, TLS 1.3, no")
+    w("client certificate), the daemon verifying it against the CA file. Each `task` run makes one")
+    w("connection and one full handshake (no session resumption: a run is a new process, and a")
+    w("daemon keeps its connection open, so resumption would save one handshake per process).")
+    w("")
+    w("| figure | plaintext | TLS | TLS costs |")
+    w("| --- | --- | --- | --- |")
+    w(f"| `task --config F -- true`, median of {to['runs']} (interleaved) | {to['plain_ms']:.2f} ms | {to['tls_ms']:.2f} ms | "
+      f"+{to['tls_ms'] - to['plain_ms']:.2f} ms |")
+    w(f"| `status --config F`, median of {to['runs']} | {to['status_plain_ms']:.2f} ms | {to['status_tls_ms']:.2f} ms | "
+      f"+{to['status_tls_ms'] - to['status_plain_ms']:.2f} ms |")
+    w(f"| handover, holder's child ends → standby's child starts ({th['rounds']} rounds) | median {h['median_ms']:.2f} ms, "
+      f"p99 {h['p99_ms']:.2f} ms | median {th['median_ms']:.2f} ms, p99 {th['p99_ms']:.2f} ms | |")
+    w(f"| CPU of a supervise leader renewing every 1 s ({tc['window_s']:.0f} s window, utime+stime) | "
+      f"{tc['plain']:.3f} % | {tc['tls']:.3f} % | |")
+    w("")
+    w("Sentinel: a master, a replica and three sentinels (down-after 1 s); a supervise daemon leads")
+    w("(expire 10 s, cron 1 s) while `SENTINEL FAILOVER` moves the master back and forth. Measured")
+    w("from the moment the replica answers `ROLE` master (polled every 2 ms) and from the")
+    w("`SENTINEL FAILOVER` command, to the daemon's first renew script on the new master (INFO")
+    w("commandstats, polled every 2 ms).")
+    w("")
+    w("| failovers | promotion → renewing there (median / max) | SENTINEL FAILOVER → renewing there (median / max) | leases lost |")
+    w("| --- | --- | --- | --- |")
+    w(f"| {se['rounds']} | {se['promotion_median_ms']:.0f} / {se['promotion_max_ms']:.0f} ms | "
+      f"{se['command_median_ms']:.0f} / {se['command_max_ms']:.0f} ms | {se['leases_lost']} |")
+    w("")
     return "\n".join(out)
 
 
@@ -815,6 +1027,8 @@ def main():
             b.rss(redis)
             b.lease_cycle()
             b.silent_nodes()
+            b.tls(redis)
+            b.sentinel()
         finally:
             cleanup()
     m["load_end"] = open("/proc/loadavg", encoding="utf-8").read().split()[:3]

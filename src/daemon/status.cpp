@@ -1,6 +1,7 @@
 #include "daemon/status.h"
 
 #include <map>
+#include <optional>
 
 #include "daemon/daemon.h"
 #include "daemon/servers.h"
@@ -50,6 +51,82 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
   return q;
 }
 
+/// What Sentinel or Cluster says about where the key lives (nothing for host/nodes).
+struct TopologyView {
+  std::optional<redis::SentinelReport> sentinel;
+  std::optional<redis::ClusterReport> cluster;
+};
+
+TopologyView inspect_topology(const config::Config& config) {
+  TopologyView t;
+  if (config.redis.topology == config::Topology::kSentinel) t.sentinel = redis::inspect_sentinels(sentinel_options(config));
+  if (config.redis.topology == config::Topology::kCluster) t.cluster = redis::inspect_cluster(cluster_options(config));
+  return t;
+}
+
+std::string json_strings(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + json_quote(v[i]);
+  return out + "]";
+}
+
+void write_topology_json(const TopologyView& t, std::ostream& out) {
+  if (t.sentinel) {
+    out << ",\"sentinels\":[";
+    for (std::size_t i = 0; i < t.sentinel->answers.size(); ++i) {
+      const auto& a = t.sentinel->answers[i];
+      out << (i ? "," : "") << "{\"sentinel\":" << json_quote(a.sentinel)
+          << ",\"reachable\":" << (a.reachable ? "true" : "false")
+          << ",\"master\":" << (a.master ? json_quote(a.master->str()) : "null")
+          << ",\"replicas\":" << json_strings(a.replicas);
+      if (!a.error.empty()) out << ",\"error\":" << json_quote(a.error);
+      out << "}";
+    }
+    out << "]";
+  }
+  if (t.cluster) {
+    const auto& c = *t.cluster;
+    out << ",\"cluster\":{\"slot\":" << c.slot << ",\"owner\":" << (c.owner ? json_quote(c.owner->str()) : "null")
+        << ",\"owner_id\":" << (c.owner_id.empty() ? "null" : json_quote(c.owner_id))
+        << ",\"replicas\":" << json_strings(c.replicas) << ",\"answered_by\":" << json_quote(c.answered_by)
+        << ",\"errors\":" << json_strings(c.errors) << "}";
+  }
+}
+
+void write_topology_text(const TopologyView& t, std::ostream& out) {
+  if (t.sentinel) {
+    for (const auto& a : t.sentinel->answers) {
+      out << "sentinel " << a.sentinel << ": ";
+      if (a.master) {
+        out << "master " << a.master->str();
+        if (!a.replicas.empty()) {
+          out << ", replicas ";
+          for (std::size_t i = 0; i < a.replicas.size(); ++i) out << (i ? ", " : "") << a.replicas[i];
+        }
+      } else {
+        out << (a.reachable ? "" : "unreachable: ") << a.error;
+      }
+      out << "\n";
+    }
+  }
+  if (t.cluster) {
+    const auto& c = *t.cluster;
+    out << "cluster: slot " << c.slot;
+    if (c.owner) {
+      out << " served by " << c.owner->str() << " (" << c.owner_id << ")";
+      if (!c.replicas.empty()) {
+        out << ", replicas ";
+        for (std::size_t i = 0; i < c.replicas.size(); ++i) out << (i ? ", " : "") << c.replicas[i];
+      }
+      out << ", map from " << c.answered_by;
+    } else {
+      out << ": no seed named its owner";
+    }
+    out << "\n";
+    for (const auto& e : c.errors) out << "  seed " << e << "\n";
+  }
+}
+
 }  // namespace
 
 int run_status(const config::Config& config, bool json, std::ostream& out) {
@@ -59,6 +136,7 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
   for (const auto& n : nodes) reachable += n.reachable ? 1 : 0;
   QuorumView q = quorum_view(nodes, backend->quorum());
   const bool quorum_reachable = reachable >= backend->quorum();
+  const TopologyView topology = inspect_topology(config);
 
   if (json) {
     out << "{\"key\":" << json_quote(config.redis.key) << ",\"held\":" << (q.held ? "true" : "false")
@@ -75,9 +153,13 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       } else {
         out << ",\"error\":" << json_quote(n.error);
       }
+      if (!n.server.empty()) out << ",\"server\":" << json_quote(n.server);
+      if (!n.peer.empty()) out << ",\"tls\":" << json_quote(n.peer);
       out << "}";
     }
-    out << "]}\n";
+    out << "]";
+    write_topology_json(topology, out);
+    out << "}\n";
   } else {
     out << "key:    " << config.redis.key << "\n";
     if (q.held) {
@@ -99,7 +181,10 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       } else {
         out << "free, token " << n.token << "\n";
       }
+      if (!n.server.empty()) out << "  server " << n.server << "\n";
+      if (!n.peer.empty()) out << "  " << n.peer << "\n";
     }
+    write_topology_text(topology, out);
   }
   return reachable > 0 ? 0 : kExitUnavailable;
 }

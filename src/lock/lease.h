@@ -121,6 +121,10 @@ struct NodeView {
   std::string holder;
   std::int64_t pttl_ms = -2; ///< as PTTL: -2 no key, -1 no expiry
   std::uint64_t token = 0;   ///< current fence counter (0 = none)
+  /// The server that answered, when found by Sentinel or Cluster ("10.0.0.5:6379"); and
+  /// with TLS, its certificate ("TLS TLSv1.3, certificate /CN=..., expires ...").
+  std::string server;
+  std::string peer;
 };
 
 /// The seam between the daemon and Redis (a fake implements it in daemon tests).

@@ -529,6 +529,8 @@ std::vector<NodeView> RedlockBackend::inspect() {
     auto& v = views[i];
     const auto& c = calls[i];
     v.node = nodes_[i].name;
+    if (nodes_[i].conn.located() && !nodes_[i].conn.current().host.empty()) v.server = nodes_[i].conn.current().str();
+    v.peer = nodes_[i].conn.peer_info();
     if (!c->ok()) {
       auto e = error_of(i, c);
       v.fault = e.fault;

@@ -81,8 +81,13 @@ TEST_F(ClusterTask, SeedsThatDoNotOwnTheSlotLeadToItsOwner) {
   EXPECT_NE(set.node(owner).cli({"EXISTS", "{" + test_key() + "}:fence"}), "0") << a.err();
   for (auto i : others) EXPECT_EQ(set.node(i).cli({"DBSIZE"}), "0");
   // status finds the owner from the same seeds.
-  TaskProcess st(dir_.path(), "st", {"status", "--config", cfg});
-  EXPECT_EQ(st.wait_for(15s), 0) << st.err() << st.out();
+  auto st = run_task_binary({"status", "--config", cfg}, 15s);
+  EXPECT_EQ(st.code, 0) << st.err << st.out;
+  EXPECT_NE(st.out.find("cluster: slot " + std::to_string(slot) + " served by " + set.node(owner).address()),
+            std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("server " + set.node(owner).address()), std::string::npos) << st.out;
+  auto js = run_task_binary({"status", "--config", cfg, "--json"}, 15s);
+  EXPECT_NE(js.out.find("\"owner\":\"" + set.node(owner).address() + "\""), std::string::npos) << js.out;
 }
 
 TEST_F(ClusterTask, ASlotMigrationWhileLeadingKeepsTheLeaseAndNobodyElseRuns) {

@@ -131,6 +131,12 @@ class SentinelTask : public ::testing::Test {
     ASSERT_TRUE(b.wait_for_log("lease busy", 15s)) << b.err();
     EXPECT_NE(a.err().find("a failover can lose the lease key"), std::string::npos) << a.err();
 
+    auto st = run_task_binary({"status", "--config", cfg}, 15s);
+    EXPECT_EQ(st.code, 0) << st.err << st.out;
+    EXPECT_NE(st.out.find("server " + set.master().address()), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find(": master " + set.master().address() + ", replicas " + set.replica().address()),
+              std::string::npos) << st.out;
+
     fault();
     // The leader renews on the new master: its script calls there go up, its lease and
     // its child stay.

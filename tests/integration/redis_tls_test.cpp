@@ -207,6 +207,38 @@ TEST_F(TlsTask, AcquireRenewReleaseAndHandoverOverTls) {
   EXPECT_NE(b.err().find("acquired key="), std::string::npos) << b.err();
 }
 
+// README's managed-Redis recipe, as written: TLS verified against a CA file, an ACL user
+// with exactly the README's rule (no client certificate). Lead, hand over on release
+// (the user may PUBLISH and SUBSCRIBE on the channel), and `status` works as that user.
+TEST_F(TlsTask, TheReadmesManagedRedisRecipeIsEnough) {
+  const std::string k = test_key();
+  RedisServerOptions o = tls_server(false);
+  o.acl_users.push_back("user redisgo on >Recipe-Pw-1 ~" + k + " ~{" + k + "}:* &{" + k +
+                        "}:released +eval +evalsha +get +set +del +pexpire +pttl +time +publish +subscribe");
+  RedisServer server(o);
+  const std::string pass = dir_.write("redis.pass", "Recipe-Pw-1\n");
+  const std::string cfg = config(server.address(), "tls = true\ntls_ca_file = \"" + test_certificates().ca +
+                                                        "\"\nusername = \"redisgo\"\npassword_file = \"" + pass + "\"\n");
+  const std::string log = dir_.path() + "/intervals";
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.5")});
+  ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
+  TaskProcess b(dir_.path(), "b", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.1")});
+  ASSERT_TRUE(b.wait_for_log("subscribed to the release channel", 10s)) << b.err();
+  auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(st.code, 0) << st.err << st.out;
+  // The peer's certificate, its issuer and expiry.
+  EXPECT_NE(st.out.find("certificate /CN=localhost"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("expires"), std::string::npos) << st.out;
+  ASSERT_EQ(a.wait_for(10s), 0) << a.err();
+  ASSERT_EQ(b.wait_for(10s), 0) << b.err();
+  expect_exclusive_intervals(read_file(log), 2);
+  EXPECT_NE(b.err().find("release message received"), std::string::npos) << b.err();
+  for (const auto* e : {&a, &b}) {
+    EXPECT_EQ(e->err().find("NOPERM"), std::string::npos) << e->err();
+    EXPECT_EQ(e->err().find(" warn "), std::string::npos) << e->err();
+  }
+}
+
 TEST_F(TlsTask, AFailedVerificationExits77NamingTheNodeAndTheReason) {
   RedisServer server(tls_server());
   const auto& f = test_certificates();
