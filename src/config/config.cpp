@@ -673,6 +673,10 @@ class Loader {
       error(loc_of(n), key, "expected a duration > 0, found " + value_text(n));
       return std::nullopt;
     }
+    if (key == "redis.expire" && *d > kMaxExpire) {  // the tighter bound, named at once
+      error(loc_of(n), key, "expected a lease TTL of at most 1 day (24h), found " + format_duration(*d));
+      return std::nullopt;
+    }
     if (*d > kMaxDuration) {
       error(loc_of(n), key, "expected a duration of at most 1 year (8760h), found " + value_text(n));
       return std::nullopt;

@@ -378,6 +378,7 @@ const std::vector<Malformed> kMalformed = {
     {"timeout_huge", base_with("", "[task]\ntimeout = \"5000000h\"\n"), "task.timeout", 5, {"at most 1 year", "\"5000000h\""}},
     {"timeout_huge_int", base_with("", "[task]\ntimeout = 31536001\n"), "task.timeout", 5, {"at most 1 year", "31536001"}},
     {"expire_above_a_day", base_with("expire = \"25h\"\ncron = \"1h\"\n"), "redis.expire", 4, {"at most 1 day", "found 25h"}},
+    {"expire_far_above_a_day", base_with("expire = \"5000000h\"\n"), "redis.expire", 4, {"at most 1 day", "found 5000000h"}},
     {"io_timeout_above_expire", base_with("io_timeout = \"6s\"\n"), "redis.io_timeout", 4, {"shorter than redis.expire (5s)", "found 6s"}},
     {"connect_timeout_huge", base_with("connect_timeout = \"9000h\"\n"), "redis.connect_timeout", 4, {"at most 1 year"}},
     {"key_too_long", "[redis]\nhost = \"h:1\"\nkey = \"" + std::string(513, 'k') + "\"\n", "redis.key", 3,
