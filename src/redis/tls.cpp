@@ -255,6 +255,19 @@ class TlsFactory final : public TransportFactory {
   explicit TlsFactory(const TlsOptions& options) : options_(options) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     if (!ctx_) throw Error("TLS: cannot create a context: " + openssl_errors());
+    try {
+      configure();
+    } catch (...) {
+      SSL_CTX_free(ctx_);  // the destructor does not run for a constructor that throws
+      throw;
+    }
+  }
+  ~TlsFactory() override { SSL_CTX_free(ctx_); }
+  TlsFactory(const TlsFactory&) = delete;
+  TlsFactory& operator=(const TlsFactory&) = delete;
+
+ private:
+  void configure() {
     SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
     if (!options_.skip_verify) {
       SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
@@ -283,10 +296,8 @@ class TlsFactory final : public TransportFactory {
       }
     }
   }
-  ~TlsFactory() override { SSL_CTX_free(ctx_); }
-  TlsFactory(const TlsFactory&) = delete;
-  TlsFactory& operator=(const TlsFactory&) = delete;
 
+ public:
   std::unique_ptr<Transport> make(UniqueFd fd, const Endpoint& endpoint) const override {
     const std::string& name = !options_.server_name.empty() ? options_.server_name : endpoint.host;
     return std::make_unique<TlsTransport>(std::move(fd), ctx_, name, !options_.skip_verify, !options_.cert_file.empty());
