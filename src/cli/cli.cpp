@@ -70,6 +70,12 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
                 << " bytes, found " << key_override->size() << " bytes\n";
       return std::nullopt;
     }
+    if (loaded.config->redis.topology == config::Topology::kCluster && !config::cluster_safe_key(*key_override)) {
+      std::cerr << "redisgo_task: --key: with cluster_nodes a key containing '}' needs a non-empty hash tag (e.g. "
+                   "\"{jobs}"
+                << *key_override << "\") so that its fence counter and release channel share its slot\n";
+      return std::nullopt;
+    }
     loaded.config->redis.key = *key_override;
   }
   return loaded.config;

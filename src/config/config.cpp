@@ -23,6 +23,15 @@
 #include "util/unique_fd.h"
 
 namespace redisgo::config {
+
+bool cluster_safe_key(const std::string& key) {
+  if (auto open = key.find('{'); open != std::string::npos) {
+    auto close = key.find('}', open + 1);
+    if (close != std::string::npos && close > open + 1) return true;
+  }
+  return key.find('}') == std::string::npos;
+}
+
 namespace {
 
 using namespace std::string_view_literals;
@@ -1323,6 +1332,11 @@ class Loader {
       error(where("redis.sentinel_username"), "redis.sentinel_username",
             "expected a password with the sentinels' ACL user (sentinel_password_env, sentinel_password_file or "
             "sentinel_password), found none");
+    }
+    if (r.topology == Topology::kCluster && !cluster_safe_key(r.key)) {
+      error(where("redis.key"), "redis.key",
+            "expected a key whose fence counter and release channel can share its hash slot: with cluster_nodes a "
+            "key containing '}' needs a non-empty hash tag, e.g. \"{jobs}" + r.key + "\"; found \"" + r.key + "\"");
     }
     if (r.topology == Topology::kCluster && r.db != 0 && given("redis.db")) {
       error(where("redis.db"), "redis.db", "expected db = 0 with cluster_nodes (Redis Cluster has only database 0), found " +

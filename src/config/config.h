@@ -171,6 +171,10 @@ std::string render_effective(const Config& config);
 /// poll timeouts stay far from any overflow), a key at most 512 bytes.
 inline constexpr Millis kMaxDuration{365LL * 24 * 3600 * 1000};
 inline constexpr Millis kMaxExpire{24LL * 3600 * 1000};
+
+/// Redis Cluster: the derived names ({key}:fence, {key}:released) share the key's slot
+/// when the key has a non-empty hash tag, or has no '}' at all (then "{key}" is the tag).
+bool cluster_safe_key(const std::string& key);
 inline constexpr std::size_t kMaxKeyBytes = 512;
 /// Floors: a renewal every 100 ms at most (3 commands each: 30/s per node), and a crash
 /// loop counted over at least a second.

@@ -386,6 +386,9 @@ bool Runner::spawn_child(std::uint64_t token, Clock::time_point kill_at, std::op
   // The child never sees the Redis password (SPEC "What the child gets"), unless the
   // operator hands it over on purpose through [task] env.
   if (cfg_.redis.password_source == config::PasswordSource::kEnv) spawn.unset_env.push_back(cfg_.redis.password_origin);
+  if (cfg_.redis.sentinel_password_source == config::PasswordSource::kEnv) {
+    spawn.unset_env.push_back(cfg_.redis.sentinel_password_origin);
+  }
   spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
   spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(token);
   spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;

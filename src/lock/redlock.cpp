@@ -465,7 +465,7 @@ Renewal RedlockBackend::renew() {
 Release RedlockBackend::release() noexcept {
   try {
     sweep();
-    auto calls = send(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, {}, Send::kAlways);
+    auto calls = send(redis::kRelease, {keys_.key}, {options_.holder, keys_.channel}, {}, Send::kAlways);
     // Done once a quorum has answered and every request is written: the lease can no
     // longer be held by a quorum, and a hung minority node runs its DEL when it resumes
     // (TCP delivers what was written), so it costs the release nothing. Not cancellable:
@@ -487,7 +487,7 @@ Release RedlockBackend::release() noexcept {
       again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
     if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(redis::kRelease, {keys_.key, keys_.channel}, {options_.holder}, again, Send::kAlways);
+      auto retried = send(redis::kRelease, {keys_.key}, {options_.holder, keys_.channel}, again, Send::kAlways);
       wait(retried, nullptr, false);
       sweep();
       for (std::size_t i = 0; i < calls.size(); ++i) {

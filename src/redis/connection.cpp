@@ -312,10 +312,11 @@ void AsyncConnection::after_resolution() {
       return;
     }
   }
+  const auto kind = resolution_->failure();
   resolution_.reset();
   if (addresses_.empty()) {
     last_connect_error_ = error;
-    close(Fault::kResolve, error);
+    close(kind == ResolveFailure::kAuth ? Fault::kAuth : kind == ResolveFailure::kTls ? Fault::kTls : Fault::kResolve, error);
     return;
   }
   next_address_ = 0;

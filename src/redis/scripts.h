@@ -57,7 +57,9 @@ end
 return 0
 )lua"};
 
-/// Release. KEYS: lease key, release channel. ARGV: holder.
+/// Release. KEYS: lease key. ARGV: holder, release channel. (A channel is not a key: listed
+/// in KEYS it made Redis Cluster answer TRYAGAIN while the slot migrates, since the
+/// "key" never exists on either side.)
 /// Compare-and-DEL; on success PUBLISHes the holder id on the channel (wakes standbys,
 /// SPEC invariant 5; a waiter ignores its own id) and returns 1, or 2 when the PUBLISH was
 /// refused (an ACL user without the channel: Redis 7's default for new users) — the lease
@@ -66,7 +68,7 @@ return 0
 inline const Script kRelease{R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  local published = redis.pcall('PUBLISH', KEYS[2], ARGV[1])
+  local published = redis.pcall('PUBLISH', ARGV[2], ARGV[1])
   if type(published) == 'table' and published.err then
     return 2
   end

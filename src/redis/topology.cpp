@@ -118,7 +118,23 @@ class ThreadedLocator : public Locator {
   struct Answer {
     std::optional<Endpoint> server;
     std::string error;  ///< when no server
+    ResolveFailure failure = ResolveFailure::kUnreachable;
   };
+  /// When no source answered because each refused our credentials (or each failed TLS
+  /// verification): say so, so that it exits 77 like a refused node, not 69.
+  static ResolveFailure common_failure(const std::vector<CallPtr>& calls) {
+    bool any = false, all_auth = true, all_tls = true;
+    for (const auto& c : calls) {
+      if (c->ok()) return ResolveFailure::kUnreachable;
+      if (!c->done()) continue;
+      any = true;
+      all_auth = all_auth && c->fault() == Fault::kAuth;
+      all_tls = all_tls && c->fault() == Fault::kTls;
+    }
+    if (any && all_tls) return ResolveFailure::kTls;
+    if (any && all_auth) return ResolveFailure::kAuth;
+    return ResolveFailure::kUnreachable;
+  }
   /// Runs on the locator's thread: asks the sources. cancel_fd ends it (shutdown).
   virtual Answer query(int cancel_fd) = 0;
   /// Extra watching on the locator's thread (pub/sub): adds fds and the next wake-up.
@@ -188,7 +204,7 @@ class ThreadedLocator : public Locator {
           if (!a.server) failed.swap(waiters_);
         }
         if (a.server) learn(*a.server);
-        for (auto& w : failed) w->fail(a.error);
+        for (auto& w : failed) w->fail(a.error, a.failure);
         // Pacing: an answer that names the server just reported bad, or none, doubles
         // the delay; the next failure report waits for it.
         backoff = (!a.server || same_as_suspect) ? std::min(std::max(backoff * 2, kQueryGapMin), kQueryBackoffMax)
@@ -247,19 +263,15 @@ class ThreadedLocator : public Locator {
 // ---- Sentinel ------------------------------------------------------------------------
 
 /// The answer most sentinels give (ties: the first sentinel's in list order).
-std::optional<Endpoint> most_named(const std::vector<std::optional<Endpoint>>& answers) {
-  std::map<std::string, int> votes;
-  std::optional<Endpoint> best;
-  int best_votes = 0;
+/// The master named by at least `majority` sentinels, if one is. A plurality is not
+/// enough: a daemon that reaches only a partitioned minority of sentinels must not follow
+/// their view (two daemons could then hold the lease on two masters).
+std::optional<Endpoint> majority_named(const std::vector<std::optional<Endpoint>>& answers, std::size_t majority) {
+  std::map<std::string, std::size_t> votes;
   for (const auto& a : answers) {
-    if (!a) continue;
-    const int v = ++votes[a->str()];
-    if (v > best_votes) {
-      best_votes = v;
-      best = a;
-    }
+    if (a && ++votes[a->str()] >= majority) return a;
   }
-  return best;
+  return std::nullopt;
 }
 
 class SentinelLocator final : public ThreadedLocator {
@@ -286,20 +298,27 @@ class SentinelLocator final : public ThreadedLocator {
       conns.push_back(c.get());
     }
     const std::size_t majority = conns_.size() / 2 + 1;
-    auto answered = [&] {
-      std::size_t n = 0;
-      for (const auto& c : calls) n += c->ok() ? 1 : 0;
-      return n;
+    auto named_now = [&] {
+      std::vector<std::optional<Endpoint>> named;
+      for (const auto& c : calls) {
+        if (c->ok() && c->reply().is_array() && c->reply().size() == 2) {
+          named.push_back(endpoint_from(c->reply().element(0), c->reply().element(1), ""));
+        }
+      }
+      return named;
     };
     DriveOptions o;
     o.cancel_fd = cancel_fd;
-    drive(conns, [&] { return answered() >= majority; }, o);
-    std::vector<std::optional<Endpoint>> named;
+    // Until a majority agrees on one master, or every sentinel has answered or failed.
+    drive(conns, [&] { return majority_named(named_now(), majority).has_value(); }, o);
+    const auto named = named_now();
     std::string errors;
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto& c = calls[i];
       if (c->ok() && c->reply().is_array() && c->reply().size() == 2) {
-        named.push_back(endpoint_from(c->reply().element(0), c->reply().element(1), ""));
+        const auto e = endpoint_from(c->reply().element(0), c->reply().element(1), "");
+        if (!errors.empty()) errors += "; ";
+        errors += conns_[i]->describe() + ": names " + (e ? e->str() : std::string("an unusable address"));
         continue;
       }
       if (!errors.empty()) errors += "; ";
@@ -312,8 +331,12 @@ class SentinelLocator final : public ThreadedLocator {
       }
     }
     Answer a;
-    a.server = most_named(named);
-    if (!a.server) a.error = "no sentinel named the master '" + options_.master + "': " + errors;
+    a.server = majority_named(named, majority);
+    if (!a.server) {
+      a.error = "no majority of the sentinels (" + std::to_string(majority) + " of " + std::to_string(conns_.size()) +
+                ") named one master for '" + options_.master + "': " + errors;
+      a.failure = common_failure(calls);
+    }
     return a;
   }
 
@@ -459,6 +482,7 @@ class ClusterLocator final : public ThreadedLocator {
       }
     }
     a.error = "no cluster node named the owner of slot " + std::to_string(slot_) + ": " + errors;
+    a.failure = common_failure(calls);
     return a;
   }
 

@@ -73,10 +73,11 @@ void Resolution::settle(const Endpoint& endpoint) {
   finish({}, "");
 }
 
-void Resolution::fail(const std::string& why) {
+void Resolution::fail(const std::string& why, ResolveFailure kind) {
   {
     std::lock_guard lk(mu_);
     if (done_) return;
+    failure_ = kind;
   }
   finish({}, why.empty() ? "no server" : why);
 }
@@ -162,6 +163,11 @@ bool Resolution::done() const {
 std::vector<SocketAddress> Resolution::addresses() const {
   std::lock_guard lk(mu_);
   return addresses_;
+}
+
+ResolveFailure Resolution::failure() const {
+  std::lock_guard lk(mu_);
+  return failure_;
 }
 
 std::string Resolution::error() const {

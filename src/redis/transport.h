@@ -34,6 +34,11 @@ struct SocketAddress {
 ///
 /// A locator (redis/topology.h) hands out deferred ones: "which server" is answered by
 /// another thread (the sentinels, the cluster's slot map) through settle() or fail().
+/// Why a deferred resolution failed: the sources could not be reached or did not agree
+/// (kUnreachable), or they refused our credentials (kAuth) or TLS verification (kTls),
+/// which the connection reports as such (exit 77), not as an unreachable server.
+enum class ResolveFailure { kUnreachable, kAuth, kTls };
+
 class Resolution {
  public:
   static std::shared_ptr<Resolution> start(const Endpoint& endpoint);
@@ -51,7 +56,8 @@ class Resolution {
   /// addresses() (empty with no error means "resolve endpoint() yourself").
   void settle(const Endpoint& endpoint);
   /// Deferred: no server can be named; `why` says so.
-  void fail(const std::string& why);
+  void fail(const std::string& why, ResolveFailure kind = ResolveFailure::kUnreachable);
+  ResolveFailure failure() const;
 
  private:
   void finish(std::vector<SocketAddress> addresses, std::string error);
@@ -60,6 +66,7 @@ class Resolution {
   Endpoint endpoint_;
   std::vector<SocketAddress> addresses_;
   std::string error_;
+  ResolveFailure failure_ = ResolveFailure::kUnreachable;
   UniqueFd event_;
 };
 

@@ -152,7 +152,7 @@ std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const L
   for (const auto* s : live) {
     redis::AsyncConnection c(node(*s));
     auto acquire = c.eval(redis::kAcquire, {keys.key, keys.fence}, {holder, "10000", "600000"});
-    auto release = c.eval(redis::kRelease, {keys.key, keys.channel}, {holder});
+    auto release = c.eval(redis::kRelease, {keys.key}, {holder, keys.channel});
     redis::drive({&c}, [&] { return release->done(); });
     const auto& r = acquire->reply();
     if (acquire->ok() && r.size() >= 2 && r.element(0)->integer == 1) {

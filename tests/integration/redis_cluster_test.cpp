@@ -137,4 +137,32 @@ TEST_F(ClusterTask, ASlotMigrationWhileLeadingKeepsTheLeaseAndNobodyElseRuns) {
   EXPECT_LT(check.children[0].token, check.children[1].token);
 }
 
+// Attack round 10: the release script listed the release channel among its keys, so a
+// slot in MIGRATING state answered TRYAGAIN (the "key" never exists): the release failed
+// as "deleted nothing" and the lease stayed for its TTL.
+TEST_F(ClusterTask, AReleaseWhileTheSlotIsMigratingReleases) {
+  ClusterSet set;
+  const int slot = redis::hash_slot(test_key());
+  const std::size_t from = set.owner_of(slot);
+  const std::size_t to = (from + 1) % set.size();
+  ConfigSpec spec;
+  spec.expire = "10s";
+  spec.cron = "1s";
+  const std::string cfg = config(set, {0, 1, 2}, spec);
+  const std::string go = dir_.path() + "/go";
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "sh", "-c",
+                                   "while [ ! -e " + go + " ]; do sleep 0.02; done"});
+  ASSERT_TRUE(a.wait_for_log("child started", 15s)) << a.err();
+  // The slot starts to move; its keys have not (the lease key is still on the source).
+  set.node(to).cli({"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", set.id_of(from)});
+  set.node(from).cli({"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", set.id_of(to)});
+  dir_.write("go", "");
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  EXPECT_EQ(a.err().find("deleted nothing"), std::string::npos) << a.err();
+  EXPECT_NE(a.err().find("released key="), std::string::npos) << a.err();
+  // Gone from the source: a MIGRATING node answers ASK for a key it does not have.
+  const std::string left = set.node(from).cli({"EXISTS", test_key()});
+  EXPECT_TRUE(left == "0" || left.rfind("ASK ", 0) == 0) << left;
+}
+
 }  // namespace

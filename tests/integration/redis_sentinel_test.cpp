@@ -95,7 +95,7 @@ TEST(SentinelLocator, AnUnknownMasterNameFailsClearlyAndIsNotAStorm) {
     auto calls = redis::run_commands(conn, {{"PING"}});
     ASSERT_FALSE(calls[0]->ok());
     if (i == 0) {
-      EXPECT_NE(calls[0]->error().find("no sentinel named the master 'nosuchmaster'"), std::string::npos)
+      EXPECT_NE(calls[0]->error().find("no majority of the sentinels (2 of 3) named one master for 'nosuchmaster'"), std::string::npos)
           << calls[0]->error();
     }
   }
@@ -189,6 +189,31 @@ TEST_F(SentinelTask, TheMasterKilledWhileLeadingFollowsTheSentinelsFailoverWitho
     set.kill_master();
     meter.expect_bounds(meter.stop());
   });
+}
+
+}  // namespace
+
+namespace {
+
+// Attack round 10: the sentinels' own password (sentinel_password_env) reached the child's
+// environment, and a sentinel refusing our credentials exited 69 ("no quorum") instead of
+// 77 like a refused Redis.
+TEST(SentinelAuth, TheSentinelsPasswordStaysFromTheChildAndARefusalExits77) {
+  SentinelSet set;
+  for (std::size_t i = 0; i < 3; ++i) set.sentinel(i).cli({"ACL", "SETUSER", "default", "on", ">Sent-Pw-7"});
+  TempDir dir;
+  ConfigSpec spec;
+  spec.nodes = set.config_lines() + "sentinel_password_env = \"RGT_SENT_PW\"\n";
+  spec.key = test_key();
+  const std::string cfg = dir.write("s.toml", make_config(spec));
+  auto ok = run_task_binary({"task", "--config", cfg, "--", "env"}, 20s, {{"RGT_SENT_PW", "Sent-Pw-7"}});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("REDISGO_TASK_TOKEN="), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.out.find("RGT_SENT_PW"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.out.find("Sent-Pw-7"), std::string::npos) << ok.out;
+  auto refused = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "true"}, 20s, {{"RGT_SENT_PW", "wrong"}});
+  EXPECT_EQ(refused.code, 77) << refused.err;
+  EXPECT_EQ(refused.err.find("Sent-Pw-7"), std::string::npos) << refused.err;
 }
 
 }  // namespace

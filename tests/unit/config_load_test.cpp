@@ -381,6 +381,9 @@ const std::vector<Malformed> kMalformed = {
     {"expire_far_above_a_day", base_with("expire = \"5000000h\"\n"), "redis.expire", 4, {"at most 1 day", "found 5000000h"}},
     {"io_timeout_above_expire", base_with("io_timeout = \"6s\"\n"), "redis.io_timeout", 4, {"shorter than redis.expire (5s)", "found 6s"}},
     {"connect_timeout_huge", base_with("connect_timeout = \"9000h\"\n"), "redis.connect_timeout", 4, {"at most 1 year"}},
+    {"cluster_key_brace_without_tag", "[redis]\ncluster_nodes = [\"h:1\"]\nkey = \"a}b\"\n", "redis.key", 3,
+     {"non-empty hash tag", "found \"a}b\""}},
+    {"cluster_key_empty_tag", "[redis]\ncluster_nodes = [\"h:1\"]\nkey = \"{}x\"\n", "redis.key", 3, {"non-empty hash tag"}},
     {"key_too_long", "[redis]\nhost = \"h:1\"\nkey = \"" + std::string(513, 'k') + "\"\n", "redis.key", 3,
      {"at most 512 bytes", "found 513 bytes"}},
     // [log]
