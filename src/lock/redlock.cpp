@@ -428,14 +428,15 @@ Renewal RedlockBackend::renew() {
   int not_ours = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const int v = vote(i);
+    if (v >= 0) rn.answered.push_back(nodes_[i].name);  // reachable again, if it was not
     if (v == 1) {
-      rn.answered.push_back(nodes_[i].name);
       ++rn.votes;
     } else if (v == 0) {
       ++not_ours;
-      // Said once (cause-keyed), even while a quorum still holds: the key was deleted or
-      // evicted there, or the node restarted empty, and one more such node loses the lease.
-      rn.errors.push_back({nodes_[i].name, Fault::kReply,
+      // Said once (a cause of its own, apart from the node's reachability), even while a
+      // quorum still holds: the key was deleted or evicted there, or the node restarted
+      // empty, and one more such node loses the lease.
+      rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
                            nodes_[i].conn.describe() + ": the lease is gone from this node (key deleted or evicted, or "
                                                        "the node restarted empty)"});
     } else if (!calls[i] || calls[i]->done()) {

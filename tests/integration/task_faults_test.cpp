@@ -312,7 +312,7 @@ TEST_F(TaskFaults, DurationsAboveTheirMaximumAreRefused) {
   for (const Row& row : {
            Row{"", "timeout = \"5000000h\"\n", "task.timeout: expected a duration of at most 1 year"},
            Row{"", "timeout = 999999999999\n", "task.timeout: expected a duration of at most 1 year"},
-           Row{"expire = \"5000000h\"\ncron = \"1s\"\n", "", "redis.expire: expected a duration of at most 1 year"},
+           Row{"expire = \"5000000h\"\ncron = \"1s\"\n", "", "redis.expire: expected a lease TTL of at most 1 day"},
            Row{"expire = \"25h\"\ncron = \"1s\"\n", "", "redis.expire: expected a lease TTL of at most 1 day"},
            Row{"io_timeout = \"9000h\"\n", "", "redis.io_timeout: expected a duration of at most 1 year"},
            Row{"io_timeout = \"10s\"\n", "", "redis.io_timeout: expected a timeout shorter than redis.expire"},
@@ -398,8 +398,9 @@ TEST_F(TaskFaults, ADeadNodeIsLoggedOnceThenSummarised) {
   print(meter.measure(3s), "one node down");
   EXPECT_EQ(count_lines(leader.err(), " warn "), 1u) << leader.err();
   EXPECT_LE(count_lines(waiter.err(), " warn "), 1u) << waiter.err();
-  c.start();  // same port, empty
+  c.start();  // same port, empty: it answers again, without our key
   ASSERT_TRUE(leader.wait_for_log("renew: " + c.address() + " recovered after", 10s)) << leader.err();
+  ASSERT_TRUE(leader.wait_for_log(c.address() + ": the lease is gone from this node", 10s)) << leader.err();
 }
 
 // Item 11: the variable named by password_env does not reach the child.
