@@ -18,6 +18,17 @@ std::optional<std::string> text(const redisReply* e) {
   return redis::as_string(e);
 }
 
+/// A holder id as shown in logs and `status`: ours are well under 300 bytes; a foreign
+/// value stored in the key (10 MB, say) is cut, with its size, so that one log line stays
+/// a line.
+std::string shown_holder(std::string h) {
+  constexpr std::size_t kShown = 256;
+  if (h.size() <= kShown) return h;
+  const std::size_t size = h.size();
+  h.resize(kShown);
+  return h + "... (" + std::to_string(size) + " bytes)";
+}
+
 }  // namespace
 
 AcquireReply parse_acquire_reply(const redisReply* r) {
@@ -44,7 +55,7 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
     auto pttl = redis::as_integer(element(r, 2));
     if (r->elements == 3 && holder && pttl) {
       out.kind = AcquireReply::Kind::kBusy;
-      out.holder = *holder;
+      out.holder = shown_holder(*holder);
       out.pttl_ms = *pttl;
     } else {
       out.why = "busy without a holder and a TTL";
@@ -79,7 +90,7 @@ std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
   if (!exists || (*exists != 0 && *exists != 1) || !holder || !pttl || !fence) return std::nullopt;
   InspectReply out;
   out.held = *exists == 1;
-  out.holder = *holder;
+  out.holder = shown_holder(*holder);
   out.pttl_ms = *pttl;
   out.token = parse_token(*fence).value_or(0);
   return out;

@@ -404,6 +404,21 @@ TEST_F(TaskFaults, ADeadNodeIsLoggedOnceThenSummarised) {
 }
 
 // Item 11: the variable named by password_env does not reach the child.
+// Attack round 10, #7: a foreign 10 MB value in the key became one 10 MB log line (and a
+// 10 MB line of `status`). Holder ids are shown cut, with their size.
+TEST_F(TaskFaults, AHugeForeignValueInTheKeyIsShownCut) {
+  RedisServer redis;
+  redis.cli({"SET", test_key(), std::string(100'000, 'v'), "PX", "60000"});
+  auto cfg = config({}, {redis.address()});
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "true"}, 10s);
+  EXPECT_EQ(r.code, 75) << r.err.substr(0, 2000);
+  auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  for (const auto* text : {&r.err, &st.out}) {
+    for (const auto& line : split_lines(*text)) EXPECT_LT(line.size(), 1000u) << line.substr(0, 300);
+  }
+  EXPECT_NE(st.out.find("(100000 bytes)"), std::string::npos) << st.out.substr(0, 2000);
+}
+
 TEST_F(TaskFaults, PasswordEnvNeverReachesTheChild) {
   RedisServer redis(with_password("Pw-In-Env-91"));
   ConfigSpec spec;
