@@ -518,8 +518,12 @@ void AsyncConnection::check_deadlines(SteadyClock::time_point now) noexcept {
     if (state_ == State::kIdle) return;
   }
   if (state_ != State::kOpen && now >= connect_deadline_) {
-    const char* what = state_ == State::kResolving ? "name lookup" : state_ == State::kConnecting ? "connect" : "handshake";
-    close(Fault::kTimeout, std::string(what) + " timed out after " + ms_text(options_.connect_timeout));
+    std::string what = state_ == State::kResolving ? "name lookup" : state_ == State::kConnecting ? "connect" : "handshake";
+    if (state_ == State::kResolving && options_.locator && current_.host.empty()) {
+      // Still waiting for the sentinels or the cluster seeds to name the server.
+      what = "finding " + options_.locator->name() + " (no answer from the sentinels or seeds)";
+    }
+    close(Fault::kTimeout, what + " timed out after " + ms_text(options_.connect_timeout));
     return;
   }
   for (const auto& p : pending_) {
