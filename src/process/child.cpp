@@ -683,10 +683,34 @@ std::optional<int> Child::wait_for(Millis timeout) {
   }
 }
 
+namespace {
+
+/// Writes a request to the keeper without risking SIGPIPE when the keeper is gone: the
+/// daemon ignores SIGPIPE, but this module must not depend on its caller's disposition.
+/// SIGPIPE is blocked in this thread for the write, and one it raised is consumed.
+void write_request(int fd, const void* data, std::size_t size) noexcept {
+  sigset_t pipe_only, old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t pending;
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  const ssize_t n = ::write(fd, data, size);
+  if (n < 0 && errno == EPIPE && !was_pending) {
+    const timespec zero{0, 0};
+    ::sigtimedwait(&pipe_only, nullptr, &zero);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+}  // namespace
+
 void Child::signal_group(int sig) noexcept {
   if (!running() || !control_ || sig <= 0 || sig >= NSIG) return;
   KeeperRequest req{Request::kSignal, sig};
-  [[maybe_unused]] auto n = ::write(control_.get(), &req, sizeof req);
+  write_request(control_.get(), &req, sizeof req);
   // A stopped keeper could not act on the request.
   ::kill(keeper_, SIGCONT);
   // SIGKILL also goes to the job's group directly: it must not depend on the keeper. (The
@@ -703,7 +727,7 @@ void Child::force_kill() noexcept {
 void Child::set_deadline(std::int64_t boot_ns) noexcept {
   if (!running() || !control_) return;
   KeeperRequest req{Request::kDeadline, std::max<std::int64_t>(boot_ns, 0)};
-  [[maybe_unused]] auto n = ::write(control_.get(), &req, sizeof req);
+  write_request(control_.get(), &req, sizeof req);
 }
 
 void Child::last_resort_kill() noexcept {

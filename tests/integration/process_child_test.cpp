@@ -491,3 +491,19 @@ TEST(Keeper, SignalsAreDeliveredToTheJobsGroup) {
   EXPECT_TRUE(wait_until([&] { return read_file(out) == "ready\nusr1\n"; }, 5s)) << read_file(out);
   EXPECT_EQ(child.terminate_group(SIGTERM, 2s), 128 + SIGTERM);
 }
+
+// Found by the clean-clone run (a SIGPIPE killed the test binary): a request written to a
+// keeper that is gone raised SIGPIPE in the caller. The daemon ignores SIGPIPE, but the
+// module must not depend on that.
+TEST(Child, ARequestToADeadKeeperRaisesNoSigpipe) {
+  ASSERT_EQ(::signal(SIGPIPE, SIG_DFL), SIG_DFL);  // the test binary's default: fatal
+  Child c = Child::spawn(command({"sleep", "30"}));
+  const pid_t keeper = c.keeper_pid();
+  ASSERT_GT(keeper, 0);
+  ::kill(keeper, SIGKILL);
+  // Its end of the control pipe is closed once it is dead (a zombie until reaped).
+  ASSERT_TRUE(wait_until([&] { return ::kill(keeper, 0) != 0 || read_file("/proc/" + std::to_string(keeper) + "/stat").find(") Z") != std::string::npos; }, 5s));
+  c.set_deadline(1);  // EPIPE, no SIGPIPE
+  c.signal_group(SIGTERM);
+  SUCCEED();
+}
