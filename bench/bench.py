@@ -93,6 +93,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def time_interleaved(cases, runs, warmup=10):
+    """Runs every command of `cases` (name -> argv) `runs` + `warmup` times, interleaved so
+    that load changes hit all alike; returns name -> sorted wall times in ms (warm-up left
+    out). Any non-zero exit fails the benchmark."""
+    times = {name: [] for name in cases}
+    for i in range(runs + warmup):
+        for name, argv in cases.items():
+            t0 = time.perf_counter_ns()
+            rc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+            t1 = time.perf_counter_ns()
+            if rc != 0:
+                fail(f"{' '.join(argv)} exited {rc}")
+            if i >= warmup:
+                times[name].append((t1 - t0) / 1e6)
+    return {name: sorted(v) for name, v in times.items()}
+
+
 class Redis:
     """A throwaway redis-server on a free loopback port, no persistence."""
 
@@ -441,16 +458,7 @@ class Bench:
                                capture_output=True, text=True)
             if r.returncode == 0:
                 cases[name] = [exe]
-        times = {name: [] for name in cases}
-        for i in range(runs + 10):  # interleaved, so load changes hit all alike; 10 warm-up
-            for name, argv in cases.items():
-                t0 = time.perf_counter_ns()
-                rc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-                t1 = time.perf_counter_ns()
-                if rc != 0:
-                    fail(f"{' '.join(argv)} exited {rc}")
-                if i >= 10:
-                    times[name].append((t1 - t0) / 1e6)
+        times = time_interleaved(cases, runs)
         med = {name: statistics.median(v) for name, v in times.items()}
         bare = med["bare"]
         self.results["overhead"] = {"runs": runs, "bare_ms": bare, "wrapped_ms": med["wrapped"],
@@ -515,17 +523,7 @@ class Bench:
                  "tls": [self.task, "task", "--config", self.config("tls_tls", secure, "bench:tlsov"), "--", "/bin/true"],
                  "status_plain": [self.task, "status", "--config", self.config("tls_st_plain", plain, "bench:tlsov")],
                  "status_tls": [self.task, "status", "--config", self.config("tls_st_tls", secure, "bench:tlsov")]}
-        times = {k: [] for k in cases}
-        for i in range(runs + 10):
-            for k, argv in cases.items():
-                t0 = time.perf_counter_ns()
-                rc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-                t1 = time.perf_counter_ns()
-                if rc != 0:
-                    fail(f"{' '.join(argv)} exited {rc}")
-                if i >= 10:
-                    times[k].append((t1 - t0) / 1e6)
-        med = {k: statistics.median(v) for k, v in times.items()}
+        med = {k: statistics.median(v) for k, v in time_interleaved(cases, runs).items()}
         self.results["tls_overhead"] = {"runs": runs, **{k + "_ms": v for k, v in med.items()}}
         log(f"  task -- true: plaintext {med['plain']:.2f} ms, TLS {med['tls']:.2f} ms")
         self.handover(secure, name="tls_handover", rounds=10 if self.quick else 50)

@@ -63,6 +63,29 @@ std::optional<Endpoint> endpoint_from(const redisReply* ip, const redisReply* po
   return e;
 }
 
+/// The locators' query connections between queries: a reply that came after the answer
+/// was decided is read, or times out. One pollfd per connection (-1 when idle), so that
+/// drive_queries() finds each at its index.
+void poll_queries(std::vector<std::unique_ptr<AsyncConnection>>& conns, std::vector<pollfd>& fds,
+                  SteadyClock::time_point& wake) {
+  for (auto& c : conns) {
+    if (c->busy()) {
+      fds.push_back(pollfd{c->fd(), c->events(), 0});
+      wake = std::min(wake, c->next_deadline());
+    } else {
+      fds.push_back(pollfd{-1, 0, 0});
+    }
+  }
+}
+
+void drive_queries(std::vector<std::unique_ptr<AsyncConnection>>& conns, const pollfd* fds, std::size_t n,
+                   SteadyClock::time_point now) {
+  for (std::size_t i = 0; i < conns.size() && i < n; ++i) {
+    if (fds[i].fd >= 0 && fds[i].revents != 0) conns[i]->on_ready(fds[i].revents);
+    conns[i]->check_deadlines(now);
+  }
+}
+
 /// Runs on its own thread: answers locate() from what it knows, and learns by query()
 /// (paced) and by whatever extra watching a subclass does (the sentinels' pub/sub).
 class ThreadedLocator : public Locator {
@@ -347,15 +370,7 @@ class SentinelLocator final : public ThreadedLocator {
       fds.push_back(pollfd{w->fd(), w->events(), 0});
       wake = std::min(wake, w->next_wakeup());
     }
-    // Query connections' leftovers (a reply after the majority): read or time out.
-    for (auto& c : conns_) {
-      if (c->busy()) {
-        fds.push_back(pollfd{c->fd(), c->events(), 0});
-        wake = std::min(wake, c->next_deadline());
-      } else {
-        fds.push_back(pollfd{-1, 0, 0});
-      }
-    }
+    poll_queries(conns_, fds, wake);  // leftovers: a reply after the majority
   }
 
   void on_polls(const pollfd* fds, std::size_t n) override {
@@ -378,11 +393,7 @@ class SentinelLocator final : public ThreadedLocator {
         if (auto to = Endpoint::parse(parts[3] + ":" + parts[4])) learn(*to);
       }
     }
-    for (std::size_t i = 0; i < conns_.size() && watchers_.size() + i < n; ++i) {
-      const pollfd& p = fds[watchers_.size() + i];
-      if (p.fd >= 0 && p.revents != 0) conns_[i]->on_ready(p.revents);
-      conns_[i]->check_deadlines(now);
-    }
+    if (n > watchers_.size()) drive_queries(conns_, fds + watchers_.size(), n - watchers_.size(), now);
   }
 
  private:
@@ -486,24 +497,9 @@ class ClusterLocator final : public ThreadedLocator {
     return a;
   }
 
-  void add_polls(std::vector<pollfd>& fds, SteadyClock::time_point& wake) override {
-    for (auto& c : conns_) {
-      if (c->busy()) {
-        fds.push_back(pollfd{c->fd(), c->events(), 0});
-        wake = std::min(wake, c->next_deadline());
-      } else {
-        fds.push_back(pollfd{-1, 0, 0});
-      }
-    }
-  }
+  void add_polls(std::vector<pollfd>& fds, SteadyClock::time_point& wake) override { poll_queries(conns_, fds, wake); }
 
-  void on_polls(const pollfd* fds, std::size_t n) override {
-    const auto now = SteadyClock::now();
-    for (std::size_t i = 0; i < conns_.size() && i < n; ++i) {
-      if (fds[i].fd >= 0 && fds[i].revents != 0) conns_[i]->on_ready(fds[i].revents);
-      conns_[i]->check_deadlines(now);
-    }
-  }
+  void on_polls(const pollfd* fds, std::size_t n) override { drive_queries(conns_, fds, n, SteadyClock::now()); }
 
  private:
   ClusterOptions options_;

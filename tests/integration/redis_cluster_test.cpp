@@ -33,18 +33,6 @@ std::string seeds(ClusterSet& set, const std::vector<std::size_t>& which) {
   return line + "]\n";
 }
 
-/// Evaluations (EVAL + EVALSHA) a server has run so far.
-long long script_calls(RedisServer& s) {
-  long long n = 0;
-  std::istringstream in(s.cli({"INFO", "commandstats"}));
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("cmdstat_eval", 0) != 0) continue;
-    auto at = line.find("calls=");
-    if (at != std::string::npos) n += std::stoll(line.substr(at + 6));
-  }
-  return n;
-}
-
 TEST(ClusterSlot, HashSlotsMatchRedis) {
   ClusterSet set;
   for (const std::string key : {"rgt:lock", "{rgt:lock}:fence", "a", "{}x", "x{}{y}", "ünïcode key", ""}) {

@@ -41,18 +41,6 @@ redis::SentinelOptions sentinel_options(const SentinelSet& set) {
   return o;
 }
 
-/// Evaluations (EVAL + EVALSHA) a server has run so far.
-long long script_calls(RedisServer& s) {
-  long long n = 0;
-  std::istringstream in(s.cli({"INFO", "commandstats"}));
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("cmdstat_eval", 0) != 0) continue;
-    auto at = line.find("calls=");
-    if (at != std::string::npos) n += std::stoll(line.substr(at + 6));
-  }
-  return n;
-}
-
 TEST(SentinelLocator, NamesTheMasterAndFollowsAFailover) {
   SentinelSet set;
   auto locator = redis::make_sentinel_locator(sentinel_options(set));

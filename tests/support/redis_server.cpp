@@ -176,6 +176,17 @@ std::string test_key(const std::string& suffix) {
   return "rgt:" + name + ":" + suffix;
 }
 
+long long script_calls(RedisServer& server) {
+  long long n = 0;
+  std::istringstream in(server.cli({"INFO", "commandstats"}));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cmdstat_eval", 0) != 0) continue;
+    auto at = line.find("calls=");
+    if (at != std::string::npos) n += std::stoll(line.substr(at + 6));
+  }
+  return n;
+}
+
 RedisServer::RedisServer(RedisServerOptions options) : options_(std::move(options)) {
   std::string tmpl = (fs::temp_directory_path() / "redisgo-redis-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

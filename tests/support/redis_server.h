@@ -112,6 +112,9 @@ bool wait_until(Pred pred, std::chrono::milliseconds timeout,
 /// A per-test key prefix ("rgt:<suite>.<test>:") so tests never share keys.
 std::string test_key(const std::string& suffix = "lock");
 
+/// Evaluations (EVAL + EVALSHA) the server has run so far (INFO commandstats).
+long long script_calls(RedisServer& server);
+
 }  // namespace redisgo::testing
 
 #include <thread>
