@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "daemon/check.h"
 #include "daemon/daemon.h"
 #include "daemon/state_machine.h"
 #include "daemon/status.h"
@@ -50,6 +51,13 @@ constexpr const char* kValidateFooter = R"(Example:
   redisgo_task validate --config /etc/redisgo_task/backup.toml
 Prints the effective configuration (defaults filled in, secrets masked) and exits 0, or
 prints every problem with its file, line and column and exits 78.)";
+
+constexpr const char* kCheckFooter = R"(Example:
+  redisgo_task check --config /etc/redisgo_task/backup.toml
+One line per finding: ok, warn or fail, with what to do. Checks each node's role, version,
+maxmemory-policy, persistence, run_id (the same server listed twice), clock offset, and
+the cron/kill_grace/expire margins.
+Exit 0 all ok, 1 any warn or fail, 69 no quorum of nodes reachable, 78 bad configuration.)";
 
 void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& w : loaded.warnings) std::cerr << "redisgo_task: warning: " << w.str() << "\n";
@@ -117,6 +125,11 @@ int run(int argc, char** argv) {
   validate->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   validate->footer(kValidateFooter);
 
+  auto* check = app.add_subcommand("check", "Preflight: ask every node whether it is fit to hold the lease");
+  check->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  check->add_flag("--json", json, "Print one JSON object");
+  check->footer(kCheckFooter);
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -151,6 +164,18 @@ int run(int argc, char** argv) {
   auto cfg = load(config_path, key);
   if (!cfg) return daemon::kExitConfig;
   log::setup(cfg->log.level, cfg->log.format);
+
+  if (*check) {
+    try {
+      return daemon::run_check(*cfg, json, std::cout);
+    } catch (const ConfigError& e) {
+      std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
+      return daemon::kExitConfig;
+    } catch (const Error& e) {
+      std::cerr << "redisgo_task: check: " << e.what() << "\n";
+      return daemon::kExitUnavailable;
+    }
+  }
 
   if (*status) {
     try {
