@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -30,8 +31,10 @@ constexpr const char* kMainFooter = R"(Examples:
   redisgo_task task --config job.toml --no-wait -- /usr/local/bin/nightly-report
   redisgo_task status --config job.toml --json
 
-Exit status: the child's own (oneshot), 75 lease not acquired or lost, 124 child timed out,
-78 bad configuration or command line, 69 no Redis node reachable (status), 0 supervise stopped.
+Exit status: the child's own (oneshot); 75 the lease is held by another (busy) or was lost;
+69 no quorum of Redis nodes reachable; 77 Redis refused the credentials or TLS verification
+failed; 124 child timed out; 78 bad configuration or command line; 70 internal error;
+0 supervise stopped on request.
 Configuration reference: the commented example config/redisgo_task.toml.)";
 
 constexpr const char* kTaskFooter = R"(Examples:
@@ -45,7 +48,8 @@ REDISGO_TASK_EXPIRE_MS in its environment.)";
 
 constexpr const char* kStatusFooter = R"(Example:
   redisgo_task status --config /etc/redisgo_task/backup.toml --json
-Exit 0 when the state could be read from at least one node, 69 when no node answered.)";
+state is "held", "free" or "unknown" (--json: holder, ttl_ms and token are null when unknown).
+Exit 0 when a quorum of nodes could be read, 69 when not. Only [redis] needs to be valid.)";
 
 constexpr const char* kValidateFooter = R"(Example:
   redisgo_task validate --config /etc/redisgo_task/backup.toml
@@ -64,9 +68,24 @@ void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& e : loaded.errors) std::cerr << "redisgo_task: error: " << e.str() << "\n";
 }
 
+/// validate and task: the command of the file must resolve to an executable and the
+/// workdir must exist (as exec would see them, for the user running this). Prints the
+/// problem at its line; false when there is one.
+bool command_runnable(const config::Config& cfg) {
+  if (cfg.task.command.empty()) return true;  // comes after `--`; checked when it is run
+  auto bad = process::why_not_runnable(daemon::spawn_options(cfg));
+  if (!bad) return true;
+  const std::string key = bad->workdir ? "task.workdir" : "task.command";
+  std::string what = bad->workdir ? "expected an existing directory, found " + bad->why
+                                  : "expected a program that exec can run, found " + bad->why;
+  std::cerr << "redisgo_task: error: " << config::diagnostic_at(cfg, key, what).str() << "\n";
+  return false;
+}
+
 /// Loads the file and applies command-line overrides. Prints problems; nullopt on error.
-std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override) {
-  config::LoadResult loaded = config::load_file(path);
+std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override,
+                                   config::Scope scope) {
+  config::LoadResult loaded = config::load_file(path, config::process_env(), scope);
   print_diagnostics(loaded);
   if (!loaded.config) {
     std::cerr << "redisgo_task: " << path << ": " << loaded.errors.size() << " error(s); nothing was started\n";
@@ -132,6 +151,20 @@ int run(int argc, char** argv) {
 
   auto* version = app.add_subcommand("version", "Print the version");
 
+  // CLI11 would say only "A subcommand is required" for a mistyped one.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string_view> names;
+    for (const auto* sub : app.get_subcommands(nullptr)) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), std::string_view(argv[1])) == names.end()) {
+      std::cerr << "redisgo_task: unknown command '" << argv[1] << "'";
+      if (auto near = config::closest_name(argv[1], names)) std::cerr << "; did you mean '" << *near << "'?";
+      std::cerr << "\nCommands:";
+      for (auto n : names) std::cerr << " " << n;
+      std::cerr << "\nRun 'redisgo_task --help' for more.\n";
+      return daemon::kExitConfig;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -157,11 +190,15 @@ int run(int argc, char** argv) {
       std::cerr << "redisgo_task: " << config_path << ": " << loaded.errors.size() << " error(s)\n";
       return daemon::kExitConfig;
     }
+    if (!command_runnable(*loaded.config)) {
+      std::cerr << "redisgo_task: " << config_path << ": 1 error(s)\n";
+      return daemon::kExitConfig;
+    }
     std::cout << "# " << config_path << ": valid\n" << config::render_effective(*loaded.config);
     return 0;
   }
 
-  auto cfg = load(config_path, key);
+  auto cfg = load(config_path, key, *status ? config::Scope::kRedis : config::Scope::kAll);
   if (!cfg) return daemon::kExitConfig;
   log::setup(cfg->log.level, cfg->log.format);
 
@@ -189,7 +226,9 @@ int run(int argc, char** argv) {
     }
   }
 
-  // task
+  // task: a command from the file that cannot run fails here, loudly, with its line; one
+  // from the command line fails as a shell's would (127/126) when it is started.
+  if (command.empty() && !command_runnable(*cfg)) return daemon::kExitConfig;
   if (!command.empty()) {
     cfg->task.command = command;
     cfg->task.command_is_shell = false;

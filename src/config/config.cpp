@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -146,7 +147,16 @@ std::optional<std::string> closest(std::string_view name, const std::vector<std:
       best = std::string(k);
     }
   }
-  return best;
+  if (best) return best;
+  // A shortened name ("tls_ca" for tls_ca_file): the one known name it begins.
+  std::optional<std::string> extended;
+  for (auto k : known) {
+    if (name.size() >= 3 && k.size() > name.size() && k.substr(0, name.size()) == name) {
+      if (extended) return std::nullopt;  // ambiguous
+      extended = std::string(k);
+    }
+  }
+  return extended;
 }
 
 const char* const kNodeExpected = "a node address \"host:port\" or \"unix:///path/redis.sock\"";
@@ -471,7 +481,7 @@ std::optional<Unsafe> toml_unsafe_character(std::string_view text) {
 
 class Loader {
  public:
-  Loader(std::string file, const EnvLookup& env) : file_(std::move(file)), env_(env) {}
+  Loader(std::string file, const EnvLookup& env, Scope scope) : file_(std::move(file)), env_(env), scope_(scope) {}
 
   LoadResult run(std::string_view text) {
     toml::table root;
@@ -509,7 +519,18 @@ class Loader {
   }
 
  private:
+  /// A problem of a section the command does not use (Scope::kRedis: [task], [backoff]).
+  bool out_of_scope(const Diagnostic& d) const {
+    if (scope_ == Scope::kAll) return false;
+    for (std::string_view section : {"task", "backoff"}) {
+      if (d.key == section || d.key.rfind(std::string(section) + ".", 0) == 0) return true;
+    }
+    return false;
+  }
+
   LoadResult finish(std::optional<Config> c) {
+    std::erase_if(errors_, [this](const Diagnostic& d) { return out_of_scope(d); });
+    std::erase_if(warnings_, [this](const Diagnostic& d) { return out_of_scope(d); });
     // Report in file order; problems of the whole file (no line) first.
     auto by_line = [](const Diagnostic& a, const Diagnostic& b) {
       return a.line != b.line ? a.line < b.line : a.column < b.column;
@@ -1222,7 +1243,9 @@ class Loader {
       error(where("redis.cron"), "redis.cron",
             "expected a renewal interval less than redis.expire (" + format_duration(r.expire) + "), found " +
                 format_duration(r.cron) + ": the lease would expire between renewals");
-    } else if (ok({"redis.expire", "redis.cron", "task.kill_grace", "redis.drift_factor", "redis.drift_fixed"})) {
+    } else if (scope_ == Scope::kAll &&
+               ok({"redis.expire", "redis.cron", "task.kill_grace", "redis.drift_factor", "redis.drift_fixed"})) {
+      // (A margin for stopping the child: no business of a command that runs none.)
       // The holder's local deadline is expire*(1-drift_factor)-drift_fixed after it sent
       // the acquisition; the child is told to stop kill_grace before it. The first renewal
       // goes out after cron, so if cron + kill_grace + drift reaches expire the child
@@ -1346,6 +1369,7 @@ class Loader {
 
   std::string file_;
   const EnvLookup& env_;
+  Scope scope_;
   std::vector<Diagnostic> errors_;
   std::vector<Diagnostic> warnings_;
   std::set<std::string> bad_;                 ///< dotted keys with an error: cross-checks skip them
@@ -1375,11 +1399,11 @@ EnvLookup process_env() {
   };
 }
 
-LoadResult load_string(const std::string& text, const std::string& source, const EnvLookup& env) {
-  return Loader(source, env).run(text);
+LoadResult load_string(const std::string& text, const std::string& source, const EnvLookup& env, Scope scope) {
+  return Loader(source, env, scope).run(text);
 }
 
-LoadResult load_file(const std::string& path, const EnvLookup& env) {
+LoadResult load_file(const std::string& path, const EnvLookup& env, Scope scope) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   std::string text;
   int err = 0;
@@ -1403,7 +1427,25 @@ LoadResult load_file(const std::string& path, const EnvLookup& env) {
     r.errors.push_back({path, 0, 0, "", errno_message("cannot read the config file", err)});
     return r;
   }
-  return load_string(text, path, env);
+  return load_string(text, path, env, scope);
+}
+
+Diagnostic diagnostic_at(const Config& config, const std::string& dotted_key, std::string message) {
+  Diagnostic d{config.source, 0, 0, dotted_key, std::move(message)};
+  std::ifstream in(config.source, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return d;
+  if (toml_unsafe_character(text)) return d;  // changed since it was loaded: no line
+  try {
+    toml::table root = toml::parse(text, config.source);
+    if (const toml::node* n = root.at_path(dotted_key).node()) {
+      const Loc at = loc_of(*n);
+      d.line = at.line;
+      d.column = at.column;
+    }
+  } catch (const std::exception&) {
+  }
+  return d;
 }
 
 std::string render_effective(const Config& config) {
@@ -1550,6 +1592,10 @@ std::string render_effective(const Config& config) {
   o << "level = " << quote(to_string(config.log.level)) << "\n";
   o << "format = " << quote(to_string(config.log.format)) << "\n";
   return o.str();
+}
+
+std::optional<std::string> closest_name(std::string_view name, const std::vector<std::string_view>& known) {
+  return closest(name, known);
 }
 
 std::optional<int> parse_signal(const std::string& name) {

@@ -157,11 +157,19 @@ struct LoadResult {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup process_env();
 
+/// What a command needs of the file. `status` needs only [redis] (and [log]): a broken
+/// [task] or [backoff] is not its business (SPEC "Command line").
+enum class Scope { kAll, kRedis };
+
 /// Reads and validates a file. A file that cannot be read is one error.
-LoadResult load_file(const std::string& path, const EnvLookup& env = process_env());
+LoadResult load_file(const std::string& path, const EnvLookup& env = process_env(), Scope scope = Scope::kAll);
 /// Same, from text; `source` names it in diagnostics.
 LoadResult load_string(const std::string& text, const std::string& source,
-                       const EnvLookup& env = process_env());
+                       const EnvLookup& env = process_env(), Scope scope = Scope::kAll);
+
+/// A problem found after loading (e.g. `task.command` does not resolve), placed at the
+/// key's line and column in config.source when the file still has it there.
+Diagnostic diagnostic_at(const Config& config, const std::string& dotted_key, std::string message);
 
 /// The effective configuration (defaults filled in) as TOML, password masked as
 /// "********" with where it came from noted in a comment. For `validate`.
@@ -187,6 +195,10 @@ Millis effective_step_down_hold(const Config& config);
 /// Time between the SIGKILL to the child's group and the local lease deadline: covers
 /// signal delivery and reaping. 1/20 of the TTL, at least 5 ms, at most 100 ms.
 Millis kill_margin(Millis expire);
+
+/// The name in `known` closest to `name` when it is close enough to be a typo ("did you
+/// mean"); shared with the CLI's subcommand names.
+std::optional<std::string> closest_name(std::string_view name, const std::vector<std::string_view>& known);
 
 /// Name <-> value helpers shared with the CLI and logs.
 std::optional<int> parse_signal(const std::string& name);   ///< "SIGTERM", "TERM", "15"

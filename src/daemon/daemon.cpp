@@ -374,21 +374,8 @@ std::optional<int> Runner::contend() {
 
 bool Runner::spawn_child(std::uint64_t token, Clock::time_point kill_at, std::optional<process::Child>& child,
                          std::string& error, int& code) {
-  process::SpawnOptions spawn;
+  process::SpawnOptions spawn = spawn_options(cfg_);
   spawn.deadline_ns = kill_at.time_since_epoch().count();
-  spawn.argv = cfg_.task.command;
-  spawn.workdir = cfg_.task.workdir;
-  spawn.env = cfg_.task.env;
-  // systemd's notify and watchdog variables address the daemon, the unit's main process.
-  // A child that speaks sd_notify would otherwise report READY/STATUS/WATCHDOG as if it
-  // were the service, and with WATCHDOG_PID absent it would even feed the watchdog.
-  spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
-  // The child never sees the Redis password (SPEC "What the child gets"), unless the
-  // operator hands it over on purpose through [task] env.
-  if (cfg_.redis.password_source == config::PasswordSource::kEnv) spawn.unset_env.push_back(cfg_.redis.password_origin);
-  if (cfg_.redis.sentinel_password_source == config::PasswordSource::kEnv) {
-    spawn.unset_env.push_back(cfg_.redis.sentinel_password_origin);
-  }
   spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
   spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(token);
   spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;
@@ -720,13 +707,33 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
 
 }  // namespace
 
-std::string default_holder_id(const std::string& prefix) {
-  std::string head = prefix;
-  if (head.empty()) {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-    head = host;
+process::SpawnOptions spawn_options(const config::Config& config) {
+  process::SpawnOptions spawn;
+  spawn.argv = config.task.command;
+  spawn.workdir = config.task.workdir;
+  spawn.env = config.task.env;
+  // systemd's notify and watchdog variables address the daemon, the unit's main process.
+  // A child that speaks sd_notify would otherwise report READY/STATUS/WATCHDOG as if it
+  // were the service, and with WATCHDOG_PID absent it would even feed the watchdog.
+  spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
+  // The child never sees the Redis password (SPEC "What the child gets"), unless the
+  // operator hands it over on purpose through [task] env.
+  if (config.redis.password_source == config::PasswordSource::kEnv) spawn.unset_env.push_back(config.redis.password_origin);
+  if (config.redis.sentinel_password_source == config::PasswordSource::kEnv) {
+    spawn.unset_env.push_back(config.redis.sentinel_password_origin);
   }
+  return spawn;
+}
+
+std::string holder_head(const std::string& prefix) {
+  if (!prefix.empty()) return prefix;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  return host;
+}
+
+std::string default_holder_id(const std::string& prefix) {
+  const std::string head = holder_head(prefix);
   unsigned char random[16] = {};
   std::size_t got = 0;
   while (got < sizeof random) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "process/child.h"
 #include "lock/lease.h"
 
 namespace redisgo::daemon {
@@ -27,6 +28,13 @@ struct TaskOptions {
 /// Runs until the task ends and returns the exit status of SPEC.md. The handled signals
 /// must already be blocked in every thread (process::block_handled_signals in main).
 int run_task(const TaskOptions& options);
+
+/// How the child is started from `config` (argv, workdir, env, what is removed from the
+/// daemon's environment); the caller adds the REDISGO_TASK_* variables and the deadline.
+process::SpawnOptions spawn_options(const config::Config& config);
+
+/// The head of this host's holder ids: `value`, or the hostname when it is empty.
+std::string holder_head(const std::string& prefix);
 
 /// "<prefix>:<pid>:<32 hex digits from getrandom>", prefix = `value` or else the
 /// hostname: unique per process even when every host shares one config (SPEC

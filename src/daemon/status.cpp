@@ -19,36 +19,75 @@ std::string json_quote(const std::string& s) {
   return out + "\"";
 }
 
-/// The holder that a quorum of nodes agrees on, if any.
+/// What the nodes say together: held (a holder has a quorum of nodes), free (no holder
+/// could have one, even counting every unreachable node as its own) or unknown.
+enum class State { kHeld, kFree, kUnknown };
+
+const char* to_string(State s) {
+  switch (s) {
+    case State::kHeld: return "held";
+    case State::kFree: return "free";
+    case State::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
 struct QuorumView {
-  bool held = false;
-  std::string holder;
-  int votes = 0;
-  std::int64_t ttl_ms = -2;
-  std::uint64_t token = 0;
+  State state = State::kUnknown;
+  std::string holder;        ///< kHeld only
+  int votes = 0;             ///< nodes that agree on the holder
+  std::int64_t ttl_ms = 0;   ///< kHeld only: the smallest TTL among the agreeing nodes
+  std::uint64_t token = 0;   ///< the highest counter any reachable node has
+  int reachable = 0;
 };
 
 QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
   std::map<std::string, int> votes;
-  for (const auto& n : nodes) {
-    if (n.reachable && n.held) ++votes[n.holder];
-  }
   QuorumView q;
+  for (const auto& n : nodes) {
+    if (!n.reachable) continue;
+    ++q.reachable;
+    q.token = std::max(q.token, n.token);
+    if (n.held) ++votes[n.holder];
+  }
+  int most = 0;
   for (const auto& [holder, count] : votes) {
+    most = std::max(most, count);
     if (count >= quorum) {
-      q.held = true;
       q.holder = holder;
       q.votes = count;
     }
   }
-  // TTL: the smallest among the agreeing nodes (when the lease certainly still stands);
-  // token: the highest counter seen anywhere.
-  for (const auto& n : nodes) {
-    if (!n.reachable) continue;
-    q.token = std::max(q.token, n.token);
-    if (q.held && n.held && n.holder == q.holder && (q.ttl_ms < 0 || n.pttl_ms < q.ttl_ms)) q.ttl_ms = n.pttl_ms;
+  const int unreachable = static_cast<int>(nodes.size()) - q.reachable;
+  if (q.votes > 0) {
+    q.state = State::kHeld;
+    q.ttl_ms = -1;
+    for (const auto& n : nodes) {
+      if (n.reachable && n.held && n.holder == q.holder && (q.ttl_ms < 0 || n.pttl_ms < q.ttl_ms)) q.ttl_ms = n.pttl_ms;
+    }
+  } else if (q.reachable >= quorum && most + unreachable < quorum) {
+    q.state = State::kFree;
   }
   return q;
+}
+
+/// The text status prints for a node it could not read.
+const char* unreachable_why(redis::Fault fault) {
+  switch (fault) {
+    case redis::Fault::kAuth: return "credentials refused";
+    case redis::Fault::kTls: return "TLS failed";
+    case redis::Fault::kProtocol: return "not answering as Redis";
+    case redis::Fault::kReply: return "error reply";
+    default: return "unreachable";
+  }
+}
+
+/// The holder id without its ":<pid>:<random>" tail.
+std::string head_of(const std::string& holder) {
+  auto last = holder.rfind(':');
+  if (last == std::string::npos || last == 0) return holder;
+  auto pid = holder.rfind(':', last - 1);
+  return pid == std::string::npos ? holder : holder.substr(0, pid);
 }
 
 /// What Sentinel or Cluster says about where the key lives (nothing for host/nodes).
@@ -132,26 +171,34 @@ void write_topology_text(const TopologyView& t, std::ostream& out) {
 int run_status(const config::Config& config, bool json, std::ostream& out) {
   auto backend = lock::make_redis_backend(lease_options(config, "status"));
   std::vector<lock::NodeView> nodes = backend->inspect();
-  int reachable = 0;
-  for (const auto& n : nodes) reachable += n.reachable ? 1 : 0;
-  QuorumView q = quorum_view(nodes, backend->quorum());
-  const bool quorum_reachable = reachable >= backend->quorum();
+  const int quorum = backend->quorum();
+  const QuorumView q = quorum_view(nodes, quorum);
+  const bool quorum_reachable = q.reachable >= quorum;
+  const bool known = q.state != State::kUnknown;
+  const bool here = q.state == State::kHeld && head_of(q.holder) == holder_head(config.redis.value);
   const TopologyView topology = inspect_topology(config);
 
   if (json) {
-    out << "{\"key\":" << json_quote(config.redis.key) << ",\"held\":" << (q.held ? "true" : "false")
-        << ",\"holder\":" << (q.held ? json_quote(q.holder) : "null") << ",\"ttl_ms\":" << (q.held ? q.ttl_ms : -2)
-        << ",\"token\":" << q.token << ",\"quorum\":" << backend->quorum()
-        << ",\"quorum_reachable\":" << (quorum_reachable ? "true" : "false") << ",\"nodes\":[";
+    // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
+    // "could not see".
+    out << "{\"key\":" << json_quote(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
+        << ",\"held\":" << (known ? (q.state == State::kHeld ? "true" : "false") : "null")
+        << ",\"holder\":" << (q.state == State::kHeld ? json_quote(q.holder) : "null")
+        << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
+        << ",\"token\":" << (known ? std::to_string(q.token) : "null")
+        << ",\"held_by_this_host\":" << (known ? (here ? "true" : "false") : "null") << ",\"quorum\":" << quorum
+        << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (quorum_reachable ? "true" : "false")
+        << ",\"nodes\":[";
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const auto& n = nodes[i];
       if (i) out << ",";
       out << "{\"node\":" << json_quote(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
       if (n.reachable) {
         out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? json_quote(n.holder) : "null")
-            << ",\"ttl_ms\":" << n.pttl_ms << ",\"token\":" << n.token;
+            << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token;
       } else {
-        out << ",\"error\":" << json_quote(n.error);
+        out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
+            << "\",\"error\":" << json_quote(n.error);
       }
       if (!n.server.empty()) out << ",\"server\":" << json_quote(n.server);
       if (!n.peer.empty()) out << ",\"tls\":" << json_quote(n.peer);
@@ -162,20 +209,24 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
     out << "}\n";
   } else {
     out << "key:    " << config.redis.key << "\n";
-    if (q.held) {
-      out << "state:  held by " << q.holder << " (" << q.votes << "/" << nodes.size() << " nodes, quorum "
-          << backend->quorum() << "), ttl " << q.ttl_ms << " ms\n";
-    } else if (!quorum_reachable) {
-      out << "state:  unknown (" << reachable << "/" << nodes.size() << " nodes reachable, quorum " << backend->quorum()
-          << ")\n";
-    } else {
-      out << "state:  free\n";
+    switch (q.state) {
+      case State::kHeld:
+        out << "state:  held by " << q.holder << (here ? " (this host)" : "") << " (" << q.votes << "/" << nodes.size()
+            << " nodes, quorum " << quorum << "), ttl " << q.ttl_ms << " ms\n";
+        break;
+      case State::kFree:
+        out << "state:  free\n";
+        break;
+      case State::kUnknown:
+        out << "state:  unknown (" << q.reachable << "/" << nodes.size() << " nodes reachable, quorum " << quorum
+            << ")\n";
+        break;
     }
-    out << "token:  " << q.token << "\n";
+    if (known) out << "token:  " << q.token << "\n";
     for (const auto& n : nodes) {
       out << "node " << n.node << ": ";
       if (!n.reachable) {
-        out << "unreachable: " << n.error << "\n";
+        out << unreachable_why(n.fault) << ": " << n.error << "\n";
       } else if (n.held) {
         out << "held by " << n.holder << ", ttl " << n.pttl_ms << " ms, token " << n.token << "\n";
       } else {
@@ -186,7 +237,13 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
     }
     write_topology_text(topology, out);
   }
-  return reachable > 0 ? 0 : kExitUnavailable;
+  // Whenever the state could not be read from a quorum, "unknown" must page someone: 77
+  // when a node refused our credentials or its certificate (fix the config), else 69.
+  if (quorum_reachable) return 0;
+  for (const auto& n : nodes) {
+    if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
+  }
+  return kExitUnavailable;
 }
 
 }  // namespace redisgo::daemon

@@ -517,6 +517,33 @@ std::optional<std::string> search_path(const std::string& name, const std::strin
   return not_executable;
 }
 
+std::optional<NotRunnable> why_not_runnable(const SpawnOptions& options) {
+  if (!options.workdir.empty()) {
+    struct stat st {};
+    const std::string shown = "'" + options.workdir + "'";
+    if (::stat(options.workdir.c_str(), &st) != 0) return NotRunnable{true, errno_message(shown, errno)};
+    if (!S_ISDIR(st.st_mode)) return NotRunnable{true, shown + " is not a directory"};
+    if (::access(options.workdir.c_str(), X_OK) != 0) return NotRunnable{true, errno_message(shown, errno)};
+  }
+  if (options.argv.empty() || options.argv[0].empty()) return NotRunnable{false, "the command is empty"};
+  const std::string& name = options.argv[0];
+  std::string path;
+  if (name.find('/') != std::string::npos) {
+    path = name[0] != '/' && !options.workdir.empty() ? options.workdir + "/" + name : name;
+  } else {
+    const auto env = merged_environment(options.env, options.unset_env);
+    const std::string path_var = env_value(env, "PATH").value_or(kDefaultPath);
+    auto found = search_path(name, path_var, options.workdir);
+    if (!found) return NotRunnable{false, "'" + name + "' is not found on PATH (" + path_var + ")"};
+    path = (*found)[0] != '/' && !options.workdir.empty() ? options.workdir + "/" + *found : *found;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return NotRunnable{false, errno_message("'" + path + "'", errno)};
+  if (!S_ISREG(st.st_mode)) return NotRunnable{false, "'" + path + "' is not a regular file"};
+  if (::access(path.c_str(), X_OK) != 0) return NotRunnable{false, "'" + path + "' is not executable by this user"};
+  return std::nullopt;
+}
+
 Child Child::spawn(const SpawnOptions& options) {
   Plan plan = make_plan(options);
   auto [report_read, report_write] = pipe_cloexec();

@@ -91,6 +91,16 @@ int exit_code_from_wait_status(int status);
 std::optional<std::string> search_path(const std::string& name, const std::string& path_var,
                                        const std::string& workdir = "");
 
+/// Why the job could not be exec'd as Child::spawn would (workdir missing or not a
+/// directory, program not found on the merged PATH or not executable), checked from this
+/// process without forking; nullopt when it looks runnable. For `validate` and start-up:
+/// a broken command fails loudly before the lease is taken.
+struct NotRunnable {
+  bool workdir = false;  ///< the workdir is the problem (else the program)
+  std::string why;
+};
+std::optional<NotRunnable> why_not_runnable(const SpawnOptions& options);
+
 class Child {
  public:
   /// Starts the keeper and the job. Throws SpawnError / IoError.

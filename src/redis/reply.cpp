@@ -93,7 +93,7 @@ bool ReplyReader::feed(const char* data, std::size_t n) {
     return false;
   }
   if (redisReaderFeed(r_, data, n) != REDIS_OK) {
-    error_ = std::string("protocol error: ") + r_->errstr;
+    error_ = std::string("protocol error (is this a Redis server?): ") + r_->errstr;
     return false;
   }
   return true;
@@ -105,7 +105,7 @@ ReplyPtr ReplyReader::next() {
   if (redisReaderGetReply(r_, &raw) != REDIS_OK) {
     // Our array limit makes the reader report "Out of memory"; say what it really was.
     error_ = r_->err == REDIS_ERR_OOM ? "protocol error: an array reply with too many elements"
-                                      : std::string("protocol error: ") + r_->errstr;
+                                      : std::string("protocol error (is this a Redis server?): ") + r_->errstr;
     return nullptr;
   }
   if (raw) pending_ = 0;

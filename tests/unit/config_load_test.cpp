@@ -396,6 +396,55 @@ INSTANTIATE_TEST_SUITE_P(Table, ConfigMalformed, ::testing::ValuesIn(kMalformed)
 
 TEST(ConfigMalformedCount, AtLeastThirtyCases) { EXPECT_GE(kMalformed.size(), 30u); }
 
+// Strict config (issue 11): a misspelt or misplaced key is an error with a suggestion,
+// never a silent default; each case names the key, its line and the likely intent.
+const std::vector<Malformed> kStrict = {
+    {"expier_misspelt", base_with("expier = \"10s\"\n"), "redis.expier", 4, {"unknown key 'redis.expier'", "did you mean 'expire'?"}},
+    {"tsl_misspelt", base_with("tsl = true\n"), "redis.tsl", 4, {"did you mean 'tls'?"}},
+    {"passwrod_env_misspelt", base_with("passwrod_env = \"X\"\n"), "redis.passwrod_env", 4, {"did you mean 'password_env'?"}},
+    {"crom_misspelt", base_with("crom = \"1s\"\n"), "redis.crom", 4, {"did you mean 'cron'?"}},
+    {"nodess_misspelt", "[redis]\nnodess = [\"h:1\"]\nkey = \"k\"\n", "redis.nodess", 2, {"did you mean 'nodes'?"}},
+    {"monitor_try_al_misspelt", base_with("monitor_try_al = false\n"), "redis.monitor_try_al", 4, {"did you mean 'monitor_try_all'?"}},
+    {"tls_ca_misspelt", base_with("tls = true\ntls_ca = \"/x\"\n"), "redis.tls_ca", 5, {"did you mean 'tls_ca_file'?"}},
+    {"sentinel_mater_misspelt", "[redis]\nsentinels = [\"h:1\"]\nsentinel_mater = \"m\"\nkey = \"k\"\n", "redis.sentinel_mater", 3,
+     {"did you mean 'sentinel_master'?"}},
+    {"strategy_in_redis", base_with("strategy = \"constant\"\n"), "redis.strategy", 4, {"belongs in [backoff]"}},
+    {"kill_grace_in_redis", base_with("kill_grace = \"1s\"\n"), "redis.kill_grace", 4, {"belongs in [task]"}},
+    {"comand_misspelt", base_with("", "[task]\ncomand = [\"true\"]\n"), "task.comand", 5, {"did you mean 'command'?"}},
+    {"restart_dealy_misspelt", base_with("", "[task]\nrestart_dealy = \"1s\"\n"), "task.restart_dealy", 5, {"did you mean 'restart_delay'?"}},
+    {"kill_signl_misspelt", base_with("", "[task]\nkill_signl = \"SIGINT\"\n"), "task.kill_signl", 5, {"did you mean 'kill_signal'?"}},
+    {"workdri_misspelt", base_with("", "[task]\nworkdri = \"/\"\n"), "task.workdri", 5, {"did you mean 'workdir'?"}},
+    {"jiter_misspelt", base_with("", "[backoff]\njiter = \"full\"\n"), "backoff.jiter", 5, {"did you mean 'jitter'?"}},
+    {"levle_misspelt", base_with("", "[log]\nlevle = \"debug\"\n"), "log.levle", 5, {"did you mean 'level'?"}},
+    {"section_tsak", base_with("", "[tsak]\nmode = \"oneshot\"\n"), "tsak", 4, {"unknown section [tsak]", "did you mean 'task'?"}},
+    {"section_logs", base_with("", "[logs]\nlevel = \"info\"\n"), "logs", 4, {"did you mean 'log'?"}},
+    {"timeout_above_a_year", base_with("", "[task]\ntimeout = \"9000h\"\n"), "task.timeout", 5, {"at most 1 year", "found \"9000h\""}},
+    {"restart_delay_above_a_year", base_with("", "[task]\nrestart_delay = \"366d\"\n"), "task.restart_delay", 5, {"found"}},
+    {"backoff_max_above_a_year", base_with("", "[backoff]\nmax = \"9000h\"\n"), "backoff.max", 5, {"at most 1 year"}},
+    {"limit_not_in_this_version", base_with("", "[task]\nlimit = 2\n"), "task.limit", 5, {"limit"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Strict, ConfigMalformed, ::testing::ValuesIn(kStrict),
+                         [](const ::testing::TestParamInfo<Malformed>& p) { return std::string(p.param.name); });
+
+TEST(ConfigStrictCount, AtLeastFifteenCases) { EXPECT_GE(kStrict.size(), 15u); }
+
+// `status` needs only [redis] (and [log]): a broken [task] or [backoff] is not its business.
+TEST(ConfigScope, RedisScopeIgnoresProblemsOfTaskAndBackoff) {
+  const std::string text = kBase + "[task]\ncomand = [\"true\"]\nmode = \"sometimes\"\n[backoff]\nstrategy = \"zigzag\"\n";
+  auto all = load_string(text, kFile, fake_env({}), Scope::kAll);
+  EXPECT_FALSE(all.config);
+  EXPECT_EQ(all.errors.size(), 3u) << all_diagnostics(all);
+  auto redis = load_string(text, kFile, fake_env({}), Scope::kRedis);
+  ASSERT_TRUE(redis.config) << all_diagnostics(redis);
+  EXPECT_EQ(redis.config->redis.key, "k");
+  // A broken [redis] still fails in that scope.
+  auto bad = load_string(kBase + "expier = \"1s\"\n[task]\nmode = \"x\"\n", kFile, fake_env({}), Scope::kRedis);
+  EXPECT_FALSE(bad.config);
+  ASSERT_EQ(bad.errors.size(), 1u) << all_diagnostics(bad);
+  EXPECT_EQ(bad.errors[0].key, "redis.expier");
+}
+
 TEST(ConfigValues, NonAsciiInStringsCommentsAndQuotedKeysIsFine) {
   auto r = load(kBase + "# caf\xC3\xA9 \xE2\x80\x94 a comment\nvalue = \"h\xC3\xB4te\"\n[task]\n"
                 "command = '''/bin/echo \xF0\x9F\x94\x92'''\nenv = { \"na\xC3\xAFve\" = \"\\\"\xC3\xA9\\\"\", "

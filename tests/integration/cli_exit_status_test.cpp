@@ -1,0 +1,256 @@
+// The operator contract of the command line (SPEC "Exit status", "Command line"): every
+// cause of a failed `task` has its own exit status, so a cron wrapper can stay silent on
+// "busy" (75) and be loud on "nobody could run it" (69, 77); `status` tells held, free and
+// unknown apart for a monitor; mistakes on the command line and in the command or workdir
+// fail at start with 78 and the line that is wrong.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "support/fake_server.h"
+#include "support/redis_server.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+std::string hostname() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+/// A oneshot config that gives up after one attempt (what cron runs with --no-wait).
+std::string config_for(const TempDir& dir, const std::string& name, const std::string& nodes,
+                       const std::string& extra_redis = "", const std::string& task = "command = [\"/bin/true\"]\n") {
+  return dir.write(name, "[redis]\n" + nodes + "\nkey = \"rgt:exit\"\nexpire = \"5s\"\nconnect_timeout = \"300ms\"\n" +
+                             "io_timeout = \"300ms\"\n" + extra_redis + "[task]\n" + task);
+}
+
+// ---- task: one exit status per cause ------------------------------------------------------
+
+struct Cause {
+  const char* name;
+  int code;
+  const char* says;  ///< in stderr
+};
+
+TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
+  TempDir dir;
+  RedisServer plain;
+  RedisServer guarded(with_password("right-password"));
+  // An HTTP server on the port: not Redis.
+  FakeServer http([](const std::string&) { return std::string("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"); });
+  const int closed_port = free_port();
+  plain.cli({"SET", "rgt:exit", "other-host:1:abc", "PX", "30000"});
+
+  const std::vector<std::pair<Cause, std::string>> table = {
+      {{"busy", 75, "held by other-host:1:abc"}, config_for(dir, "busy.toml", "host = \"" + plain.address() + "\"")},
+      {{"down", 69, "no quorum"}, config_for(dir, "down.toml", "host = \"127.0.0.1:" + std::to_string(closed_port) + "\"")},
+      {{"wrong password", 77, "refused our credentials"},
+       config_for(dir, "wrongpass.toml", "host = \"" + guarded.address() + "\"", "password_env = \"RGT_PASS\"\n")},
+      {{"NOAUTH", 77, "refused our credentials"}, config_for(dir, "noauth.toml", "host = \"" + guarded.address() + "\"")},
+      {{"not Redis", 69, "is this a Redis server?"}, config_for(dir, "http.toml", "host = \"" + http.address() + "\"")},
+  };
+  for (const auto& [cause, cfg] : table) {
+    SCOPED_TRACE(cause.name);
+    auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PASS", "wrong-password"}});
+    EXPECT_EQ(r.code, cause.code) << r.err;
+    EXPECT_NE(r.err.find(cause.says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("wrong-password"), std::string::npos) << "a secret in the log: " << r.err;
+  }
+  // Giving up after retries (monitor_try_all = false): the last attempt's cause decides.
+  const std::vector<std::pair<int, std::string>> retried = {
+      {69, config_for(dir, "down2.toml", "host = \"127.0.0.1:" + std::to_string(closed_port) + "\"",
+                      "monitor_try_all = false\nretries_count = 2\n")},
+      {77, config_for(dir, "noauth2.toml", "host = \"" + guarded.address() + "\"",
+                      "monitor_try_all = false\nretries_count = 2\n")},
+      {75, config_for(dir, "busy2.toml", "host = \"" + plain.address() + "\"", "monitor_try_all = false\nretries_count = 2\n")},
+  };
+  for (const auto& [code, cfg] : retried) {
+    auto r = run_task_binary({"task", "--config", cfg}, 10s);
+    EXPECT_EQ(r.code, code) << cfg << "\n" << r.err;
+  }
+}
+
+TEST(CliExitStatus, ATlsVerificationFailureIs77) {
+  TempDir dir;
+  const TlsFiles& certs = test_certificates();
+  RedisServerOptions options;
+  options.tls = &certs;
+  options.tls_auth_clients = false;
+  RedisServer tls(options);
+  const auto cfg = config_for(dir, "tls.toml", "host = \"" + tls.address() + "\"",
+                              "tls = true\ntls_ca_file = \"" + certs.other_ca + "\"\n");
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s);
+  EXPECT_EQ(r.code, 77) << r.err;
+  auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(st.code, 77) << st.out << st.err;
+  EXPECT_NE(st.out.find("TLS failed"), std::string::npos) << st.out;
+}
+
+// ---- the command line and what validate checks without Redis -------------------------------
+
+TEST(CliExitStatus, CommandLineMistakesAre78WithWhatExists) {
+  TempDir dir;
+  const auto cfg = config_for(dir, "ok.toml", "host = \"127.0.0.1:1\"");
+  auto r = run_task_binary({"tsak", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 78);
+  EXPECT_NE(r.err.find("unknown command 'tsak'; did you mean 'task'?"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("task status validate check version"), std::string::npos) << r.err;
+
+  r = run_task_binary({"task", "--config", cfg, "--key", ""}, 10s);
+  EXPECT_EQ(r.code, 78);
+  EXPECT_NE(r.err.find("--key"), std::string::npos) << r.err;
+
+  const auto sup = config_for(dir, "sup.toml", "host = \"127.0.0.1:1\"", "",
+                              "command = [\"/bin/true\"]\nmode = \"supervise\"\n");
+  r = run_task_binary({"task", "--config", sup, "--no-wait"}, 10s);
+  EXPECT_EQ(r.code, 78);
+  EXPECT_NE(r.err.find("--no-wait applies to mode = \"oneshot\" only"), std::string::npos) << r.err;
+
+  r = run_task_binary({"--version"}, 10s);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("redisgo_task ", 0), 0u) << r.out;
+}
+
+TEST(CliExitStatus, ValidateChecksTheCommandAndWorkdirAsExecWould) {
+  TempDir dir;
+  const std::string node = "host = \"127.0.0.1:1\"";
+  const auto script = dir.write("job.sh", "#!/bin/sh\nexit 0\n");  // not executable yet
+  struct Case {
+    const char* name;
+    std::string task;
+    int line;            ///< of the key the error names (0: valid)
+    const char* key;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"not on PATH", "command = [\"rgt-no-such-program\"]\n", 8, "task.command", "not found on PATH"},
+      {"absolute path missing", "command = [\"/nonexistent/prog\"]\n", 8, "task.command", "No such file"},
+      {"not executable", "command = [\"" + script + "\"]\n", 8, "task.command", "not executable"},
+      {"a directory", "command = [\"/tmp\"]\n", 8, "task.command", "not a regular file"},
+      {"workdir missing", "command = [\"/bin/true\"]\nworkdir = \"/nonexistent/dir\"\n", 9, "task.workdir", "No such file"},
+      {"workdir a file", "command = [\"/bin/true\"]\nworkdir = \"" + script + "\"\n", 9, "task.workdir",
+       "not a directory"},
+      {"PATH from [task] env", "command = [\"true\"]\nenv = { PATH = \"/nonexistent\" }\n", 8, "task.command",
+       "not found on PATH (/nonexistent)"},
+      {"relative to workdir", "command = [\"./job.sh\"]\nworkdir = \"" + dir.path() + "\"\n", 8, "task.command",
+       "not executable"},
+      {"found on PATH", "command = [\"sh\", \"-c\", \"exit 0\"]\n", 0, "", ""},
+      {"shell string", "command = \"exit 0\"\n", 0, "", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto cfg = config_for(dir, "cmd.toml", node, "", c.task);
+    auto r = run_task_binary({"validate", "--config", cfg}, 10s);
+    if (c.line == 0) {
+      EXPECT_EQ(r.code, 0) << r.err;
+      continue;
+    }
+    EXPECT_EQ(r.code, 78) << r.out;
+    const std::string where = cfg + ":" + std::to_string(c.line) + ":";
+    EXPECT_NE(r.err.find(where), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string(c.key) + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    // `task` refuses the same file before it contends (the node does not even exist).
+    auto t = run_task_binary({"task", "--config", cfg}, 10s);
+    EXPECT_EQ(t.code, 78) << t.err;
+  }
+  ::chmod(script.c_str(), 0755);
+  auto r = run_task_binary({"validate", "--config", config_for(dir, "x.toml", node, "", "command = [\"" + script + "\"]\n")},
+                           10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// ---- status for monitoring -----------------------------------------------------------------
+
+class CliStatus : public ::testing::Test {
+ protected:
+  /// A 3-node Redlock config whose [task] is broken: status must not care.
+  std::string three_nodes(const std::string& name) {
+    return dir_.write(name, "[redis]\nnodes = [\"" + a_.address() + "\", \"" + b_.address() + "\", \"" + c_.address() +
+                                "\"]\nkey = \"rgt:st\"\nexpire = \"2s\"\nconnect_timeout = \"300ms\"\nio_timeout = \"300ms\"\n"
+                                "[task]\ncomand = [\"oops\"]\nmode = \"sometimes\"\n");
+  }
+  void hold(RedisServer& s, const std::string& holder) { s.cli({"SET", "rgt:st", holder, "PX", "60000"}); }
+  RunResult status_json(const std::string& cfg) { return run_task_binary({"status", "--config", cfg, "--json"}, 10s); }
+
+  TempDir dir_;
+  RedisServer a_, b_, c_;
+};
+
+TEST_F(CliStatus, HeldFreeUnknownAndPartialWithNullsWhenUnknown) {
+  const auto cfg = three_nodes("st.toml");
+  // free (and the broken [task] is not status's business)
+  auto r = status_json(cfg);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"state\":\"free\",\"held\":false,\"holder\":null,\"ttl_ms\":null,\"token\":0"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err, "");
+
+  // held by another host on a quorum (2 of 3)
+  hold(a_, "other-host:42:abc");
+  hold(b_, "other-host:42:abc");
+  b_.cli({"SET", "{rgt:st}:fence", "17"});
+  r = status_json(cfg);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"state\":\"held\",\"held\":true,\"holder\":\"other-host:42:abc\",\"ttl_ms\":"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"token\":17,\"held_by_this_host\":false"), std::string::npos) << r.out;
+
+  // held by this host
+  const std::string mine = hostname() + ":4242:0123456789abcdef";
+  hold(a_, mine);
+  hold(b_, mine);
+  hold(c_, mine);
+  r = status_json(cfg);
+  EXPECT_NE(r.out.find("\"held_by_this_host\":true"), std::string::npos) << r.out;
+  auto text = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(text.out.find("(this host)"), std::string::npos) << text.out;
+
+  // partial: one node down, the other two agree -> still held, exit 0, the node's fault shown
+  c_.stop();
+  r = status_json(cfg);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"state\":\"held\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"reachable\":false,\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":"),
+            std::string::npos)
+      << r.out;
+
+  // partial and undecidable: 2 reachable, one holds, the unreachable one could -> unknown
+  b_.cli({"DEL", "rgt:st"});
+  r = status_json(cfg);
+  EXPECT_EQ(r.code, 0) << "a quorum answered";
+  EXPECT_NE(r.out.find("\"state\":\"unknown\",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null"),
+            std::string::npos)
+      << r.out;
+
+  // no quorum: unknown and 69 (1 of 3 reachable), in text too
+  b_.stop();
+  r = status_json(cfg);
+  EXPECT_EQ(r.code, 69) << r.out;
+  EXPECT_NE(r.out.find("\"state\":\"unknown\""), std::string::npos) << r.out;
+  text = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(text.code, 69);
+  EXPECT_NE(text.out.find("state:  unknown (1/3 nodes reachable, quorum 2)"), std::string::npos) << text.out;
+}
+
+TEST_F(CliStatus, RefusedCredentialsAreSaidAndExit77) {
+  RedisServer guarded(with_password("pw"));
+  const auto cfg = dir_.write("auth.toml", "[redis]\nhost = \"" + guarded.address() + "\"\nkey = \"rgt:st\"\n");
+  auto r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 77) << r.out << r.err;
+  EXPECT_NE(r.out.find("credentials refused"), std::string::npos) << r.out;
+  r = status_json(cfg);
+  EXPECT_NE(r.out.find("\"fault\":\"auth\""), std::string::npos) << r.out;
+}
+
+}  // namespace
