@@ -1,7 +1,391 @@
 #include "daemon/check.h"
 
-namespace redisgo::daemon {
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
-int run_check(const config::Config&, bool, std::ostream&) { return 0; }
+#include "daemon/check_findings.h"
+#include "daemon/servers.h"
+#include "daemon/state_machine.h"
+#include "lock/lease.h"
+#include "lock/replies.h"
+#include "redis/poller.h"
+#include "redis/scripts.h"
+#include "redis/topology.h"
+
+namespace redisgo::daemon {
+namespace {
+
+using check::Finding;
+using check::Level;
+using redis::Call;
+using redis::CallPtr;
+using redis::Fault;
+using redis::SteadyClock;
+
+/// TIME round trips per node; the shortest bounds the offset best.
+constexpr int kTimeSamples = 3;
+
+/// This host's wall clock in µs since the epoch: what the servers' TIME is compared to.
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Finding finding(Level level, std::string check, std::string node, std::string message, std::string hint = {}) {
+  Finding f;
+  f.level = level;
+  f.check = std::move(check);
+  f.node = std::move(node);
+  f.message = std::move(message);
+  f.hint = std::move(hint);
+  return f;
+}
+
+/// One server under examination: its connection and what it answered.
+struct Probe {
+  Probe(std::string n, redis::ConnectionOptions options) : name(std::move(n)), conn(std::move(options)) {}
+  std::string name;
+  redis::AsyncConnection conn;
+  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect;
+  SteadyClock::time_point sent{};
+  std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
+  std::string peer;                                  ///< TLS certificate line, while it was open
+  std::vector<check::ClockSample> samples;
+  bool usable = false;                               ///< answered, credentials accepted
+};
+
+/// A call's error without the "redis <node>: " prefix (the finding names the node).
+std::string why(const Probe& p, const CallPtr& c) {
+  if (!c) return "not asked";
+  if (!c->done()) return "no answer";
+  std::string e = c->error();
+  if (e.empty()) return "unexpected " + std::string(redis::type_name(c->reply().get())) + " reply";
+  const std::string prefix = p.conn.describe() + ": ";
+  if (e.rfind(prefix, 0) == 0) e.erase(0, prefix.size());
+  return e;
+}
+
+/// CONFIG GET <name> -> its value; nullopt when refused (ACL, renamed CONFIG) or unknown.
+std::optional<std::string> config_value(const CallPtr& c) {
+  if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() < 2) return std::nullopt;
+  return redis::as_string(c->reply().element(1));
+}
+
+std::optional<std::int64_t> to_int(const std::string& s) {
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used != s.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
+  const Call& c = *p.info;
+  const std::string error = why(p, p.info);
+  if (c.state() == Call::State::kFailed || !c.done()) {
+    switch (c.fault()) {
+      case Fault::kAuth:
+        return finding(Level::kFail, "reachable", p.name, "credentials refused: " + error,
+                       "check username and the password (" +
+                           (r.password_origin.empty() ? std::string("password") : r.password_origin) +
+                           "): the server refused them");
+      case Fault::kTls:
+        return finding(Level::kFail, "reachable", p.name, "TLS handshake failed: " + error,
+                       "check tls_ca_file, tls_server_name and the client certificate against the server's TLS setup");
+      case Fault::kReply: {
+        // The connection's set-up (AUTH, SELECT) got an error reply: the server is there.
+        std::string hint = "see the server's reply";
+        if (error.find("AUTH") != std::string::npos) {
+          hint = "the server has no password for this user (or does not know this AUTH form): drop the password "
+                 "from the config, or give the server one (requirepass or an ACL user)";
+        } else if (error.find("SELECT") != std::string::npos) {
+          hint = "check db (" + std::to_string(r.db) + ") against the server's databases setting";
+        }
+        return finding(Level::kFail, "reachable", p.name, "the server refused the connection's set-up: " + error, hint);
+      }
+      default:
+        return finding(Level::kFail, "reachable", p.name,
+                       "unreachable (" + std::string(redis::to_string(c.done() ? c.fault() : Fault::kTimeout)) +
+                           "): " + error,
+                       "start the server or fix its address; check firewalls and connect_timeout (" +
+                           std::to_string(r.connect_timeout.count()) + " ms)");
+    }
+  }
+  if (c.reply().is_error() && c.fault() == Fault::kAuth && error.rfind("NOAUTH", 0) == 0) {
+    return finding(Level::kFail, "reachable", p.name,
+                   "credentials refused: the server requires a password (" + error + ") and the config gives none",
+                   "set password_env or password_file (and username for an ACL user)");
+  }
+  const double ms = p.first_reply ? std::chrono::duration<double, std::milli>(*p.first_reply).count() : 0.0;
+  Finding f = finding(Level::kOk, "reachable", p.name,
+                      "answered in " + check::format_us(static_cast<std::int64_t>(ms * 1000.0)) +
+                          " (connect" + (r.tls.enabled ? ", TLS" : "") + (r.password.empty() ? "" : ", AUTH") +
+                          " and the first reply)");
+  f.fields.emplace_back("ms", check::json_number(ms));
+  return f;
+}
+
+Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
+  const Call& c = *p.inspect;
+  if (c.ok()) {
+    auto r = lock::parse_inspect_reply(c.reply().get());
+    if (!r) return finding(Level::kWarn, "scripts", p.name, "EVAL ran, but the inspect script's reply is not understood");
+    std::string m = "the lease scripts run (EVAL); " + keys.key + " is ";
+    m += r->held ? "held by " + r->holder + ", ttl " + std::to_string(r->pttl_ms) + " ms" : std::string("free");
+    if (r->token > 0) m += "; fence token " + std::to_string(r->token);
+    Finding f = finding(Level::kOk, "scripts", p.name, m);
+    f.fields.emplace_back("held", r->held ? "true" : "false");
+    f.fields.emplace_back("holder", r->held ? check::json_quote(r->holder) : "null");
+    f.fields.emplace_back("token", std::to_string(r->token));
+    return f;
+  }
+  const std::string error = why(p, p.inspect);
+  if (c.done() && c.fault() == Fault::kAuth) {
+    return finding(Level::kFail, "scripts", p.name, "the ACL refuses the lease scripts: " + error,
+                   "grant this user EVAL and EVALSHA, the commands the scripts call (GET SET DEL PEXPIRE PTTL TIME "
+                   "PUBLISH) and the keys " + keys.key + " and " + keys.fence + " (and the channel " + keys.channel + ")");
+  }
+  if (error.rfind("MOVED", 0) == 0 || error.rfind("ASK", 0) == 0 || error.rfind("CROSSSLOT", 0) == 0) {
+    return finding(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
+                   "the key's slot lives elsewhere: list the cluster under cluster_nodes");
+  }
+  return finding(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
+                 "the daemon runs Lua scripts on " + keys.key + ": make EVAL work for this user and key");
+}
+
+/// Everything about one server that answered.
+void node_findings(const Probe& p, const config::Config& config, const lock::LeaseKeys& keys,
+                   std::vector<Finding>& out) {
+  const auto& r = config.redis;
+  out.push_back(reach_finding(p, r));
+  if (!p.usable) return;
+  if (r.tls.enabled && !p.peer.empty()) out.push_back(check::tls_finding(p.name, p.peer));
+
+  std::map<std::string, std::string> info;
+  if (p.info->ok() && p.info->reply().is_string()) info = check::parse_info(p.info->reply().str());
+  const std::string info_why = p.info->ok() ? "no such field" : why(p, p.info);
+  auto field = [&](const char* name) {
+    auto it = info.find(name);
+    return it == info.end() ? std::string() : it->second;
+  };
+
+  out.push_back(check::version_finding(p.name, field("redis_version"), !r.username.empty(), info_why));
+
+  // ROLE first ({"master", ...} / {"slave", ip, port, ...}); INFO replication if refused.
+  std::string role, master_of, role_why;
+  if (p.role->ok() && p.role->reply().is_array() && p.role->reply().size() > 0) {
+    role = redis::as_string(p.role->reply().element(0)).value_or("");
+    if ((role == "slave" || role == "replica") && p.role->reply().size() >= 3) {
+      auto host = redis::as_string(p.role->reply().element(1));
+      auto port = redis::as_integer(p.role->reply().element(2));
+      if (host && port) master_of = *host + ":" + std::to_string(*port);
+    }
+  } else {
+    role = field("role");
+    if (!field("master_host").empty()) master_of = field("master_host") + ":" + field("master_port");
+    role_why = "ROLE: " + why(p, p.role) + "; INFO: " + info_why;
+  }
+  out.push_back(check::role_finding(p.name, role, field("redis_mode"), master_of, r.topology, role_why));
+
+  // CONFIG GET may be refused (ACL) or renamed (managed Redis): INFO memory has both too.
+  std::string policy = config_value(p.policy).value_or(field("maxmemory_policy"));
+  std::optional<std::int64_t> maxmemory;
+  if (auto v = config_value(p.maxmemory)) maxmemory = to_int(*v);
+  if (!maxmemory && !field("maxmemory").empty()) maxmemory = to_int(field("maxmemory"));
+  out.push_back(check::memory_finding(p.name, policy, maxmemory, "CONFIG GET: " + why(p, p.policy) + "; INFO: " + info_why));
+
+  check::Persistence persistence;
+  if (const std::string aof = field("aof_enabled"); !aof.empty()) persistence.aof = aof != "0";
+  persistence.save = config_value(p.save);
+  persistence.appendfsync = config_value(p.appendfsync).value_or("");
+  persistence.why = !persistence.aof ? "INFO: " + info_why : why(p, p.save);
+  out.push_back(check::persistence_finding(p.name, persistence, r.expire, r.topology));
+
+  out.push_back(scripts_finding(p, keys));
+
+  if (auto offset = check::best_offset(p.samples)) {
+    out.push_back(check::clock_finding(p.name, *offset, r.expire));
+  } else {
+    out.push_back(finding(Level::kWarn, "clock", p.name, "could not read the server's TIME",
+                          "allow TIME to this user: the fencing token's floor is the server's TIME"));
+  }
+}
+
+/// Sends the questions to every probe and drives them all in one poll loop (each call
+/// bounded by its connection's connect_timeout + io_timeout).
+void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r) {
+  std::vector<redis::AsyncConnection*> conns;
+  for (auto& p : probes) {
+    p->sent = SteadyClock::now();
+    p->info = p->conn.send({"INFO"});
+    p->role = p->conn.send({"ROLE"});
+    p->policy = p->conn.send({"CONFIG", "GET", "maxmemory-policy"});
+    p->maxmemory = p->conn.send({"CONFIG", "GET", "maxmemory"});
+    p->save = p->conn.send({"CONFIG", "GET", "save"});
+    p->appendfsync = p->conn.send({"CONFIG", "GET", "appendfsync"});
+    p->inspect = p->conn.eval(redis::kInspect, {keys.key, keys.fence}, {});
+    conns.push_back(&p->conn);
+  }
+  redis::DriveOptions o;
+  // The calls carry their own deadlines; this only guards against a bug keeping us here.
+  o.deadline = SteadyClock::now() + 2 * (r.connect_timeout + r.io_timeout) + std::chrono::seconds(1);
+  auto note_replies = [&] {
+    for (auto& p : probes) {
+      if (!p->first_reply && p->info->done()) p->first_reply = SteadyClock::now() - p->sent;
+      if (!p->peer.empty() || !p->conn.connected()) continue;
+      p->peer = p->conn.peer_info();
+    }
+    return false;
+  };
+  redis::drive(conns, note_replies, o);
+  for (auto& p : probes) {
+    if (p->conn.busy()) p->conn.close(Fault::kTimeout, "no answer in time");
+    const Call& c = *p->info;
+    p->usable = c.state() == Call::State::kReplied &&
+                !(c.reply().is_error() && c.fault() == Fault::kAuth && c.error().find("NOAUTH") != std::string::npos);
+  }
+
+  // The clocks: a few TIME round trips on the open connections, all nodes at once.
+  for (int round = 0; round < kTimeSamples; ++round) {
+    std::vector<CallPtr> calls(probes.size());
+    std::vector<std::int64_t> sent(probes.size(), 0), received(probes.size(), 0);
+    std::vector<redis::AsyncConnection*> live;
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      auto& p = *probes[i];
+      if (!p.usable || !p.conn.connected()) continue;
+      sent[i] = wall_us();
+      calls[i] = p.conn.send({"TIME"});
+      live.push_back(&p.conn);
+    }
+    if (live.empty()) break;
+    auto note_times = [&] {
+      bool all = true;
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (!calls[i]) continue;
+        if (calls[i]->done()) {
+          if (received[i] == 0) received[i] = wall_us();
+        } else {
+          all = false;
+        }
+      }
+      return all;
+    };
+    o.deadline = SteadyClock::now() + r.io_timeout + std::chrono::seconds(1);
+    redis::drive(live, note_times, o);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (!calls[i]) continue;
+      auto& p = *probes[i];
+      if (p.conn.busy()) p.conn.close(Fault::kTimeout, "no answer to TIME in time");
+      const Call& c = *calls[i];
+      if (!c.ok() || !c.reply().is_array() || c.reply().size() != 2 || received[i] == 0) continue;
+      auto secs = redis::as_string(c.reply().element(0));
+      auto micros = redis::as_string(c.reply().element(1));
+      if (!secs || !micros) continue;
+      if (auto server = check::parse_time_reply(*secs, *micros)) p.samples.push_back({sent[i], received[i], *server});
+    }
+  }
+}
+
+const char* topology_name(config::Topology t) {
+  switch (t) {
+    case config::Topology::kSingle: return "host";
+    case config::Topology::kRedlock: return "nodes";
+    case config::Topology::kSentinel: return "sentinels";
+    case config::Topology::kCluster: return "cluster_nodes";
+  }
+  return "";
+}
+
+/// The lock module's options for one server found by Sentinel or Cluster: the nodes'
+/// AUTH, db and TLS (as `task` would use), pinned to `at` instead of following a locator.
+redis::ConnectionOptions pinned(const config::Config& config, const redis::Endpoint& at) {
+  lock::LeaseOptions lease = lease_options(config, "check");
+  redis::ConnectionOptions o = lease.nodes.front();
+  o.locator.reset();
+  o.endpoint = at;
+  return o;
+}
+
+}  // namespace
+
+int run_check(const config::Config& config, bool json, std::ostream& out) {
+  const auto& r = config.redis;
+  const lock::LeaseKeys keys = lock::LeaseKeys::derive(r.key);
+  std::vector<Finding> findings;
+  std::vector<std::unique_ptr<Probe>> probes;
+
+  switch (r.topology) {
+    case config::Topology::kSingle:
+    case config::Topology::kRedlock:
+      for (auto& node : lease_options(config, "check").nodes) {
+        std::string name = node.endpoint.str();
+        probes.push_back(std::make_unique<Probe>(std::move(name), std::move(node)));
+      }
+      break;
+    case config::Topology::kSentinel: {
+      auto view = check::sentinel_findings(redis::inspect_sentinels(sentinel_options(config)), r.sentinel_master,
+                                           r.sentinel_wait_replicas);
+      findings = std::move(view.findings);
+      if (view.master) probes.push_back(std::make_unique<Probe>(view.master->str(), pinned(config, *view.master)));
+      break;
+    }
+    case config::Topology::kCluster: {
+      auto view = check::cluster_findings(redis::inspect_cluster(cluster_options(config)), r.key);
+      findings = std::move(view.findings);
+      if (view.owner) probes.push_back(std::make_unique<Probe>(view.owner->str(), pinned(config, *view.owner)));
+      break;
+    }
+  }
+  // Sentinel and Cluster need their one located server; `nodes` a majority of them.
+  const int node_count = r.topology == config::Topology::kRedlock ? static_cast<int>(r.nodes.size()) : 1;
+  const int quorum = node_count / 2 + 1;
+
+  ask(probes, keys, r);
+
+  int usable = 0;
+  std::vector<check::ServerId> ids;
+  for (const auto& p : probes) {
+    node_findings(*p, config, keys, findings);
+    usable += p->usable ? 1 : 0;
+    std::string run_id;
+    if (p->usable && p->info->ok() && p->info->reply().is_string()) {
+      auto info = check::parse_info(p->info->reply().str());
+      if (auto it = info.find("run_id"); it != info.end()) run_id = it->second;
+    }
+    ids.push_back({p->name, run_id});
+  }
+  for (auto& f : check::duplicate_findings(ids, quorum)) findings.push_back(std::move(f));
+  if (r.topology == config::Topology::kRedlock) findings.push_back(check::quorum_finding(usable, node_count, quorum));
+  if (r.tls.enabled && r.tls.skip_verify) {
+    findings.push_back(finding(Level::kWarn, "tls", "", "tls_skip_verify = true: the servers' certificates are not verified",
+                               "set tls_ca_file (and tls_server_name if needed) and remove tls_skip_verify"));
+  }
+  findings.push_back(check::margin_finding(config));
+
+  const int code = check::exit_code(findings, usable >= quorum);
+  if (json) {
+    check::Report report;
+    report.config = config.source;
+    report.key = r.key;
+    report.topology = topology_name(r.topology);
+    report.nodes = static_cast<int>(probes.size());
+    report.reachable = usable;
+    report.quorum = quorum;
+    report.findings = std::move(findings);
+    report.exit = code;
+    check::write_json(report, out);
+  } else {
+    check::write_text(findings, out);
+  }
+  return code;
+}
 
 }  // namespace redisgo::daemon

@@ -1,0 +1,253 @@
+// `redisgo_task check` through the real binary against real redis-servers configured to
+// trip each finding (SPEC "Command line": check). Every run is bounded; servers are
+// stopped by pid (support/redis_server.h). The pure thresholds are in
+// tests/unit/daemon_check_test.cpp.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "support/redis_server.h"
+#include "support/redis_topologies.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+RedisServerOptions configured(std::vector<std::string> lines) {
+  RedisServerOptions o;
+  o.extra_config = std::move(lines);
+  return o;
+}
+
+/// A server that passes every per-node check.
+RedisServerOptions healthy() { return configured({"appendonly yes", "maxmemory-policy noeviction"}); }
+
+std::string nodes_line(const std::vector<std::string>& addresses) {
+  std::string line = "nodes = [";
+  for (std::size_t i = 0; i < addresses.size(); ++i) line += (i ? ", \"" : "\"") + addresses[i] + "\"";
+  return line + "]";
+}
+
+class CliCheck : public ::testing::Test {
+ protected:
+  std::string config(const std::string& nodes, const std::string& extra_redis = "") {
+    ConfigSpec spec;
+    spec.nodes = nodes;
+    spec.key = test_key();
+    spec.extra_redis = extra_redis;
+    return dir_.write("check-" + std::to_string(++configs_) + ".toml", make_config(spec));
+  }
+  std::string host_config(const RedisServer& s, const std::string& extra_redis = "") {
+    return config("host = \"" + s.address() + "\"", extra_redis);
+  }
+  RunResult check(const std::string& cfg, bool json = false) {
+    std::vector<std::string> args{"check", "--config", cfg};
+    if (json) args.push_back("--json");
+    return run_task_binary(args, 30s);
+  }
+  /// The first line that starts with "<level> <check>" and names `node` (if given).
+  static std::string line_of(const std::string& out, const std::string& level, const std::string& check,
+                             const std::string& node = "") {
+    std::string prefix = level;
+    prefix.resize(4, ' ');
+    prefix += " " + check + (node.empty() ? ":" : " " + node + ":");
+    for (const auto& l : split_lines(out)) {
+      if (l.rfind(prefix, 0) == 0) return l;
+    }
+    return "";
+  }
+
+  TempDir dir_;
+  int configs_ = 0;
+};
+
+TEST_F(CliCheck, HealthyServerIsAllOkAndExitsZero) {
+  RedisServer s(healthy());
+  auto r = check(host_config(s));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const auto lines = split_lines(r.out);
+  ASSERT_GE(lines.size(), 8u) << r.out;
+  for (const auto& l : lines) EXPECT_EQ(l.rfind("ok   ", 0), 0u) << l;
+  for (const char* c : {"reachable", "version", "role", "maxmemory-policy", "persistence", "scripts", "clock"}) {
+    EXPECT_NE(line_of(r.out, "ok", c, s.address()), "") << c << "\n" << r.out;
+  }
+  EXPECT_NE(line_of(r.out, "ok", "margins"), "") << r.out;
+  // The clock line carries the measured offset and its bound.
+  EXPECT_NE(line_of(r.out, "ok", "clock", s.address()).find("±"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "ok", "persistence", s.address()).find("AOF on"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCheck, EvictingPolicyWarns) {
+  RedisServer s(configured({"appendonly yes", "maxmemory-policy allkeys-lru"}));
+  auto r = check(host_config(s));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string line = line_of(r.out, "warn", "maxmemory-policy", s.address());
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("allkeys-lru"), std::string::npos) << line;
+  EXPECT_NE(line.find("noeviction"), std::string::npos) << line;
+  EXPECT_NE(line.find("maxmemory 0"), std::string::npos) << line;  // the default: eviction not yet armed
+}
+
+TEST_F(CliCheck, ReplicaFailsTheRoleCheck) {
+  RedisServer master(healthy());
+  RedisServer replica(configured({"appendonly yes", "maxmemory-policy noeviction",
+                                  "replicaof 127.0.0.1 " + std::to_string(master.port())}));
+  auto r = check(host_config(replica));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string line = line_of(r.out, "fail", "role", replica.address());
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("replica of " + master.address()), std::string::npos) << line;
+  EXPECT_NE(line.find("writes would fail"), std::string::npos) << line;
+}
+
+TEST_F(CliCheck, SameServerListedTwiceFailsWithItsRunId) {
+  RedisServer a(healthy()), b(healthy());
+  const std::string alias = "localhost:" + std::to_string(a.port());
+  auto r = check(config(nodes_line({a.address(), alias, b.address()})));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string line = line_of(r.out, "fail", "same-server", a.address());
+  ASSERT_NE(line, "") << r.out;
+  std::string run_id;
+  for (const auto& l : split_lines(a.cli({"INFO", "server"}))) {
+    if (l.rfind("run_id:", 0) == 0) run_id = l.substr(7);
+  }
+  if (!run_id.empty() && run_id.back() == '\r') run_id.pop_back();
+  ASSERT_FALSE(run_id.empty());
+  EXPECT_NE(line.find(a.address() + " and " + alias + " are the same server (run_id " + run_id + ")"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("list each server once"), std::string::npos) << line;
+  EXPECT_EQ(line.find(b.address()), std::string::npos) << line;
+  // Every node answered: the quorum line is ok; only the duplicate fails.
+  EXPECT_NE(line_of(r.out, "ok", "quorum"), "") << r.out;
+}
+
+TEST_F(CliCheck, NoPersistenceWarns) {
+  RedisServer s(configured({"maxmemory-policy noeviction"}));  // test servers: save "", appendonly no
+  auto r = check(host_config(s));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string line = line_of(r.out, "warn", "persistence", s.address());
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("appendonly no"), std::string::npos) << line;
+  EXPECT_NE(line.find("one expire"), std::string::npos) << line;
+}
+
+TEST_F(CliCheck, OneNodeDownFailsItTwoDownIsNoQuorum) {
+  RedisServer a(healthy()), b(healthy()), c(healthy());
+  const std::string cfg = config(nodes_line({a.address(), b.address(), c.address()}));
+  c.kill();
+  auto r = check(cfg);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string line = line_of(r.out, "fail", "reachable", c.address());
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("unreachable"), std::string::npos) << line;
+  EXPECT_NE(line_of(r.out, "ok", "reachable", a.address()), "") << r.out;
+  EXPECT_NE(line_of(r.out, "warn", "quorum"), "") << r.out;
+
+  b.kill();
+  r = check(cfg);
+  EXPECT_EQ(r.code, 69) << r.out << r.err;
+  EXPECT_NE(line_of(r.out, "fail", "reachable", b.address()), "") << r.out;
+  EXPECT_NE(line_of(r.out, "fail", "quorum"), "") << r.out;
+  EXPECT_NE(line_of(r.out, "ok", "reachable", a.address()), "") << r.out;  // the survivor is still checked
+}
+
+TEST_F(CliCheck, RefusedCredentialsAreSaidSoAndNeverPrinted) {
+  RedisServerOptions o = healthy();
+  o.password = "s3cret-pass";
+  RedisServer s(o);
+  auto r = check(host_config(s, "password = \"wrong-pass\"\n"));
+  EXPECT_EQ(r.code, 69) << r.out << r.err;  // the only node cannot be used
+  std::string line = line_of(r.out, "fail", "reachable", s.address());
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("credentials refused"), std::string::npos) << line;
+  EXPECT_EQ(r.out.find("wrong-pass"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("s3cret-pass"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("wrong-pass"), std::string::npos) << r.err;
+
+  // No password at all: the server's NOAUTH says it needs one.
+  r = check(host_config(s));
+  EXPECT_EQ(r.code, 69) << r.out << r.err;
+  line = line_of(r.out, "fail", "reachable", s.address());
+  EXPECT_NE(line.find("requires a password"), std::string::npos) << r.out;
+
+  // The right one: every check runs.
+  r = check(host_config(s, "password = \"s3cret-pass\"\n"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("s3cret-pass"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCheck, PasswordForAServerWithoutOneIsNamed) {
+  RedisServer s(healthy());
+  auto r = check(host_config(s, "password = \"unneeded\"\n"));
+  EXPECT_EQ(r.code, 69) << r.out << r.err;
+  const std::string line = line_of(r.out, "fail", "reachable", s.address());
+  EXPECT_NE(line.find("refused the connection's set-up"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("drop the password"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("unneeded"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCheck, JsonIsOneObjectWithTheFindings) {
+  RedisServer good(healthy());
+  RedisServer lru(configured({"appendonly yes", "maxmemory-policy allkeys-lru"}));
+  auto r = check(host_config(good), true);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.front(), '{') << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - 2), "}\n") << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;  // one object, one line
+  EXPECT_NE(r.out.find("\"findings\":[{"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"level\":\"ok\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"level\":\"warn\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"check\":\"clock\",\"node\":\"" + good.address() + "\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"offset_ms\":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"node\":null"), std::string::npos) << r.out;  // margins concern the setup
+  EXPECT_NE(r.out.find("\"exit\":0}"), std::string::npos) << r.out;
+
+  r = check(host_config(lru), true);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"level\":\"warn\",\"check\":\"maxmemory-policy\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"policy\":\"allkeys-lru\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"exit\":1}"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCheck, SentinelsAreAskedAndTheirMasterChecked) {
+  SentinelSet set;
+  auto r = check(config(set.config_lines()));
+  // The test set has no persistence: that warns (exit 1); nothing fails.
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("\nfail"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.rfind("fail", 0), 0u) << r.out;
+  const std::string master = set.master().address();
+  EXPECT_NE(line_of(r.out, "ok", "sentinels").find(master), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "ok", "role", master), "") << r.out;
+  EXPECT_NE(line_of(r.out, "ok", "replicas", master).find(set.replica().address()), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "warn", "persistence", master), "") << r.out;
+}
+
+TEST_F(CliCheck, ClusterSlotOwnerIsChecked) {
+  ClusterSet set;
+  std::string seeds = "cluster_nodes = [\"" + set.node(0).address() + "\"]";
+  auto r = check(config(seeds));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // no persistence on the test cluster
+  const std::string owner_line = line_of(r.out, "ok", "cluster");
+  ASSERT_NE(owner_line, "") << r.out;
+  EXPECT_EQ(r.out.find("\nfail"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.rfind("fail", 0), 0u) << r.out;
+  // The node that serves the key's slot got the per-node checks.
+  bool found = false;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    if (owner_line.find("served by " + set.node(i).address()) != std::string::npos) {
+      found = true;
+      EXPECT_NE(line_of(r.out, "ok", "role", set.node(i).address()), "") << r.out;
+      EXPECT_NE(line_of(r.out, "ok", "scripts", set.node(i).address()), "") << r.out;
+    }
+  }
+  EXPECT_TRUE(found) << owner_line;
+}
+
+}  // namespace

@@ -1,0 +1,275 @@
+// The judgement half of `redisgo_task check` (daemon/check_findings.h): every threshold
+// and the exit status, without a server. The integration test (cli_check_test.cpp)
+// trips the same findings on real redis-servers.
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "daemon/check_findings.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::daemon::check;
+using redisgo::config::Topology;
+
+namespace {
+
+Finding with(Level level) {
+  Finding f;
+  f.level = level;
+  f.check = "x";
+  f.message = "m";
+  return f;
+}
+
+redisgo::config::Config config_with(std::chrono::milliseconds expire, std::chrono::milliseconds cron,
+                                    std::chrono::milliseconds kill_grace) {
+  redisgo::config::Config c;
+  c.redis.expire = expire;
+  c.redis.cron = cron;
+  c.task.kill_grace = kill_grace;
+  c.redis.connect_timeout = 200ms;
+  c.redis.io_timeout = 200ms;
+  return c;
+}
+
+}  // namespace
+
+TEST(CheckExit, OkWarnFailAndNoQuorum) {
+  EXPECT_EQ(exit_code({}, true), 0);
+  EXPECT_EQ(exit_code({with(Level::kOk), with(Level::kOk)}, true), 0);
+  EXPECT_EQ(exit_code({with(Level::kOk), with(Level::kWarn)}, true), 1);
+  EXPECT_EQ(exit_code({with(Level::kFail)}, true), 1);
+  EXPECT_EQ(exit_code({with(Level::kOk)}, false), 69);  // no quorum decides, whatever the lines say
+  EXPECT_EQ(exit_code({with(Level::kFail)}, false), 69);
+}
+
+TEST(CheckClock, OffsetIsServerMinusTheMidpointOfTheRoundTrip) {
+  // Sent at 1000 µs, back at 1200 µs: the server read its clock around 1100.
+  auto o = offset_of({1000, 1200, 1100});
+  EXPECT_EQ(o.offset_us, 0);
+  EXPECT_EQ(o.uncertainty_us, 100);
+  o = offset_of({1000, 1200, 6100});  // server 5 ms ahead
+  EXPECT_EQ(o.offset_us, 5000);
+  o = offset_of({1'000'000, 1'000'300, 500'150});  // server 0.5 s behind
+  EXPECT_EQ(o.offset_us, -500'000);
+  EXPECT_EQ(o.uncertainty_us, 150);
+  // An odd round trip rounds the uncertainty up, never down.
+  EXPECT_EQ(offset_of({0, 3, 1}).uncertainty_us, 2);
+}
+
+TEST(CheckClock, TheShortestRoundTripWins) {
+  EXPECT_FALSE(best_offset({}).has_value());
+  auto o = best_offset({{0, 1000, 900}, {2000, 2010, 2505}, {3000, 3500, 3250}});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->offset_us, 500);
+  EXPECT_EQ(o->uncertainty_us, 5);
+}
+
+TEST(CheckClock, FiguresPrintWithoutANegativeZero) {
+  EXPECT_EQ(format_us(-3), "0.00 ms");
+  EXPECT_EQ(format_us(-30), "-0.03 ms");
+  EXPECT_EQ(format_us(1500), "1.50 ms");
+  EXPECT_EQ(format_us(-2'500'000), "-2.500 s");
+  EXPECT_EQ(clock_finding("n", {3, 10}, 5s).message.find("+"), std::string::npos);
+  EXPECT_NE(clock_finding("n", {30, 10}, 5s).message.find("+0.03 ms"), std::string::npos);
+}
+
+TEST(CheckClock, TimeReplyParses) {
+  EXPECT_EQ(parse_time_reply("1700000000", "123456"), 1'700'000'000'123'456LL);
+  EXPECT_FALSE(parse_time_reply("17x", "1"));
+  EXPECT_FALSE(parse_time_reply("1", "1000000"));
+  EXPECT_FALSE(parse_time_reply("", "1"));
+}
+
+TEST(CheckClock, WarnsBeyondATenthOfExpireCappedAtOneSecond) {
+  EXPECT_EQ(clock_limit(5s), 500ms);
+  EXPECT_EQ(clock_limit(60s), 1000ms);
+  EXPECT_EQ(clock_finding("n", {400'000, 10}, 5s).level, Level::kOk);
+  EXPECT_EQ(clock_finding("n", {-600'000, 10}, 5s).level, Level::kWarn);
+  // Within the uncertainty it is not proven to be off.
+  EXPECT_EQ(clock_finding("n", {600'000, 200'000}, 5s).level, Level::kOk);
+  EXPECT_EQ(clock_finding("n", {1'200'000, 0}, 60s).level, Level::kWarn);
+  auto f = clock_finding("n", {-600'000, 10}, 5s);
+  EXPECT_NE(f.hint.find("fencing"), std::string::npos) << f.hint;
+  EXPECT_NE(f.hint.find("once_per"), std::string::npos) << f.hint;
+  ASSERT_FALSE(f.fields.empty());
+  EXPECT_EQ(f.fields[0].first, "offset_ms");
+  EXPECT_EQ(f.fields[0].second, "-600");
+}
+
+TEST(CheckMargins, SameArithmeticAsTheConfigCrossCheck) {
+  // expire 2s: drift = ceil(2000 × 0.01) + 2 + kill margin 100 = 122 ms.
+  auto m = margins(config_with(2s, 500ms, 500ms));
+  EXPECT_EQ(m.drift, 122ms);
+  EXPECT_EQ(m.need, 1122ms);
+  EXPECT_EQ(m.spare, 878ms);
+  EXPECT_EQ(m.round_trip, 400ms);
+  EXPECT_EQ(margin_finding(config_with(2s, 500ms, 500ms)).level, Level::kOk);
+  // cron 0 in a Config built in code means expire/3.
+  EXPECT_EQ(margins(config_with(3s, 0ms, 500ms)).cron, 1000ms);
+}
+
+TEST(CheckMargins, SmallSpareWarnsAndNoneFails) {
+  // spare 2000 − (500 + 1250 + 122) = 128 ms < connect + io timeouts (400 ms).
+  auto f = margin_finding(config_with(2s, 500ms, 1250ms));
+  EXPECT_EQ(f.level, Level::kWarn);
+  EXPECT_NE(f.message.find("connect_timeout + io_timeout"), std::string::npos) << f.message;
+  // spare 10000 − (4000 + 4000 + 202) = 1798 ms: > 400 ms but < one cron.
+  f = margin_finding(config_with(10s, 4s, 4s));
+  EXPECT_EQ(f.level, Level::kWarn);
+  EXPECT_NE(f.message.find("less than one cron"), std::string::npos) << f.message;
+  EXPECT_EQ(margin_finding(config_with(2s, 1s, 1s)).level, Level::kFail);
+  EXPECT_TRUE(f.node.empty());  // about the setup, not a node
+}
+
+TEST(CheckInfo, ParsesFieldsAndSkipsSections) {
+  auto m = parse_info("# Server\r\nredis_version:7.0.15\r\nrun_id:abc\r\n\r\n# Memory\r\nmaxmemory_policy:noeviction\r\n");
+  EXPECT_EQ(m["redis_version"], "7.0.15");
+  EXPECT_EQ(m["run_id"], "abc");
+  EXPECT_EQ(m["maxmemory_policy"], "noeviction");
+  EXPECT_EQ(m.count("# Server"), 0u);
+}
+
+TEST(CheckVersion, ParsesAndJudges) {
+  EXPECT_EQ(parse_version("7.0.15"), (Version{7, 0, 15}));
+  EXPECT_EQ(parse_version("6.2"), (Version{6, 2, 0}));
+  EXPECT_FALSE(parse_version("x7"));
+  EXPECT_EQ(version_finding("n", "7.0.15", false, "").level, Level::kOk);
+  EXPECT_EQ(version_finding("n", "2.6.11", false, "").level, Level::kFail);
+  EXPECT_EQ(version_finding("n", "4.0.14", false, "").level, Level::kFail);  // TIME before a write
+  EXPECT_EQ(version_finding("n", "5.0.0", false, "").level, Level::kOk);
+  EXPECT_EQ(version_finding("n", "5.0.7", true, "").level, Level::kFail);  // no ACL users before 6.0
+  EXPECT_EQ(version_finding("n", "", false, "NOPERM").level, Level::kWarn);
+}
+
+TEST(CheckRole, ReplicaSentinelAndClusterModeFail) {
+  EXPECT_EQ(role_finding("n", "master", "standalone", "", Topology::kSingle, "").level, Level::kOk);
+  auto f = role_finding("n", "slave", "standalone", "10.0.0.1:6379", Topology::kRedlock, "");
+  EXPECT_EQ(f.level, Level::kFail);
+  EXPECT_NE(f.message.find("10.0.0.1:6379"), std::string::npos);
+  EXPECT_NE(f.message.find("writes would fail"), std::string::npos);
+  EXPECT_EQ(role_finding("n", "sentinel", "sentinel", "", Topology::kSingle, "").level, Level::kFail);
+  EXPECT_EQ(role_finding("n", "master", "cluster", "", Topology::kSingle, "").level, Level::kFail);
+  EXPECT_EQ(role_finding("n", "master", "cluster", "", Topology::kCluster, "").level, Level::kOk);
+  EXPECT_EQ(role_finding("n", "", "", "", Topology::kSingle, "NOPERM").level, Level::kWarn);
+}
+
+TEST(CheckMemory, OnlyNoevictionIsOk) {
+  EXPECT_EQ(memory_finding("n", "noeviction", 0, "").level, Level::kOk);
+  auto f = memory_finding("n", "allkeys-lru", 100 << 20, "");
+  EXPECT_EQ(f.level, Level::kWarn);
+  EXPECT_NE(f.hint.find("noeviction"), std::string::npos);
+  f = memory_finding("n", "volatile-ttl", 0, "");
+  EXPECT_EQ(f.level, Level::kWarn);
+  EXPECT_NE(f.message.find("once maxmemory is set"), std::string::npos) << f.message;
+  EXPECT_EQ(memory_finding("n", "", std::nullopt, "NOPERM").level, Level::kWarn);
+}
+
+TEST(CheckPersistence, AofIsOkAnythingLessWarns) {
+  EXPECT_EQ(persistence_finding("n", {true, "", "everysec", ""}, 5s, Topology::kSingle).level, Level::kOk);
+  EXPECT_EQ(persistence_finding("n", {true, "3600 1", "always", ""}, 5s, Topology::kSingle).level, Level::kOk);
+  auto none = persistence_finding("n", {false, "", "", ""}, 5s, Topology::kRedlock);
+  EXPECT_EQ(none.level, Level::kWarn);
+  EXPECT_NE(none.hint.find("one expire (5s)"), std::string::npos) << none.hint;
+  EXPECT_NE(none.hint.find("TIME"), std::string::npos) << none.hint;
+  EXPECT_EQ(persistence_finding("n", {false, "3600 1", "", ""}, 5s, Topology::kSingle).level, Level::kWarn);
+  EXPECT_EQ(persistence_finding("n", {false, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle).level, Level::kWarn);
+  EXPECT_EQ(persistence_finding("n", {std::nullopt, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle).level,
+            Level::kWarn);
+}
+
+TEST(CheckDuplicates, EqualRunIdsAreOneServer) {
+  EXPECT_TRUE(duplicate_findings({{"a:1", "r1"}, {"b:1", "r2"}, {"c:1", ""}, {"d:1", ""}}, 3).empty());
+  auto f = duplicate_findings({{"127.0.0.1:7000", "r1"}, {"10.0.0.2:7000", "r2"}, {"localhost:7000", "r1"}}, 2);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].level, Level::kFail);
+  EXPECT_EQ(f[0].node, "127.0.0.1:7000");
+  EXPECT_NE(f[0].message.find("127.0.0.1:7000 and localhost:7000 are the same server (run_id r1)"), std::string::npos)
+      << f[0].message;
+  EXPECT_NE(f[0].hint.find("list each server once"), std::string::npos);
+}
+
+TEST(CheckQuorum, AllSomeAndTooFew) {
+  EXPECT_EQ(quorum_finding(3, 3, 2).level, Level::kOk);
+  EXPECT_EQ(quorum_finding(2, 3, 2).level, Level::kWarn);
+  EXPECT_EQ(quorum_finding(1, 3, 2).level, Level::kFail);
+}
+
+TEST(CheckTls, ExpiryDecidesTheLevel) {
+  EXPECT_EQ(tls_finding("n", "TLS TLSv1.3, certificate /CN=x, expires Jan 1 (in 300 days)").level, Level::kOk);
+  EXPECT_EQ(tls_finding("n", "TLS TLSv1.3, certificate /CN=x, expires Jan 1 (in 3 days)").level, Level::kWarn);
+  EXPECT_EQ(tls_finding("n", "TLS TLSv1.3, certificate /CN=x, expires Jan 1 (in -2 days)").level, Level::kFail);
+  EXPECT_EQ(tls_finding("n", "TLS TLSv1.3, no server certificate").level, Level::kOk);
+}
+
+TEST(CheckSentinels, MajorityDisagreementAndNoMajority) {
+  using redisgo::redis::Endpoint;
+  using redisgo::redis::SentinelReport;
+  auto answer = [](std::string s, std::optional<std::string> master) {
+    SentinelReport::Answer a;
+    a.sentinel = std::move(s);
+    a.reachable = master.has_value();
+    if (master) a.master = Endpoint::parse(*master);
+    if (!master) a.error = "refused";
+    a.replicas = {"10.0.0.2:6379 (slave, link ok)"};
+    return a;
+  };
+  SentinelReport agree{{answer("s1", "10.0.0.1:6379"), answer("s2", "10.0.0.1:6379"), answer("s3", "10.0.0.1:6379")}};
+  auto v = sentinel_findings(agree, "mymaster", 0);
+  ASSERT_TRUE(v.master);
+  EXPECT_EQ(v.master->str(), "10.0.0.1:6379");
+  for (const auto& f : v.findings) EXPECT_EQ(f.level, Level::kOk) << f.message;
+
+  SentinelReport split{{answer("s1", "10.0.0.1:6379"), answer("s2", "10.0.0.9:6379"), answer("s3", "10.0.0.1:6379")}};
+  v = sentinel_findings(split, "mymaster", 0);
+  ASSERT_TRUE(v.master);
+  EXPECT_EQ(v.master->str(), "10.0.0.1:6379");
+  EXPECT_TRUE(std::any_of(v.findings.begin(), v.findings.end(),
+                          [](const Finding& f) { return f.check == "sentinels" && f.level == Level::kWarn; }));
+
+  SentinelReport minority{{answer("s1", "10.0.0.1:6379"), answer("s2", std::nullopt), answer("s3", std::nullopt)}};
+  v = sentinel_findings(minority, "mymaster", 0);
+  EXPECT_FALSE(v.master);
+  EXPECT_TRUE(std::any_of(v.findings.begin(), v.findings.end(),
+                          [](const Finding& f) { return f.check == "sentinels" && f.level == Level::kFail; }));
+
+  // WAIT for more replicas than there are: every acquisition would be undone.
+  v = sentinel_findings(agree, "mymaster", 2);
+  EXPECT_TRUE(std::any_of(v.findings.begin(), v.findings.end(),
+                          [](const Finding& f) { return f.check == "replicas" && f.level == Level::kFail; }));
+}
+
+TEST(CheckOutput, TextLinesStartWithTheLevelAndJsonIsOneObject) {
+  Finding a;
+  a.level = Level::kWarn;
+  a.check = "maxmemory-policy";
+  a.node = "127.0.0.1:6379";
+  a.message = "allkeys-lru \"quoted\"";
+  a.hint = "set noeviction";
+  a.fields.emplace_back("policy", json_quote("allkeys-lru"));
+  Finding b;
+  b.check = "margins";
+  b.message = "fine";
+  std::ostringstream text;
+  write_text({a, b}, text);
+  EXPECT_EQ(text.str(),
+            "warn maxmemory-policy 127.0.0.1:6379: allkeys-lru \"quoted\". Fix: set noeviction\n"
+            "ok   margins: fine\n");
+  Report r;
+  r.config = "/etc/x.toml";
+  r.key = "k";
+  r.topology = "host";
+  r.findings = {a, b};
+  r.exit = 1;
+  std::ostringstream js;
+  write_json(r, js);
+  EXPECT_EQ(js.str(),
+            "{\"config\":\"/etc/x.toml\",\"key\":\"k\",\"topology\":\"host\",\"nodes\":0,\"reachable\":0,\"quorum\":0,"
+            "\"findings\":[{\"level\":\"warn\",\"check\":\"maxmemory-policy\",\"node\":\"127.0.0.1:6379\","
+            "\"message\":\"allkeys-lru \\\"quoted\\\"\",\"hint\":\"set noeviction\",\"policy\":\"allkeys-lru\"},"
+            "{\"level\":\"ok\",\"check\":\"margins\",\"node\":null,\"message\":\"fine\",\"hint\":null}],\"exit\":1}\n");
+  EXPECT_EQ(json_number(1.5), "1.5");
+  EXPECT_EQ(json_number(-0.0001), "0");
+  EXPECT_EQ(json_number(12.0), "12");
+}
