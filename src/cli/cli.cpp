@@ -248,6 +248,7 @@ int run(int argc, char** argv) {
   }
   // `value` is only a prefix: the id is unique per process (SPEC invariant 9).
   options.holder = daemon::default_holder_id(options.config.redis.value);
+  log::set_context(options.config.redis.key, options.holder);
   try {
     return daemon::run_task(options);
   } catch (const ConfigError& e) {

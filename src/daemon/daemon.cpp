@@ -15,6 +15,7 @@
 #include "backoff/backoff.h"
 #include "daemon/servers.h"
 #include "daemon/state_machine.h"
+#include "daemon/waiting.h"
 #include "lock/renewer.h"
 #include "log/cause_log.h"
 #include "log/logging.h"
@@ -64,7 +65,8 @@ class Runner {
         watchdog_(notifier_, clock_),
         attempt_log_(log::get("lock"), "acquire"),
         renew_log_(log::get("lock"), "renew"),
-        restarts_(cfg_.task.restart_limit, cfg_.task.restart_window, cfg_.task.restart_delay) {}
+        restarts_(cfg_.task.restart_limit, cfg_.task.restart_window, cfg_.task.restart_delay),
+        waiting_(log_, cfg_.redis.key, terminal_stderr()) {}
 
   int run();
 
@@ -116,6 +118,8 @@ class Runner {
   RestartTracker restarts_;
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
+  Clock::time_point last_stray_retry_{};  ///< contend(): last attempt re-run after a stray signal
+  WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
   bool warned_unpublished_ = false;
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
   log::CauseLog subscribe_log_{log::get("lock"), "subscribe"};
@@ -145,9 +149,9 @@ std::vector<int> Runner::read_signals() {
       if (!stop_requested_) {
         log_->info("received {}, stopping", config::signal_name(*sig));
         notifier_.stopping();
+        stop_signal_ = *sig;  // the first one names the stop; a second does not rename it
       }
       stop_requested_ = true;
-      stop_signal_ = *sig;
     } else {
       forward.push_back(*sig);
     }
@@ -296,6 +300,12 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
 }
 
 std::optional<int> Runner::contend() {
+  // Whichever way the wait ends, the terminal line goes.
+  struct ClearLine {
+    WaitReporter& w;
+    ~ClearLine() { w.done(); }
+  } clear_line{waiting_};
+  const auto began = clock_.now();
   int attempts = 0;
   bool recheck = false;  // the attempt right after a new subscription does not count
   backoff_->reset();
@@ -311,6 +321,14 @@ std::optional<int> Runner::contend() {
     }
     read_signals();
     if (acq.cancelled && stop_requested_) return stopped_while_waiting();
+    // Any signal wakes an attempt (it watches the signalfd). One that does not stop us
+    // (SIGHUP, SIGWINCH from a resized terminal, ...) is no failure: a cron run must not
+    // give up with 75 "busy" because of it. Tried again at once, at most every 100 ms, so
+    // a flood of signals cannot make it hammer Redis (invariant 7).
+    if (acq.cancelled && !acq.acquired && started - last_stray_retry_ >= std::chrono::milliseconds(100)) {
+      last_stray_retry_ = started;
+      continue;
+    }
     // With a bounded number of attempts every attempt counts, the re-check after a new
     // subscription included: retries_count = N means at most N requests.
     const bool counted = cfg_.task.mode == Mode::kOneshot && !cfg_.redis.monitor_try_all;
@@ -319,6 +337,7 @@ std::optional<int> Runner::contend() {
     report_attempt(acq);
     if (acq.acquired) {
       attempt_log_.clear();
+      waiting_.done();  // before "acquired" is logged on the same terminal
       return lead(acq);
     }
     backoff_->observe({acq.errors.empty(), acq.holder_ttl_ms});
@@ -334,6 +353,7 @@ std::optional<int> Runner::contend() {
     miss.backoff_max = cfg_.backoff.max;
     AfterMiss next = after_miss(miss);
     if (next.give_up) return give_up(acq, attempts);
+    waiting_.missed(acq.holder, acq.holder_ttl_ms, attempts, began, clock_.now());
     // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
     // began, and never before a quorum of nodes is out of its retry backoff (there would
     // be nothing to send). Only another holder's release cuts the wait short.
@@ -342,8 +362,17 @@ std::optional<int> Runner::contend() {
                 format_duration(until(wake_at, clock_.now())));
     bool rechecking = false;
     for (;;) {
-      const WaitEnd end = wait_until(wake_at, true);
+      // At a terminal the line is redrawn every second (the TTL counts down); that
+      // costs no request to Redis.
+      const auto tick = waiting_.refreshes() ? std::min(wake_at, clock_.now() + std::chrono::seconds(1)) : wake_at;
+      const WaitEnd end = wait_until(tick, true);
       if (end == WaitEnd::kShutdown) return stopped_while_waiting();
+      if (end == WaitEnd::kTimer && clock_.now() < wake_at) {
+        const auto since = std::chrono::duration_cast<Millis>(clock_.now() - started).count();
+        const std::int64_t ttl = acq.holder_ttl_ms < 0 ? -1 : std::max<std::int64_t>(0, acq.holder_ttl_ms - since);
+        waiting_.missed(acq.holder, ttl, attempts, began, clock_.now());
+        continue;
+      }
       if (end == WaitEnd::kReleased) {
         // Woken by another holder's release: try at once, unless this waiter tried less
         // than kMinAttemptGap ago (a flood of release messages, or a holder crash-looping

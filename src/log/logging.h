@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 
@@ -21,7 +23,31 @@ namespace redisgo::log {
 /// one record). JSON lines: {"ts":"...","level":"info","logger":"daemon","msg":"..."}
 /// with JSON escaping (invalid UTF-8 becomes U+FFFD). Lines at warn and above are
 /// flushed at once. Before the first call, loggers write text at info to stderr.
+///
+/// Under journald (JOURNAL_STREAM names stderr's device and inode) a text line starts
+/// with its syslog priority ("<4>" for warn) and leaves the time to the journal, so
+/// `journalctl -p warning` filters by level. JSON lines also carry, as their own fields,
+/// the process's context (key, holder: set_context()) and what the message names:
+/// token, pid, status (numbers), node, and the event its head stands for (event_of()).
 void setup(config::LogLevel level, config::LogFormat format);
+
+/// The lock key and holder id this process works for, added to every JSON line.
+void set_context(const std::string& key, const std::string& holder);
+
+/// True when JOURNAL_STREAM ("<dev>:<ino>") names the file open on `fd`.
+bool is_journal_stream(int fd, const char* journal_stream);
+
+/// syslog priority of a level: error 3, warn 4, info 6, debug/trace 7.
+int syslog_priority(spdlog::level::level_enum level);
+
+/// The event a message stands for, from its head ("acquired key=..." -> "acquired",
+/// "child exited status=1" -> "child_exited"); "" when it is none of the known ones.
+std::string_view event_of(std::string_view message);
+
+/// The fields a JSON line carries from a message: token=, pid=, status= (digits), node=
+/// or "redis <node>: " (the connection's prefix of an error). In message order; the
+/// first of each name wins.
+std::vector<std::pair<std::string_view, std::string_view>> fields_of(std::string_view message);
 
 /// A named logger sharing the default sinks ("daemon", "lock", "child", ...): the
 /// existing one of that name, or a new one. Thread-safe.

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -251,6 +253,67 @@ TEST_F(CliStatus, RefusedCredentialsAreSaidAndExit77) {
   EXPECT_NE(r.out.find("credentials refused"), std::string::npos) << r.out;
   r = status_json(cfg);
   EXPECT_NE(r.out.find("\"fault\":\"auth\""), std::string::npos) << r.out;
+}
+
+}  // namespace
+
+namespace {
+
+// A signal that does not stop the daemon (a resized terminal's SIGWINCH, a SIGHUP) wakes
+// an attempt in flight; it must not turn "nobody could answer" (69) into "busy" (75),
+// which a cron wrapper keeps silent: the job would run nowhere and nobody would know.
+TEST(CliExitStatus, AStraySignalDuringAnAttemptIsNotBusy) {
+  TempDir dir;
+  FakeServer silent;  // accepts, never answers
+  const auto cfg = dir.write("silent.toml", "[redis]\nhost = \"" + silent.address() +
+                                                "\"\nkey = \"rgt:exit\"\nexpire = \"5s\"\nconnect_timeout = \"300ms\"\n"
+                                                "io_timeout = \"600ms\"\n[task]\ncommand = [\"/bin/true\"]\n");
+  TaskProcess p(dir.path(), "stray", {"task", "--config", cfg, "--no-wait"});
+  ASSERT_TRUE(wait_until([&] { return silent.connections() > 0; }, 5s));
+  p.signal(SIGWINCH);
+  p.signal(SIGHUP);
+  auto code = p.wait_for(10s);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 69) << p.err();
+  EXPECT_EQ(p.err().find("held by"), std::string::npos) << p.err();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Under journald (JOURNAL_STREAM names stderr), every text line starts with its syslog
+// priority so `journalctl -p warning` can filter; elsewhere it does not.
+TEST(CliLogs, JournaldPriorityPrefixOnlyWhenStderrIsTheJournalStream) {
+  TempDir dir;
+  const auto cfg = dir.write("j.toml", "[redis]\nhost = \"127.0.0.1:1\"\nkey = \"rgt:j\"\nexpire = \"5s\"\n"
+                                       "connect_timeout = \"300ms\"\nio_timeout = \"300ms\"\n[task]\ncommand = [\"/bin/true\"]\n");
+  const std::string err = dir.path() + "/stderr";
+  const std::string bin = task_binary();
+  auto run = [&](const std::string& journal_stream) {
+    const std::string cmd = "exec 2>'" + err + "'; JOURNAL_STREAM=" + journal_stream + " exec '" + bin +
+                            "' task --config '" + cfg + "' --no-wait";
+    // std::system runs it under /bin/sh -c; the daemon gives up after one attempt.
+    const int rc = std::system(("timeout 20 /bin/sh -c " + shell_quote(cmd)).c_str());
+    EXPECT_NE(rc, -1);
+    return read_file(err);
+  };
+  // The journal stream is the file stderr is: its device and inode.
+  const std::string matched = run("$(stat -c %d:%i '" + err + "')");
+  auto lines = split_lines(matched);
+  ASSERT_FALSE(lines.empty());
+  bool warn = false, info = false, error = false;
+  for (const auto& l : lines) {
+    ASSERT_EQ(l[0], '<') << l;
+    warn |= l.rfind("<4>warn", 0) == 0;
+    info |= l.rfind("<6>info", 0) == 0;
+    error |= l.rfind("<3>error", 0) == 0;
+  }
+  EXPECT_TRUE(warn && info && error) << matched;
+  const std::string other = run("1:1");
+  for (const auto& l : split_lines(other)) EXPECT_NE(l[0], '<') << l;
 }
 
 }  // namespace

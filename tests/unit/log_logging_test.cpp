@@ -2,6 +2,8 @@
 // level filtering, and named loggers that follow setup() wherever they were created.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <sstream>
@@ -239,4 +241,63 @@ TEST_F(LogTest, ConcurrentLoggingWhileRerouting) {
     ASSERT_NE(pos, std::string::npos) << line;
     EXPECT_EQ(line.substr(pos + 11), "] line from " + line.substr(pos + 10, 1)) << line;
   }
+}
+
+// ---- fields an operator can filter on (issue 11) --------------------------------------
+
+TEST(LogFields, EventsFromTheDaemonsMessageHeads) {
+  EXPECT_EQ(rlog::event_of("acquired key=k token=5 valid for 4948ms"), "acquired");
+  EXPECT_EQ(rlog::event_of("child started pid=12 token=5"), "child_started");
+  EXPECT_EQ(rlog::event_of("child exited status=3"), "child_exited");
+  EXPECT_EQ(rlog::event_of("released key=k on 1 of 1 node(s)"), "released");
+  EXPECT_EQ(rlog::event_of("lease lost: no quorum"), "lease_lost");
+  EXPECT_EQ(rlog::event_of("stepped down: crash loop; not contending for 10s"), "stepped_down");
+  EXPECT_EQ(rlog::event_of("lease not acquired after 1 attempt(s); giving up"), "gave_up");
+  EXPECT_EQ(rlog::event_of("something else"), "");
+}
+
+TEST(LogFields, NumbersAndNodesNamedInTheMessage) {
+  using F = std::vector<std::pair<std::string_view, std::string_view>>;
+  EXPECT_EQ(rlog::fields_of("child started pid=12 token=99"), (F{{"pid", "12"}, {"token", "99"}}));
+  EXPECT_EQ(rlog::fields_of("child exited status=143"), (F{{"status", "143"}}));
+  EXPECT_EQ(rlog::fields_of("acquire: redis 10.0.0.1:6379: connect refused"), (F{{"node", "10.0.0.1:6379"}}));
+  EXPECT_EQ(rlog::fields_of("x (redis unix:///run/r.sock: closed), token=abc"), (F{{"node", "unix:///run/r.sock"}}))
+      << "a token that is not a number is no field";
+  EXPECT_EQ(rlog::fields_of("pid=1 pid=2"), (F{{"pid", "1"}})) << "the first wins";
+  EXPECT_EQ(rlog::fields_of("mypid=3 subtoken=4"), F{}) << "only whole words";
+}
+
+TEST_F(LogTest, JsonLinesCarryTheFieldsAndTheContext) {
+  capture(LogFormat::kJson, LogLevel::kInfo);
+  rlog::set_context("jobs:backup", "host-a:12:abcd");
+  rlog::get("daemon")->info("child started pid={} token={}", 4242, 17);
+  rlog::get("lock")->warn("renew: redis 127.0.0.1:6380: timeout");
+  rlog::set_context("", "");
+  auto got = captured();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NE(got[0].find("\"key\":\"jobs:backup\",\"holder\":\"host-a:12:abcd\",\"event\":\"child_started\",\"pid\":4242,"
+                        "\"token\":17}"),
+            std::string::npos)
+      << got[0];
+  EXPECT_NE(got[1].find("\"node\":\"127.0.0.1:6380\"}"), std::string::npos) << got[1];
+}
+
+TEST(LogJournal, StreamMatchesOnlyTheSameFileAndPrioritiesAreSyslogs) {
+  char path[] = "/tmp/redisgo-journal-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  const std::string mine = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  EXPECT_TRUE(rlog::is_journal_stream(fd, mine.c_str()));
+  EXPECT_FALSE(rlog::is_journal_stream(fd, (mine + "1").c_str()));
+  EXPECT_FALSE(rlog::is_journal_stream(fd, (mine + "x").c_str()));
+  EXPECT_FALSE(rlog::is_journal_stream(fd, nullptr));
+  EXPECT_FALSE(rlog::is_journal_stream(fd, "garbage"));
+  ::close(fd);
+  ::unlink(path);
+  EXPECT_EQ(rlog::syslog_priority(spdlog::level::err), 3);
+  EXPECT_EQ(rlog::syslog_priority(spdlog::level::warn), 4);
+  EXPECT_EQ(rlog::syslog_priority(spdlog::level::info), 6);
+  EXPECT_EQ(rlog::syslog_priority(spdlog::level::debug), 7);
 }

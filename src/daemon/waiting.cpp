@@ -1,0 +1,65 @@
+#include "daemon/waiting.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/duration.h"
+
+namespace redisgo::daemon {
+
+WaitReporter::WaitReporter(std::shared_ptr<spdlog::logger> log, std::string key, int tty_fd)
+    : log_(std::move(log)), key_(std::move(key)), tty_fd_(tty_fd) {}
+
+std::string WaitReporter::line(const std::string& key, const std::string& holder, std::int64_t ttl_ms, int attempts,
+                               std::chrono::milliseconds waited) {
+  std::string s = "waiting for key=" + key + ": ";
+  s += holder.empty() ? std::string("no holder with a quorum") : "held by " + holder;
+  if (!holder.empty() && ttl_ms >= 0) s += ", ttl " + format_duration(std::chrono::milliseconds(ttl_ms));
+  s += "; attempt " + std::to_string(attempts) + ", waited " +
+       format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited));
+  return s;
+}
+
+namespace {
+void write_all(int fd, const std::string& s) {
+  std::size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // a terminal that went away: nothing to tell
+    off += static_cast<std::size_t>(n);
+  }
+}
+}  // namespace
+
+void WaitReporter::missed(const std::string& holder, std::int64_t ttl_ms, int attempts, Clock::time_point began,
+                          Clock::time_point now) {
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - began);
+  // The holder id can be 512 bytes of anything: at a terminal, keep it printable.
+  std::string shown_holder;
+  for (char c : holder.substr(0, 256)) shown_holder += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  const std::string text = line(key_, shown_holder, ttl_ms, attempts, waited);
+  if (tty_fd_ >= 0) {
+    write_all(tty_fd_, "\r\033[K" + text);  // carriage return, erase line: rewritten in place
+    shown_ = true;
+    return;
+  }
+  if (!logged_ || holder != last_holder_ || now - last_log_ >= kQuietEvery) {
+    log_->info("{}", text);
+    logged_ = true;
+    last_holder_ = holder;
+    last_log_ = now;
+  }
+}
+
+void WaitReporter::done() {
+  if (tty_fd_ >= 0 && shown_) write_all(tty_fd_, "\r\033[K");
+  shown_ = false;
+  logged_ = false;
+  last_holder_.clear();
+}
+
+int terminal_stderr() { return ::isatty(STDERR_FILENO) == 1 ? STDERR_FILENO : -1; }
+
+}  // namespace redisgo::daemon
