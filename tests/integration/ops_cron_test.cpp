@@ -1,7 +1,8 @@
-// scripts/cron-example, the wrapper the README's cron section installs as
-// redisgo_task-cron: the same crontab line on every host runs the job on one of them;
-// the others stay silent (cron mails any output), while real failures stay loud.
-// The real script, the real binary (REDISGO_TASK), a real redis-server.
+// scripts/cron-example, the wrapper `cmake --install` installs as redisgo_task-cron next to
+// the binary: the same crontab line on every host runs the job on one of them; the others
+// stay silent (cron mails any output), while real failures stay loud.
+// The real script, the real binary (REDISGO_TASK, or found next to the script as
+// installed), a real redis-server.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,19 +27,29 @@ namespace {
 
 const std::string kScript = std::string(REDISGO_SOURCE_DIR) + "/scripts/cron-example";
 
+/// How the wrapper is run: by default the source script through /bin/sh with REDISGO_TASK
+/// naming the build's binary; `installed` execs that path (as cron does, so the script sees
+/// where it is) with no REDISGO_TASK, the way an installed wrapper runs from a crontab.
+struct HowRun {
+  std::string installed;
+};
+
 /// The wrapper as cron runs it: stdout and stderr into one file (what cron would mail).
 class Wrapper {
  public:
-  Wrapper(const TempDir& dir, const std::string& name, const std::vector<std::string>& args)
+  Wrapper(const TempDir& dir, const std::string& name, const std::vector<std::string>& args, const HowRun& how = {})
       : out_path_(dir.path() + "/" + name + ".mail") {
     std::vector<std::string> argv_s{"/bin/sh", kScript};
+    if (!how.installed.empty()) argv_s = {how.installed};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::string bin = "REDISGO_TASK=" + task_binary();
     std::string tmp = "TMPDIR=" + dir.path();
-    std::vector<char*> envp{bin.data(), tmp.data(), const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    // cron's PATH: not the directory the binary is installed in.
+    std::vector<char*> envp{tmp.data(), const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    if (how.installed.empty()) envp.insert(envp.begin(), bin.data());
     int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) throw std::runtime_error("cannot open " + out_path_);
     pid_ = ::fork();
@@ -97,8 +109,8 @@ class OpsCron : public ::testing::Test {
     return dir_.write("cron-" + log_format + ".toml", make_config(spec) + "format = \"" + log_format + "\"\n");
   }
   /// Runs the wrapper to its end (bounded) and returns {status, mail}.
-  std::pair<int, std::string> run(const std::vector<std::string>& args) {
-    Wrapper w(dir_, "run" + std::to_string(++runs_), args);
+  std::pair<int, std::string> run(const std::vector<std::string>& args, const HowRun& how = {}) {
+    Wrapper w(dir_, "run" + std::to_string(++runs_), args, how);
     auto code = w.wait_for(20s);
     return {code.value_or(-1), w.mail()};
   }
@@ -187,6 +199,29 @@ TEST_F(OpsCron, BadConfigOrUsageIs78AndLoud) {
   std::tie(code, mail) = run({config(), "/bin/true"});  // no --
   EXPECT_EQ(code, 78);
   EXPECT_NE(mail.find("usage:"), std::string::npos) << mail;
+}
+
+TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
+  // As `cmake --install` lays it out: <prefix>/bin/redisgo_task-cron beside
+  // <prefix>/bin/redisgo_task, run from a crontab whose PATH does not include that bin.
+  TempDir prefix;
+  const std::string bin = prefix.path() + "/bin";
+  std::filesystem::create_directories(bin);
+  std::filesystem::copy_file(kScript, bin + "/redisgo_task-cron");
+  std::filesystem::create_symlink(task_binary(), bin + "/redisgo_task");
+  auto cfg = config();
+  auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo ran-$REDISGO_TASK_TOKEN"},
+                          HowRun{bin + "/redisgo_task-cron"});
+  EXPECT_EQ(code, 0) << mail;
+  EXPECT_NE(mail.find("ran-"), std::string::npos) << mail;
+
+  // Nothing next to it and nothing on PATH: loud, and says what to do.
+  std::filesystem::remove(bin + "/redisgo_task");
+  ASSERT_NE(::access("/usr/bin/redisgo_task", F_OK), 0) << "this test assumes no redisgo_task on cron's PATH";
+  std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"}, HowRun{bin + "/redisgo_task-cron"});
+  EXPECT_EQ(code, 127) << mail;
+  EXPECT_NE(mail.find("cannot run 'redisgo_task'"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("set REDISGO_TASK"), std::string::npos) << mail;
 }
 
 }  // namespace

@@ -1,8 +1,17 @@
 // What an operator installs and reads: `cmake --install` of this very build into a temp
 // prefix puts every file where README.md's deployment section says (relative to the
-// /usr/local prefix the unit's paths assume); the installed binary runs and validates the
-// installed example config; every --help shows an example; and the deployment section
-// has the operator run `validate` before anything else.
+// /usr/local prefix it uses); the unit is written for the prefix installed to (and a
+// DESTDIR staging root never leaks into it); the installed binary is stripped, runs and
+// validates the installed example config; the man page is there and renders; the cron
+// wrapper is there and executable; every --help shows an example; and the deployment
+// section has the operator run `validate` before anything else.
+//
+// The reference itself (docs/redisgo_task.1.scd, the man page's source) is checked
+// against the code: every configuration key that src/config/config.cpp knows, every
+// feature it refuses as "not supported by this version", every exit status of
+// src/daemon/state_machine.h, every handled signal of src/process/signals.cpp and every
+// subcommand of src/cli/cli.cpp must be documented, so adding one without documenting
+// it fails here.
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,6 +20,8 @@
 
 #include <array>
 #include <cstdio>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,15 +35,28 @@ using namespace redisgo::testing;
 namespace {
 
 const std::string kSource = REDISGO_SOURCE_DIR;
+const std::string kBuild = REDISGO_BINARY_DIR;
 const std::string kUsrLocal = "/usr/local/";
+const std::string kReference = kSource + "/docs/redisgo_task.1.scd";
+const std::string kUnitTemplate = kSource + "/systemd/redisgo_task@.service.in";
+const std::string kUnitRel = "lib/systemd/system/redisgo_task@.service";
+const std::string kManRel = "share/man/man1/redisgo_task.1";
 
-/// Installed path (relative to the prefix) -> the source file it is a copy of ("" for the binary).
-const std::vector<std::pair<std::string, std::string>> kInstalled = {
-    {"bin/redisgo_task", ""},
-    {"lib/systemd/system/redisgo_task@.service", "systemd/redisgo_task@.service"},
-    {"share/doc/redisgo_task/redisgo_task.toml", "config/redisgo_task.toml"},
-    {"share/doc/redisgo_task/README.md", "README.md"},
-    {"share/doc/redisgo_task/redisgo_task-writable.conf.example", "systemd/redisgo_task-writable.conf.example"},
+/// An installed file (relative to the prefix) and what it must be.
+struct Installed {
+  std::string rel;
+  std::string copy_of;  ///< absolute path of the file it is an exact copy of; "" = checked elsewhere
+  bool executable = false;
+};
+const std::vector<Installed> kInstalled = {
+    {"bin/redisgo_task", "", true},  // stripped: not a copy of the build's
+    {"bin/redisgo_task-cron", kSource + "/scripts/cron-example", true},
+    {kUnitRel, "", false},  // generated for the prefix
+    {kManRel, kBuild + "/redisgo_task.1", false},
+    {"share/doc/redisgo_task/redisgo_task.toml", kSource + "/config/redisgo_task.toml", false},
+    {"share/doc/redisgo_task/README.md", kSource + "/README.md", false},
+    {"share/doc/redisgo_task/redisgo_task-writable.conf.example",
+     kSource + "/systemd/redisgo_task-writable.conf.example", false},
 };
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
@@ -46,6 +70,18 @@ std::pair<int, std::string> sh(const std::string& command) {
   while (auto n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
   int status = ::pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+bool have(const std::string& program) { return sh("sh -c " + quote("command -v " + program)).first == 0; }
+
+/// A level-1 section ("# NAME") of a markdown or scdoc text, up to the next one of the
+/// same level; "" when absent.
+std::string section_of(const std::string& text, const std::string& heading) {
+  const std::string hashes = heading.substr(0, heading.find(' ') + 1);
+  auto start = text.find("\n" + heading + "\n");
+  if (start == std::string::npos) return "";
+  auto end = text.find("\n" + hashes, start + 1);
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
 /// README.md's "## Deployment..." section, up to the next level-2 heading.
@@ -83,11 +119,44 @@ std::string unit_setting(const std::string& unit, const std::string& name) {
   return "";
 }
 
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
+    s.replace(pos, from.size(), to);
+  }
+  return s;
+}
+
+/// The unit as `cmake --install --prefix <prefix>` must write it from the template.
+std::string unit_for_prefix(const std::string& prefix) {
+  std::string unit = read_file(kUnitTemplate);
+  unit = replace_all(unit, "@CMAKE_INSTALL_FULL_BINDIR@", prefix + "/bin");
+  return replace_all(unit, "@CMAKE_INSTALL_FULL_DOCDIR@", prefix + "/share/doc/redisgo_task");
+}
+
+/// A cache entry of this build ("NAME:TYPE=value"); "" when absent.
+std::string cache_value(const std::string& name) {
+  std::istringstream in(read_file(kBuild + "/CMakeCache.txt"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + ":", 0) == 0) return line.substr(line.find('=') + 1);
+  }
+  return "";
+}
+
+/// The ELF section names of `file` (readelf, from binutils: build-essential).
+std::set<std::string> elf_sections(const std::string& file) {
+  auto [code, out] = sh("readelf -S -W " + quote(file));
+  std::set<std::string> names;
+  if (code != 0) return names;
+  std::regex row(R"(\]\s+(\.\S+))");
+  for (std::sregex_iterator it(out.begin(), out.end(), row), end; it != end; ++it) names.insert((*it)[1]);
+  return names;
+}
+
 class OpsInstall : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     prefix_ = new TempDir;
-    auto [code, out] = sh("cmake --install " + quote(REDISGO_BINARY_DIR) + " --prefix " + quote(prefix_->path()));
+    auto [code, out] = sh("cmake --install " + quote(kBuild) + " --prefix " + quote(prefix_->path()));
     install_code_ = code;
     install_out_ = out;
   }
@@ -109,28 +178,81 @@ TEST_F(OpsInstall, PutsEveryFileWhereTheReadmeSays) {
   ASSERT_EQ(install_code_, 0) << install_out_;
   const std::string section = deployment_section();
   ASSERT_FALSE(section.empty()) << "README.md has no '## Deployment' section";
-  for (const auto& [rel, source] : kInstalled) {
+  for (const auto& f : kInstalled) {
     struct stat st {};
-    ASSERT_EQ(::stat(installed(rel).c_str(), &st), 0) << rel << " not installed\n" << install_out_;
-    EXPECT_TRUE(S_ISREG(st.st_mode)) << rel;
-    if (source.empty()) {
-      EXPECT_EQ(::access(installed(rel).c_str(), X_OK), 0) << rel << " is not executable";
-    } else {
-      EXPECT_EQ(read_file(installed(rel)), read_file(kSource + "/" + source)) << rel << " differs from " << source;
+    ASSERT_EQ(::stat(installed(f.rel).c_str(), &st), 0) << f.rel << " not installed\n" << install_out_;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << f.rel;
+    EXPECT_EQ(::access(installed(f.rel).c_str(), X_OK) == 0, f.executable)
+        << f.rel << (f.executable ? " is not executable" : " is executable");
+    if (!f.copy_of.empty()) {
+      EXPECT_EQ(read_file(installed(f.rel)), read_file(f.copy_of)) << f.rel << " differs from " << f.copy_of;
     }
-    EXPECT_NE(section.find(kUsrLocal + rel), std::string::npos)
-        << "the deployment section does not say where " << kUsrLocal + rel << " goes";
+    EXPECT_NE(section.find(kUsrLocal + f.rel), std::string::npos)
+        << "the deployment section does not say where " << kUsrLocal + f.rel << " goes";
   }
 }
 
 TEST_F(OpsInstall, TheUnitPointsAtTheInstalledFiles) {
   ASSERT_EQ(install_code_, 0) << install_out_;
-  // The unit hard-codes /usr/local paths: they must be what the default prefix installs.
-  const std::string unit = read_file(installed("lib/systemd/system/redisgo_task@.service"));
-  std::string exec = unit_setting(unit, "ExecStart");
-  EXPECT_EQ(exec.rfind(kUsrLocal + "bin/redisgo_task ", 0), 0u) << exec;
-  std::string doc = unit_setting(unit, "Documentation");
-  EXPECT_EQ(doc, "file:" + kUsrLocal + "share/doc/redisgo_task/README.md");
+  // Installed with --prefix: the unit names the files under that prefix.
+  const std::string unit = read_file(installed(kUnitRel));
+  EXPECT_EQ(unit, unit_for_prefix(prefix_->path()));
+  const std::string exec = unit_setting(unit, "ExecStart");
+  const std::string bin = installed("bin/redisgo_task");
+  EXPECT_EQ(exec, bin + " task --config /etc/redisgo_task/%i.toml");
+  EXPECT_EQ(::access(bin.c_str(), X_OK), 0) << bin;
+  const std::string doc = unit_setting(unit, "Documentation");
+  EXPECT_EQ(doc, "man:redisgo_task(1) file:" + installed("share/doc/redisgo_task/README.md"));
+  EXPECT_EQ(unit.find('@' + std::string("CMAKE")), std::string::npos) << "unsubstituted template variable\n" << unit;
+
+  // The build tree's unit is for the configured prefix; with the default one, it is what
+  // README.md's deployment section describes.
+  const std::string configured = cache_value("CMAKE_INSTALL_PREFIX");
+  ASSERT_FALSE(configured.empty());
+  const std::string build_unit = read_file(kBuild + "/systemd/redisgo_task@.service");
+  EXPECT_EQ(build_unit, unit_for_prefix(configured));
+  if (configured == "/usr/local") {
+    EXPECT_EQ(unit_setting(build_unit, "ExecStart").rfind(kUsrLocal + "bin/redisgo_task ", 0), 0u);
+  }
+}
+
+TEST_F(OpsInstall, DestdirStagesWithoutChangingThePathsInside) {
+  // A package build: DESTDIR is where the files land, not where they will run from.
+  TempDir stage;
+  auto [code, out] = sh("env DESTDIR=" + quote(stage.path()) + " cmake --install " + quote(kBuild) +
+                        " --prefix /usr/local");
+  ASSERT_EQ(code, 0) << out;
+  const std::string unit = read_file(stage.path() + "/usr/local/" + kUnitRel);
+  EXPECT_EQ(unit, unit_for_prefix("/usr/local"));
+  EXPECT_EQ(unit.find(stage.path()), std::string::npos) << "DESTDIR leaked into the unit";
+  for (const auto& f : kInstalled) {
+    EXPECT_EQ(::access((stage.path() + "/usr/local/" + f.rel).c_str(), F_OK), 0) << f.rel << " not staged\n" << out;
+  }
+  auto manifest = read_file(kBuild + "/install_manifest.txt");
+  EXPECT_NE(manifest.find("/usr/local/" + kUnitRel), std::string::npos) << manifest;
+  EXPECT_EQ(manifest.find(stage.path()), std::string::npos) << manifest;
+}
+
+TEST_F(OpsInstall, TheInstalledBinaryIsStripped) {
+  ASSERT_EQ(install_code_, 0) << install_out_;
+  ASSERT_TRUE(have("readelf")) << "readelf (binutils) is missing: run scripts/setup";
+  const std::string built = task_binary();
+  const std::string bin = installed("bin/redisgo_task");
+  const auto built_sections = elf_sections(built);
+  const auto sections = elf_sections(bin);
+  ASSERT_FALSE(sections.empty()) << "readelf could not read " << bin;
+  // Control: the build's binary has what stripping removes, so its absence means something.
+  ASSERT_TRUE(built_sections.count(".symtab")) << built;
+  if (cache_value("REDISGO_INSTALL_STRIP") == "OFF") {
+    EXPECT_EQ(read_file(bin), read_file(built)) << "REDISGO_INSTALL_STRIP=OFF installs the binary as built";
+    return;
+  }
+  EXPECT_EQ(sections.count(".symtab"), 0u) << bin << " still has its symbol table";
+  for (const auto& s : sections) EXPECT_NE(s.rfind(".debug", 0), 0u) << bin << " still has " << s;
+  struct stat st {}, built_st {};
+  ASSERT_EQ(::stat(bin.c_str(), &st), 0);
+  ASSERT_EQ(::stat(built.c_str(), &built_st), 0);
+  EXPECT_LT(st.st_size, built_st.st_size) << "stripped " << st.st_size << " bytes, built " << built_st.st_size;
 }
 
 TEST_F(OpsInstall, InstalledBinaryRunsAndValidatesTheInstalledExample) {
@@ -145,6 +267,44 @@ TEST_F(OpsInstall, InstalledBinaryRunsAndValidatesTheInstalledExample) {
   std::tie(code, out) = sh(quote(bin) + " validate --config " + quote(installed("share/doc/redisgo_task/redisgo_task.toml")));
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("valid"), std::string::npos) << out;
+}
+
+TEST_F(OpsInstall, TheManPageIsInstalledAndRenders) {
+  ASSERT_EQ(install_code_, 0) << install_out_;
+  const std::string page = installed(kManRel);
+  ASSERT_EQ(::access(page.c_str(), R_OK), 0)
+      << kManRel << " not installed: the build made no man page. Is scdoc installed (scripts/setup)? "
+      << "Configure again after installing it.\n" << install_out_;
+  const std::string roff = read_file(page);
+  EXPECT_NE(roff.find(".TH \"redisgo_task\" \"1\""), std::string::npos) << roff.substr(0, 400);
+  if (have("groff")) {
+    // -ww: every warning; a page that groff complains about renders badly somewhere.
+    auto [code, out] = sh("groff -man -Tutf8 -ww -z " + quote(page));
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_EQ(out, "") << "groff warnings";
+  }
+  if (have("man")) {
+    auto [code, out] = sh("env MANWIDTH=80 man -l " + quote(page) + " | cat");
+    EXPECT_EQ(code, 0) << out;
+    for (const char* text : {"NAME", "redisgo_task - run a command on exactly one host", "SYNOPSIS", "EXIT STATUS",
+                             "SIGNALS", "REDISGO_TASK_TOKEN"}) {
+      EXPECT_NE(out.find(text), std::string::npos) << "man shows no '" << text << "'\n" << out.substr(0, 2000);
+    }
+  }
+}
+
+TEST_F(OpsInstall, TheCronWrapperRunsTheBinaryNextToIt) {
+  ASSERT_EQ(install_code_, 0) << install_out_;
+  // As cron runs it: PATH without the prefix's bin, no REDISGO_TASK. A usage error is
+  // enough to show it found the binary: it is redisgo_task's config error (78), not the
+  // wrapper's "cannot run" (127).
+  TempDir dir;
+  const std::string bad = dir.write("bad.toml", "[redis]\nkey = \"k\"\n");
+  auto [code, out] = sh("env -i PATH=/usr/bin:/bin " + quote(installed("bin/redisgo_task-cron")) + " " + quote(bad) +
+                        " -- /bin/true");
+  EXPECT_EQ(code, 78) << out;
+  EXPECT_NE(out.find("redisgo_task: error:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("cannot run"), std::string::npos) << out;
 }
 
 TEST(OpsHelp, EveryHelpShowsAnExample) {
@@ -189,6 +349,131 @@ TEST(OpsReadme, DeploymentRunsValidateFirst) {
                            "journalctl -u redisgo_task@"}) {
     EXPECT_NE(all.find(step), std::string::npos) << "missing: " << step;
   }
+}
+
+TEST(OpsReadme, PointsAtTheReferenceInTheRepository) {
+  // A clone from a forge has no ../shared: the reference must be in the repository.
+  const std::string readme = read_file(kSource + "/README.md");
+  EXPECT_EQ(readme.find("../shared"), std::string::npos);
+  EXPECT_NE(readme.find("docs/redisgo_task.1.scd"), std::string::npos);
+  EXPECT_NE(readme.find("man redisgo_task"), std::string::npos);
+  EXPECT_FALSE(section_of(readme, "## Signals").empty()) << "README.md has no '## Signals' section";
+}
+
+// ---- the reference against the code ------------------------------------------------
+
+/// The `{"section", {"key", ...}}` entries of config.cpp's known_keys().
+std::vector<std::pair<std::string, std::vector<std::string>>> known_keys() {
+  const std::string code = read_file(kSource + "/src/config/config.cpp");
+  auto start = code.find("known_keys() {");
+  auto end = code.find("return kKnown;", start);
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  if (start == std::string::npos || end == std::string::npos) return out;
+  const std::string table = code.substr(start, end - start);
+  std::regex entry(R"re(\{"(\w+)",\s*\{([^}]*)\}\})re");
+  std::regex word(R"re("(\w+)")re");
+  for (std::sregex_iterator it(table.begin(), table.end(), entry), stop; it != stop; ++it) {
+    std::vector<std::string> keys;
+    const std::string list = (*it)[2];
+    for (std::sregex_iterator w(list.begin(), list.end(), word); w != stop; ++w) keys.push_back((*w)[1]);
+    out.emplace_back((*it)[1], keys);
+  }
+  return out;
+}
+
+/// The strings of the array initialised after `marker` in `file` (up to the closing '}').
+std::vector<std::string> strings_after(const std::string& file, const std::string& marker, const std::string& pattern) {
+  const std::string code = read_file(kSource + "/" + file);
+  auto start = code.find(marker);
+  if (start == std::string::npos) return {};
+  auto end = code.find('}', start);
+  const std::string list = code.substr(start, end - start);
+  std::regex re(pattern);
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(list.begin(), list.end(), re), stop; it != stop; ++it) out.push_back((*it)[1]);
+  return out;
+}
+
+TEST(OpsReference, DocumentsEveryConfigurationKey) {
+  const std::string ref = read_file(kReference);
+  ASSERT_FALSE(ref.empty()) << kReference;
+  const std::string configuration = section_of(ref, "# CONFIGURATION");
+  ASSERT_FALSE(configuration.empty()) << "no '# CONFIGURATION' in " << kReference;
+  const auto sections = known_keys();
+  ASSERT_EQ(sections.size(), 4u) << "could not read known_keys() from src/config/config.cpp";
+  std::size_t count = 0;
+  for (const auto& [name, keys] : sections) {
+    const std::string sec = section_of(configuration, "## [" + name + "]");
+    ASSERT_FALSE(sec.empty()) << "no '## [" << name << "]' section in " << kReference;
+    // The term lines of the section: unindented, starting with a bold word ("*key* = ...",
+    // or several keys defined together: "*a*, *b*"). A key merely mentioned in another
+    // key's text is not documented.
+    std::string terms;
+    std::istringstream in(sec);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("*", 0) == 0) terms += line + "\n";
+    }
+    for (const auto& key : keys) {
+      EXPECT_NE(terms.find("*" + key + "*"), std::string::npos)
+          << "[" << name << "] " << key << " has no definition in " << kReference;
+      ++count;
+    }
+  }
+  EXPECT_GT(count, 40u);
+}
+
+TEST(OpsReference, SaysWhichFeaturesAreNotInThisVersion) {
+  const std::string later = section_of(section_of(read_file(kReference), "# CONFIGURATION"), "## Not in this version");
+  ASSERT_FALSE(later.empty()) << "no '## Not in this version' in " << kReference;
+  const auto refused = strings_after("src/config/config.cpp", "kLater = {", R"re("(?:task\.)?(\w+)")re");
+  ASSERT_GE(refused.size(), 5u) << "could not read not_yet_supported() from src/config/config.cpp";
+  for (const auto& name : refused) {
+    EXPECT_TRUE(later.find("*" + name + "*") != std::string::npos ||
+                later.find("*[" + name + "]*") != std::string::npos)
+        << name << " is refused by this version but not listed as such in " << kReference;
+  }
+  EXPECT_NE(later.find("*handover*"), std::string::npos);
+}
+
+TEST(OpsReference, DocumentsEveryExitStatus) {
+  const std::string table = section_of(read_file(kReference), "# EXIT STATUS");
+  ASSERT_FALSE(table.empty()) << "no '# EXIT STATUS' in " << kReference;
+  const std::string code = read_file(kSource + "/src/daemon/state_machine.h");
+  std::regex constant(R"(constexpr int kExit\w+ = (\d+);)");
+  std::set<std::string> codes{"0", "1"};  // success; check's "warn or fail"
+  for (std::sregex_iterator it(code.begin(), code.end(), constant), stop; it != stop; ++it) codes.insert((*it)[1]);
+  ASSERT_GE(codes.size(), 8u) << "could not read the kExit constants of src/daemon/state_machine.h";
+  for (const auto& c : codes) {
+    // A row of the scdoc table: "|  75" (or the header row).
+    EXPECT_NE(table.find("\n|  " + c + "\n"), std::string::npos) << "exit status " << c << " has no row";
+  }
+  EXPECT_NE(table.find("the child's own"), std::string::npos);
+}
+
+TEST(OpsReference, DocumentsEverySignal) {
+  const std::string sigs = section_of(read_file(kReference), "# SIGNALS");
+  ASSERT_FALSE(sigs.empty()) << "no '# SIGNALS' in " << kReference;
+  const auto handled = strings_after("src/process/signals.cpp", "for (int sig : {", R"((SIG[A-Z0-9]+))");
+  ASSERT_GE(handled.size(), 10u) << "could not read handled_signals() from src/process/signals.cpp";
+  for (const auto& s : handled) {
+    EXPECT_NE(sigs.find("*" + s + "*"), std::string::npos) << s << " is handled but not in the SIGNALS section";
+  }
+  for (const char* s : {"SIGKILL", "SIGSTOP", "SIGPIPE"}) EXPECT_NE(sigs.find(s), std::string::npos) << s;
+}
+
+TEST(OpsReference, DocumentsEverySubcommand) {
+  const std::string ref = read_file(kReference);
+  const std::string synopsis = section_of(ref, "# SYNOPSIS");
+  const std::string commands = section_of(ref, "# COMMANDS");
+  const std::string cli = read_file(kSource + "/src/cli/cli.cpp");
+  std::regex sub(R"re(add_subcommand\("(\w+)")re");
+  int n = 0;
+  for (std::sregex_iterator it(cli.begin(), cli.end(), sub), stop; it != stop; ++it, ++n) {
+    const std::string name = (*it)[1];
+    EXPECT_NE(synopsis.find("*redisgo_task " + name + "*"), std::string::npos) << name << " not in SYNOPSIS";
+    EXPECT_NE(commands.find("\n## " + name + "\n"), std::string::npos) << name << " not in COMMANDS";
+  }
+  EXPECT_GE(n, 4);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // The shipped unit file and drop-in example, checked by systemd's own parser
 // (systemd-analyze verify) and against the settings the daemon's behaviour relies on.
+// The unit's source is the template systemd/redisgo_task@.service.in; what is checked is
+// the unit this build generated from it (for the configured prefix), which is what
+// `cmake --install` writes for that prefix (ops_install_test checks other prefixes).
 
 #include <gtest/gtest.h>
 
@@ -9,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,7 +25,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kUnit = std::string(REDISGO_SOURCE_DIR) + "/systemd/redisgo_task@.service";
+const std::string kTemplate = std::string(REDISGO_SOURCE_DIR) + "/systemd/redisgo_task@.service.in";
+const std::string kUnit = std::string(REDISGO_BINARY_DIR) + "/systemd/redisgo_task@.service";
 const std::string kDropIn = std::string(REDISGO_SOURCE_DIR) + "/systemd/redisgo_task-writable.conf.example";
 
 std::string read(const std::string& path) {
@@ -51,16 +56,28 @@ std::string run(const std::string& command) {
 
 bool have_systemd_analyze() { return run("sh -c 'command -v systemd-analyze'").find('/') != std::string::npos; }
 
+// The unit with its ExecStart= binary (under whatever prefix) replaced by /bin/true.
+std::string with_true(const std::string& unit_text) {
+  static const std::regex exec(R"(\nExecStart=/\S*/redisgo_task )");
+  return std::regex_replace(unit_text, exec, "\nExecStart=/bin/true ");
+}
+
 // Installs the unit (ExecStart pointed at an existing binary, as verify checks it) and
 // the drop-in under `dir`, verifies, and returns the output lines about our files: the
 // environment may print warnings about unrelated units.
 std::vector<std::string> verify(const TempDir& dir, const std::string& unit_text, const std::string& dropin_text) {
-  std::string unit = dir.write("redisgo_task@test.service",
-                               replace_all(unit_text, "/usr/local/bin/redisgo_task", "/bin/true"));
+  std::string unit = dir.write("redisgo_task@test.service", with_true(unit_text));
   std::filesystem::create_directories(dir.path() + "/redisgo_task@test.service.d");
   dir.write("redisgo_task@test.service.d/writable.conf", dropin_text);
+  // verify runs man(1) on the unit's Documentation=man:redisgo_task(1): give it this
+  // build's page (missing when scdoc was, which ops_install_test reports).
+  std::filesystem::create_directories(dir.path() + "/man/man1");
+  std::error_code ignored;
+  std::filesystem::copy_file(std::string(REDISGO_BINARY_DIR) + "/redisgo_task.1", dir.path() + "/man/man1/redisgo_task.1",
+                             std::filesystem::copy_options::overwrite_existing, ignored);
   // SYSTEMD_UNIT_PATH (trailing ':' keeps the defaults) makes verify load the drop-in.
-  std::string out = run("env SYSTEMD_UNIT_PATH='" + dir.path() + ":' systemd-analyze verify '" + unit + "'");
+  std::string out = run("env SYSTEMD_UNIT_PATH='" + dir.path() + ":' MANPATH='" + dir.path() +
+                        "/man' systemd-analyze verify '" + unit + "'");
   std::vector<std::string> ours;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
@@ -99,6 +116,7 @@ TEST(SystemdUnit, VerifiesWithoutWarnings) {
   if (!have_systemd_analyze()) GTEST_SKIP() << "systemd-analyze not installed: cannot verify the unit file";
   std::string unit = read(kUnit), dropin = read(kDropIn);
   ASSERT_FALSE(unit.empty()) << kUnit;
+  ASSERT_NE(with_true(unit), unit) << "no ExecStart=<dir>/redisgo_task in " << kUnit;
   ASSERT_FALSE(dropin.empty()) << kDropIn;
 
   TempDir dir;
@@ -113,10 +131,17 @@ TEST(SystemdUnit, VerifiesWithoutWarnings) {
 }
 
 TEST(SystemdUnit, SettingsTheDaemonReliesOn) {
+  // The template names the binary and the README through the install directories...
+  auto t = section(read(kTemplate), "Service");
+  EXPECT_EQ(one(t, "ExecStart"), "@CMAKE_INSTALL_FULL_BINDIR@/redisgo_task task --config /etc/redisgo_task/%i.toml");
+  EXPECT_EQ(one(section(read(kTemplate), "Unit"), "Documentation"),
+            "man:redisgo_task(1) file:@CMAKE_INSTALL_FULL_DOCDIR@/README.md");
+  // ...which the build filled in with absolute paths.
   auto s = section(read(kUnit), "Service");
+  EXPECT_TRUE(std::regex_match(one(s, "ExecStart"), std::regex(R"(/\S*/redisgo_task task --config /etc/redisgo_task/%i\.toml)")))
+      << one(s, "ExecStart");
   EXPECT_EQ(one(s, "Type"), "notify");
   EXPECT_EQ(one(s, "NotifyAccess"), "main");
-  EXPECT_EQ(one(s, "ExecStart"), "/usr/local/bin/redisgo_task task --config /etc/redisgo_task/%i.toml");
   EXPECT_EQ(one(s, "Restart"), "on-failure");
   EXPECT_EQ(one(s, "KillMode"), "mixed");
   // Above the default kill_grace (2s) with room for the release.
