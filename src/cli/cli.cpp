@@ -82,6 +82,15 @@ bool command_runnable(const config::Config& cfg) {
   return false;
 }
 
+/// `code`, unless stdout could not take the report (a full disk, a closed pipe): then a
+/// monitor would read nothing while the exit status says all is well. EX_IOERR (74).
+int output_written(int code) {
+  std::cout.flush();
+  if (std::cout) return code;
+  std::cerr << "redisgo_task: cannot write the report to standard output\n";
+  return 74;
+}
+
 /// Loads the file and applies command-line overrides. Prints problems; nullopt on error.
 std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override,
                                    config::Scope scope) {
@@ -156,7 +165,7 @@ int run(int argc, char** argv) {
     std::vector<std::string_view> names;
     for (const auto* sub : app.get_subcommands(nullptr)) names.push_back(sub->get_name());
     if (std::find(names.begin(), names.end(), std::string_view(argv[1])) == names.end()) {
-      std::cerr << "redisgo_task: unknown command '" << argv[1] << "'";
+      std::cerr << "redisgo_task: unknown command '" << log::printable(argv[1]) << "'";
       if (auto near = config::closest_name(argv[1], names)) std::cerr << "; did you mean '" << *near << "'?";
       std::cerr << "\nCommands:";
       for (auto n : names) std::cerr << " " << n;
@@ -183,6 +192,13 @@ int run(int argc, char** argv) {
     return 0;
   }
 
+  if (!*task) {
+    // Only `task` reads signals from its signalfd; for the others Ctrl-C and SIGTERM must
+    // end them at once, as by default (they hold no lease and run no child).
+    const sigset_t handled = process::handled_signals();
+    ::sigprocmask(SIG_UNBLOCK, &handled, nullptr);
+  }
+
   if (*validate) {
     config::LoadResult loaded = config::load_file(config_path);
     print_diagnostics(loaded);
@@ -195,33 +211,25 @@ int run(int argc, char** argv) {
       return daemon::kExitConfig;
     }
     std::cout << "# " << config_path << ": valid\n" << config::render_effective(*loaded.config);
-    return 0;
+    return output_written(0);
   }
 
   auto cfg = load(config_path, key, *status ? config::Scope::kRedis : config::Scope::kAll);
   if (!cfg) return daemon::kExitConfig;
   log::setup(cfg->log.level, cfg->log.format);
 
-  if (*check) {
+  // check and status read Redis and report; a TLS file that does not load is the config's
+  // fault (78), anything else that stops them is "could not reach" (69).
+  if (*check || *status) {
+    const char* name = *check ? "check" : "status";
     try {
-      return daemon::run_check(*cfg, json, std::cout);
+      const int code = *check ? daemon::run_check(*cfg, json, std::cout) : daemon::run_status(*cfg, json, std::cout);
+      return output_written(code);
     } catch (const ConfigError& e) {
       std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
       return daemon::kExitConfig;
     } catch (const Error& e) {
-      std::cerr << "redisgo_task: check: " << e.what() << "\n";
-      return daemon::kExitUnavailable;
-    }
-  }
-
-  if (*status) {
-    try {
-      return daemon::run_status(*cfg, json, std::cout);
-    } catch (const ConfigError& e) {
-      std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
-      return daemon::kExitConfig;
-    } catch (const Error& e) {
-      std::cerr << "redisgo_task: status: " << e.what() << "\n";
+      std::cerr << "redisgo_task: " << name << ": " << e.what() << "\n";
       return daemon::kExitUnavailable;
     }
   }

@@ -22,6 +22,7 @@ namespace {
 
 using check::Finding;
 using check::Level;
+using check::make;
 using redis::Call;
 using redis::CallPtr;
 using redis::Fault;
@@ -34,16 +35,6 @@ constexpr int kTimeSamples = 3;
 std::int64_t wall_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-Finding finding(Level level, std::string check, std::string node, std::string message, std::string hint = {}) {
-  Finding f;
-  f.level = level;
-  f.check = std::move(check);
-  f.node = std::move(node);
-  f.message = std::move(message);
-  f.hint = std::move(hint);
-  return f;
 }
 
 /// One server under examination: its connection and what it answered.
@@ -93,12 +84,12 @@ Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
   if (c.state() == Call::State::kFailed || !c.done()) {
     switch (c.fault()) {
       case Fault::kAuth:
-        return finding(Level::kFail, "reachable", p.name, "credentials refused: " + error,
+        return make(Level::kFail, "reachable", p.name, "credentials refused: " + error,
                        "check username and the password (" +
                            (r.password_origin.empty() ? std::string("password") : r.password_origin) +
                            "): the server refused them");
       case Fault::kTls:
-        return finding(Level::kFail, "reachable", p.name, "TLS handshake failed: " + error,
+        return make(Level::kFail, "reachable", p.name, "TLS handshake failed: " + error,
                        "check tls_ca_file, tls_server_name and the client certificate against the server's TLS setup");
       case Fault::kReply: {
         // The connection's set-up (AUTH, SELECT) got an error reply: the server is there.
@@ -109,10 +100,10 @@ Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
         } else if (error.find("SELECT") != std::string::npos) {
           hint = "check db (" + std::to_string(r.db) + ") against the server's databases setting";
         }
-        return finding(Level::kFail, "reachable", p.name, "the server refused the connection's set-up: " + error, hint);
+        return make(Level::kFail, "reachable", p.name, "the server refused the connection's set-up: " + error, hint);
       }
       default:
-        return finding(Level::kFail, "reachable", p.name,
+        return make(Level::kFail, "reachable", p.name,
                        "unreachable (" + std::string(redis::to_string(c.done() ? c.fault() : Fault::kTimeout)) +
                            "): " + error,
                        "start the server or fix its address; check firewalls and connect_timeout (" +
@@ -120,12 +111,12 @@ Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
     }
   }
   if (c.reply().is_error() && c.fault() == Fault::kAuth && error.rfind("NOAUTH", 0) == 0) {
-    return finding(Level::kFail, "reachable", p.name,
+    return make(Level::kFail, "reachable", p.name,
                    "credentials refused: the server requires a password (" + error + ") and the config gives none",
                    "set password_env or password_file (and username for an ACL user)");
   }
   const double ms = p.first_reply ? std::chrono::duration<double, std::milli>(*p.first_reply).count() : 0.0;
-  Finding f = finding(Level::kOk, "reachable", p.name,
+  Finding f = make(Level::kOk, "reachable", p.name,
                       "answered in " + check::format_us(static_cast<std::int64_t>(ms * 1000.0)) +
                           " (connect" + (r.tls.enabled ? ", TLS" : "") + (r.password.empty() ? "" : ", AUTH") +
                           " and the first reply)");
@@ -137,11 +128,11 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
   const Call& c = *p.inspect;
   if (c.ok()) {
     auto r = lock::parse_inspect_reply(c.reply().get());
-    if (!r) return finding(Level::kWarn, "scripts", p.name, "EVAL ran, but the inspect script's reply is not understood");
+    if (!r) return make(Level::kWarn, "scripts", p.name, "EVAL ran, but the inspect script's reply is not understood");
     std::string m = "the lease scripts run (EVAL); " + keys.key + " is ";
     m += r->held ? "held by " + r->holder + ", ttl " + std::to_string(r->pttl_ms) + " ms" : std::string("free");
     if (r->token > 0) m += "; fence token " + std::to_string(r->token);
-    Finding f = finding(Level::kOk, "scripts", p.name, m);
+    Finding f = make(Level::kOk, "scripts", p.name, m);
     f.fields.emplace_back("held", r->held ? "true" : "false");
     f.fields.emplace_back("holder", r->held ? check::json_quote(r->holder) : "null");
     f.fields.emplace_back("token", std::to_string(r->token));
@@ -149,15 +140,15 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
   }
   const std::string error = why(p, p.inspect);
   if (c.done() && c.fault() == Fault::kAuth) {
-    return finding(Level::kFail, "scripts", p.name, "the ACL refuses the lease scripts: " + error,
+    return make(Level::kFail, "scripts", p.name, "the ACL refuses the lease scripts: " + error,
                    "grant this user EVAL and EVALSHA, the commands the scripts call (GET SET DEL PEXPIRE PTTL TIME "
                    "PUBLISH) and the keys " + keys.key + " and " + keys.fence + " (and the channel " + keys.channel + ")");
   }
   if (error.rfind("MOVED", 0) == 0 || error.rfind("ASK", 0) == 0 || error.rfind("CROSSSLOT", 0) == 0) {
-    return finding(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
+    return make(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
                    "the key's slot lives elsewhere: list the cluster under cluster_nodes");
   }
-  return finding(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
+  return make(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
                  "the daemon runs Lua scripts on " + keys.key + ": make EVAL work for this user and key");
 }
 
@@ -214,7 +205,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   if (auto offset = check::best_offset(p.samples)) {
     out.push_back(check::clock_finding(p.name, *offset, r.expire));
   } else {
-    out.push_back(finding(Level::kWarn, "clock", p.name, "could not read the server's TIME",
+    out.push_back(make(Level::kWarn, "clock", p.name, "could not read the server's TIME",
                           "allow TIME to this user: the fencing token's floor is the server's TIME"));
   }
 }
@@ -365,7 +356,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   for (auto& f : check::duplicate_findings(ids, quorum)) findings.push_back(std::move(f));
   if (r.topology == config::Topology::kRedlock) findings.push_back(check::quorum_finding(usable, node_count, quorum));
   if (r.tls.enabled && r.tls.skip_verify) {
-    findings.push_back(finding(Level::kWarn, "tls", "", "tls_skip_verify = true: the servers' certificates are not verified",
+    findings.push_back(make(Level::kWarn, "tls", "", "tls_skip_verify = true: the servers' certificates are not verified",
                                "set tls_ca_file (and tls_server_name if needed) and remove tls_skip_verify"));
   }
   findings.push_back(check::margin_finding(config));

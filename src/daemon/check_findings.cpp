@@ -14,16 +14,6 @@
 namespace redisgo::daemon::check {
 namespace {
 
-Finding make(Level level, std::string check, std::string node, std::string message, std::string hint = {}) {
-  Finding f;
-  f.level = level;
-  f.check = std::move(check);
-  f.node = std::move(node);
-  f.message = std::move(message);
-  f.hint = std::move(hint);
-  return f;
-}
-
 /// "104857600 bytes (100.0 MiB)".
 std::string bytes_text(std::int64_t n) {
   char buf[64];
@@ -64,6 +54,16 @@ std::string restart_hint(Millis expire, config::Topology topology) {
 
 }  // namespace
 
+Finding make(Level level, std::string check, std::string node, std::string message, std::string hint) {
+  Finding f;
+  f.level = level;
+  f.check = std::move(check);
+  f.node = std::move(node);
+  f.message = std::move(message);
+  f.hint = std::move(hint);
+  return f;
+}
+
 const char* to_string(Level level) {
   switch (level) {
     case Level::kOk: return "ok";
@@ -83,23 +83,19 @@ void write_text(const std::vector<Finding>& findings, std::ostream& out) {
   for (const auto& f : findings) {
     std::string level = to_string(f.level);
     level.resize(4, ' ');
+    // One line per finding, whatever a server or a holder id put in the text.
     out << level << " " << f.check;
-    if (!f.node.empty()) out << " " << f.node;
-    out << ": " << f.message;
+    if (!f.node.empty()) out << " " << log::printable(f.node);
+    out << ": " << log::printable(f.message);
     if (!f.hint.empty()) {
       const bool stop = !f.message.empty() && std::string_view(".?!").find(f.message.back()) != std::string_view::npos;
-      out << (stop ? " Fix: " : ". Fix: ") << f.hint;
+      out << (stop ? " Fix: " : ". Fix: ") << log::printable(f.hint);
     }
     out << "\n";
   }
 }
 
-std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  log::append_json_escaped(s, out);
-  out += "\"";
-  return out;
-}
+std::string json_quote(std::string_view s) { return log::json_quoted(s); }
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";

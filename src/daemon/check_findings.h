@@ -58,6 +58,9 @@ struct Report {
 /// One JSON object and a newline.
 void write_json(const Report& report, std::ostream& out);
 
+/// A finding (check name, node "" when it concerns none, what was found, what to do).
+Finding make(Level level, std::string check, std::string node, std::string message, std::string hint = {});
+
 /// A JSON string literal (quotes included).
 std::string json_quote(std::string_view s);
 /// A JSON number with up to 3 decimals ("12.5", "-0.125", "3").

@@ -12,13 +12,6 @@
 namespace redisgo::daemon {
 namespace {
 
-/// A JSON string literal.
-std::string json_quote(const std::string& s) {
-  std::string out = "\"";
-  log::append_json_escaped(s, out);
-  return out + "\"";
-}
-
 /// What the nodes say together: held (a holder has a quorum of nodes), free (no holder
 /// could have one, even counting every unreachable node as its own) or unknown.
 enum class State { kHeld, kFree, kUnknown };
@@ -50,22 +43,23 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
     q.token = std::max(q.token, n.token);
     if (n.held) ++votes[n.holder];
   }
-  int most = 0;
+  int held_nodes = 0;
   for (const auto& [holder, count] : votes) {
-    most = std::max(most, count);
+    held_nodes += count;
     if (count >= quorum) {
       q.holder = holder;
       q.votes = count;
     }
   }
-  const int unreachable = static_cast<int>(nodes.size()) - q.reachable;
   if (q.votes > 0) {
     q.state = State::kHeld;
     q.ttl_ms = -1;
     for (const auto& n : nodes) {
       if (n.reachable && n.held && n.holder == q.holder && (q.ttl_ms < 0 || n.pttl_ms < q.ttl_ms)) q.ttl_ms = n.pttl_ms;
     }
-  } else if (q.reachable >= quorum && most + unreachable < quorum) {
+  } else if (q.reachable - held_nodes >= quorum) {
+    // Free only when a quorum of nodes have no key: a split between would-be holders
+    // (A on one node, B on another) is held by nobody but cannot be taken either.
     q.state = State::kFree;
   }
   return q;
@@ -105,7 +99,7 @@ TopologyView inspect_topology(const config::Config& config) {
 
 std::string json_strings(const std::vector<std::string>& v) {
   std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + json_quote(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + log::json_quoted(v[i]);
   return out + "]";
 }
 
@@ -114,20 +108,20 @@ void write_topology_json(const TopologyView& t, std::ostream& out) {
     out << ",\"sentinels\":[";
     for (std::size_t i = 0; i < t.sentinel->answers.size(); ++i) {
       const auto& a = t.sentinel->answers[i];
-      out << (i ? "," : "") << "{\"sentinel\":" << json_quote(a.sentinel)
+      out << (i ? "," : "") << "{\"sentinel\":" << log::json_quoted(a.sentinel)
           << ",\"reachable\":" << (a.reachable ? "true" : "false")
-          << ",\"master\":" << (a.master ? json_quote(a.master->str()) : "null")
+          << ",\"master\":" << (a.master ? log::json_quoted(a.master->str()) : "null")
           << ",\"replicas\":" << json_strings(a.replicas);
-      if (!a.error.empty()) out << ",\"error\":" << json_quote(a.error);
+      if (!a.error.empty()) out << ",\"error\":" << log::json_quoted(a.error);
       out << "}";
     }
     out << "]";
   }
   if (t.cluster) {
     const auto& c = *t.cluster;
-    out << ",\"cluster\":{\"slot\":" << c.slot << ",\"owner\":" << (c.owner ? json_quote(c.owner->str()) : "null")
-        << ",\"owner_id\":" << (c.owner_id.empty() ? "null" : json_quote(c.owner_id))
-        << ",\"replicas\":" << json_strings(c.replicas) << ",\"answered_by\":" << json_quote(c.answered_by)
+    out << ",\"cluster\":{\"slot\":" << c.slot << ",\"owner\":" << (c.owner ? log::json_quoted(c.owner->str()) : "null")
+        << ",\"owner_id\":" << (c.owner_id.empty() ? "null" : log::json_quoted(c.owner_id))
+        << ",\"replicas\":" << json_strings(c.replicas) << ",\"answered_by\":" << log::json_quoted(c.answered_by)
         << ",\"errors\":" << json_strings(c.errors) << "}";
   }
 }
@@ -140,10 +134,10 @@ void write_topology_text(const TopologyView& t, std::ostream& out) {
         out << "master " << a.master->str();
         if (!a.replicas.empty()) {
           out << ", replicas ";
-          for (std::size_t i = 0; i < a.replicas.size(); ++i) out << (i ? ", " : "") << a.replicas[i];
+          for (std::size_t i = 0; i < a.replicas.size(); ++i) out << (i ? ", " : "") << log::printable(a.replicas[i]);
         }
       } else {
-        out << (a.reachable ? "" : "unreachable: ") << a.error;
+        out << (a.reachable ? "" : "unreachable: ") << log::printable(a.error);
       }
       out << "\n";
     }
@@ -152,17 +146,17 @@ void write_topology_text(const TopologyView& t, std::ostream& out) {
     const auto& c = *t.cluster;
     out << "cluster: slot " << c.slot;
     if (c.owner) {
-      out << " served by " << c.owner->str() << " (" << c.owner_id << ")";
+      out << " served by " << c.owner->str() << " (" << log::printable(c.owner_id) << ")";
       if (!c.replicas.empty()) {
         out << ", replicas ";
-        for (std::size_t i = 0; i < c.replicas.size(); ++i) out << (i ? ", " : "") << c.replicas[i];
+        for (std::size_t i = 0; i < c.replicas.size(); ++i) out << (i ? ", " : "") << log::printable(c.replicas[i]);
       }
       out << ", map from " << c.answered_by;
     } else {
       out << ": no seed named its owner";
     }
     out << "\n";
-    for (const auto& e : c.errors) out << "  seed " << e << "\n";
+    for (const auto& e : c.errors) out << "  seed " << log::printable(e) << "\n";
   }
 }
 
@@ -181,9 +175,9 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
   if (json) {
     // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
     // "could not see".
-    out << "{\"key\":" << json_quote(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
+    out << "{\"key\":" << log::json_quoted(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
         << ",\"held\":" << (known ? (q.state == State::kHeld ? "true" : "false") : "null")
-        << ",\"holder\":" << (q.state == State::kHeld ? json_quote(q.holder) : "null")
+        << ",\"holder\":" << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
         << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
         << ",\"token\":" << (known ? std::to_string(q.token) : "null")
         << ",\"held_by_this_host\":" << (known ? (here ? "true" : "false") : "null") << ",\"quorum\":" << quorum
@@ -192,26 +186,26 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const auto& n = nodes[i];
       if (i) out << ",";
-      out << "{\"node\":" << json_quote(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
+      out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
       if (n.reachable) {
-        out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? json_quote(n.holder) : "null")
+        out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
             << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token;
       } else {
         out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
-            << "\",\"error\":" << json_quote(n.error);
+            << "\",\"error\":" << log::json_quoted(n.error);
       }
-      if (!n.server.empty()) out << ",\"server\":" << json_quote(n.server);
-      if (!n.peer.empty()) out << ",\"tls\":" << json_quote(n.peer);
+      if (!n.server.empty()) out << ",\"server\":" << log::json_quoted(n.server);
+      if (!n.peer.empty()) out << ",\"tls\":" << log::json_quoted(n.peer);
       out << "}";
     }
     out << "]";
     write_topology_json(topology, out);
     out << "}\n";
   } else {
-    out << "key:    " << config.redis.key << "\n";
+    out << "key:    " << log::printable(config.redis.key) << "\n";
     switch (q.state) {
       case State::kHeld:
-        out << "state:  held by " << q.holder << (here ? " (this host)" : "") << " (" << q.votes << "/" << nodes.size()
+        out << "state:  held by " << log::printable(q.holder) << (here ? " (this host)" : "") << " (" << q.votes << "/" << nodes.size()
             << " nodes, quorum " << quorum << "), ttl " << q.ttl_ms << " ms\n";
         break;
       case State::kFree:
@@ -224,16 +218,16 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
     }
     if (known) out << "token:  " << q.token << "\n";
     for (const auto& n : nodes) {
-      out << "node " << n.node << ": ";
+      out << "node " << log::printable(n.node) << ": ";
       if (!n.reachable) {
-        out << unreachable_why(n.fault) << ": " << n.error << "\n";
+        out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
       } else if (n.held) {
-        out << "held by " << n.holder << ", ttl " << n.pttl_ms << " ms, token " << n.token << "\n";
+        out << "held by " << log::printable(n.holder) << ", ttl " << n.pttl_ms << " ms, token " << n.token << "\n";
       } else {
         out << "free, token " << n.token << "\n";
       }
-      if (!n.server.empty()) out << "  server " << n.server << "\n";
-      if (!n.peer.empty()) out << "  " << n.peer << "\n";
+      if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
+      if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
     }
     write_topology_text(topology, out);
   }

@@ -1,5 +1,6 @@
 #include "daemon/waiting.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,11 +37,17 @@ void write_all(int fd, const std::string& s) {
 void WaitReporter::missed(const std::string& holder, std::int64_t ttl_ms, int attempts, Clock::time_point began,
                           Clock::time_point now) {
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - began);
-  // The holder id can be 512 bytes of anything: at a terminal, keep it printable.
-  std::string shown_holder;
-  for (char c : holder.substr(0, 256)) shown_holder += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-  const std::string text = line(key_, shown_holder, ttl_ms, attempts, waited);
+  std::string text = line(key_, holder.substr(0, 256), ttl_ms, attempts, waited);
   if (tty_fd_ >= 0) {
+    // Key and holder id can hold anything: at a terminal, keep the line printable.
+    for (char& c : text) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    // A line that wraps cannot be rewritten in place: keep it within the terminal's width.
+    winsize ws{};
+    if (::ioctl(tty_fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && text.size() >= ws.ws_col) {
+      text.resize(ws.ws_col - 1u);
+    }
     write_all(tty_fd_, "\r\033[K" + text);  // carriage return, erase line: rewritten in place
     shown_ = true;
     return;

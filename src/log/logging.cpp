@@ -363,6 +363,18 @@ void set_context(const std::string& key, const std::string& holder) {
 
 void append_json_escaped(std::string_view text, std::string& out) { escape_json(text, out); }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  escape_text(text, out);
+  return out;
+}
+
+std::string json_quoted(std::string_view text) {
+  std::string out = "\"";
+  escape_json(text, out);
+  return out + "\"";
+}
+
 void setup(config::LogLevel level, config::LogFormat format) {
   auto& s = state();
   std::lock_guard lock(s.mu);

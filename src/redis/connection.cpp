@@ -77,6 +77,12 @@ const char* to_string(Fault fault) {
 
 Fault classify_error_reply(std::string_view text) {
   if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) return Fault::kAuth;
+  // Redis 7 reports an ACL refusal inside a script as a plain ERR: still our credentials'
+  // rights, not a broken node.
+  if (text.find("user executing the script can't run this command") != std::string_view::npos ||
+      text.find("No permissions to access") != std::string_view::npos) {
+    return Fault::kAuth;
+  }
   return Fault::kReply;
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -314,6 +315,90 @@ TEST(CliLogs, JournaldPriorityPrefixOnlyWhenStderrIsTheJournalStream) {
   EXPECT_TRUE(warn && info && error) << matched;
   const std::string other = run("1:1");
   for (const auto& l : split_lines(other)) EXPECT_NE(l[0], '<') << l;
+}
+
+}  // namespace
+
+namespace {
+
+// Found by the attack round on the operator contract (issue 11); each was a defect.
+class CliAttackRegressions : public ::testing::Test {
+ protected:
+  TempDir dir_;
+};
+
+// status and check must stop on SIGTERM (and Ctrl-C) at once, like task, not run out a 15 s timeout.
+TEST_F(CliAttackRegressions, StatusAndCheckStopOnSigtermWhileANodeIsSilent) {
+  FakeServer silent;
+  const auto cfg = dir_.write("slow.toml", "[redis]\nhost = \"" + silent.address() +
+                                               "\"\nkey = \"k\"\nexpire = \"60s\"\nio_timeout = \"15s\"\n"
+                                               "connect_timeout = \"15s\"\n");
+  for (const char* sub : {"status", "check"}) {
+    SCOPED_TRACE(sub);
+    TaskProcess p(dir_.path(), sub, {sub, "--config", cfg});
+    const int before = silent.connections();
+    ASSERT_TRUE(wait_until([&] { return silent.connections() > before; }, 5s));
+    const auto sent = std::chrono::steady_clock::now();
+    // SIGTERM: a background job started by a non-interactive shell (as ctest's may be)
+    // inherits SIGINT ignored, which it rightly keeps.
+    p.signal(SIGTERM);
+    auto code = p.wait_for(3s);
+    ASSERT_TRUE(code) << "still running 3 s after SIGTERM";
+    EXPECT_EQ(*code, 128 + SIGTERM);
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, 1s);
+  }
+}
+
+// One key on each of two nodes and the third free: nobody holds it, but nobody can take
+// it either: "unknown", not "free".
+TEST_F(CliAttackRegressions, ASplitBetweenWouldBeHoldersIsNotFree) {
+  RedisServer a, b, c;
+  const auto cfg = dir_.write("split.toml", "[redis]\nnodes = [\"" + a.address() + "\", \"" + b.address() + "\", \"" +
+                                                c.address() + "\"]\nkey = \"k\"\n");
+  a.cli({"SET", "k", "A:1:x", "PX", "60000"});
+  b.cli({"SET", "k", "B:1:y", "PX", "60000"});
+  auto r = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("\"state\":\"unknown\",\"held\":null"), std::string::npos) << r.out;
+}
+
+// A holder id or key with control characters cannot forge lines or send escape sequences.
+TEST_F(CliAttackRegressions, StatusTextKeepsEveryValueOnItsLine) {
+  RedisServer redis;
+  const auto cfg = dir_.write("esc.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n");
+  redis.cli({"SET", "k", "evil\n2026-01-01T00:00:00Z info fake\x1b[31mred", "PX", "60000"});
+  auto r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("held by evil\\n2026-01-01T00:00:00Z info fake\\x1b[31mred"), std::string::npos) << r.out;
+  auto ck = run_task_binary({"check", "--config", cfg}, 10s);
+  EXPECT_EQ(ck.out.find('\x1b'), std::string::npos) << ck.out;
+  for (const auto& line : split_lines(ck.out)) {
+    EXPECT_TRUE(line.rfind("ok ", 0) == 0 || line.rfind("warn ", 0) == 0 || line.rfind("fail ", 0) == 0) << line;
+  }
+}
+
+// An ACL that forbids a command inside the lease script is a refusal of our rights (77),
+// not an unreachable node (69).
+TEST_F(CliAttackRegressions, AnAclRefusalInsideTheScriptIs77) {
+  RedisServer redis(with_acl_user("user ro on >rpw ~* &* +@all -set"));
+  const auto cfg = dir_.write("acl.toml", "[redis]\nhost = \"" + redis.address() +
+                                              "\"\nkey = \"k\"\nusername = \"ro\"\npassword_env = \"RGT_PW\"\n"
+                                              "[task]\ncommand = [\"/bin/true\"]\n");
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PW", "rpw"}});
+  EXPECT_EQ(r.code, 77) << r.err;
+}
+
+// A report that cannot be written is not success.
+TEST_F(CliAttackRegressions, AReportThatCannotBeWrittenIsAnError) {
+  RedisServer redis;
+  const auto cfg = dir_.write("full.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n");
+  const std::string bin = task_binary();
+  for (const char* sub : {"status", "validate"}) {
+    const int rc = std::system(("timeout 20 '" + bin + "' " + sub + " --config '" + cfg + "' >/dev/full 2>/dev/null").c_str());
+    ASSERT_TRUE(WIFEXITED(rc));
+    EXPECT_EQ(WEXITSTATUS(rc), 74) << sub;
+  }
 }
 
 }  // namespace
