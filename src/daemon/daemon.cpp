@@ -324,9 +324,14 @@ std::optional<int> Runner::contend() {
     // Any signal wakes an attempt (it watches the signalfd). One that does not stop us
     // (SIGHUP, SIGWINCH from a resized terminal, ...) is no failure: a cron run must not
     // give up with 75 "busy" because of it. Tried again at once, at most every 100 ms, so
-    // a flood of signals cannot make it hammer Redis (invariant 7).
-    if (acq.cancelled && !acq.acquired && started - last_stray_retry_ >= std::chrono::milliseconds(100)) {
-      last_stray_retry_ = started;
+    // a flood of signals cannot make it hammer Redis (invariant 7): a rerun within 100 ms
+    // of the last one waits out the rest first (a stop still ends that wait at once).
+    if (acq.cancelled && !acq.acquired) {
+      const auto next_rerun = last_stray_retry_ + std::chrono::milliseconds(100);
+      if (clock_.now() < next_rerun && wait_until(next_rerun, false) == WaitEnd::kShutdown) {
+        return stopped_while_waiting();
+      }
+      last_stray_retry_ = clock_.now();
       continue;
     }
     // With a bounded number of attempts every attempt counts, the re-check after a new
