@@ -195,7 +195,7 @@ class JsonFormatter final : public spdlog::formatter {
     }
     const std::string_view event = event_of(text);
     if (!event.empty()) field(dest, "event", event, false);
-    for (const auto& [name, value] : fields_of(text)) field(dest, name, value, name != "node" && all_digits(value));
+    for (const auto& [name, value] : fields_of(text)) field(dest, name, value, name != "node");  // fields_of keeps only digits for the others
     append(dest, "}\n");
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }

@@ -127,6 +127,14 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/// The path the job will exec for `name` (relative paths are relative to its workdir): a
+/// name with '/' as given, else execvpe's search of the PATH in `env`. nullopt: not found.
+std::optional<std::string> program_path(const std::string& name, const std::vector<std::string>& env,
+                                        const std::string& workdir) {
+  if (name.find('/') != std::string::npos) return name;
+  return search_path(name, env_value(env, "PATH").value_or(kDefaultPath), workdir);
+}
+
 Plan make_plan(const SpawnOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
     throw SpawnError("cannot run an empty command", EINVAL, 127);
@@ -138,14 +146,9 @@ Plan make_plan(const SpawnOptions& options) {
   plan.deadline_ns = options.deadline_ns;
 
   const std::string& name = options.argv[0];
-  if (name.find('/') != std::string::npos) {
-    plan.path = name;
-  } else {
-    auto path_var = env_value(plan.env_storage, "PATH");
-    auto found = search_path(name, path_var.value_or(kDefaultPath), plan.workdir);
-    if (!found) throw SpawnError(errno_message("cannot run '" + name + "'", ENOENT), ENOENT, 127);
-    plan.path = *found;
-  }
+  auto found = program_path(name, plan.env_storage, plan.workdir);
+  if (!found) throw SpawnError(errno_message("cannot run '" + name + "'", ENOENT), ENOENT, 127);
+  plan.path = *found;
 
   for (auto& arg : plan.argv_storage) plan.argv.push_back(arg.data());
   plan.argv.push_back(nullptr);
@@ -527,16 +530,13 @@ std::optional<NotRunnable> why_not_runnable(const SpawnOptions& options) {
   }
   if (options.argv.empty() || options.argv[0].empty()) return NotRunnable{false, "the command is empty"};
   const std::string& name = options.argv[0];
-  std::string path;
-  if (name.find('/') != std::string::npos) {
-    path = name[0] != '/' && !options.workdir.empty() ? options.workdir + "/" + name : name;
-  } else {
-    const auto env = merged_environment(options.env, options.unset_env);
-    const std::string path_var = env_value(env, "PATH").value_or(kDefaultPath);
-    auto found = search_path(name, path_var, options.workdir);
-    if (!found) return NotRunnable{false, "'" + name + "' is not found on PATH (" + path_var + ")"};
-    path = (*found)[0] != '/' && !options.workdir.empty() ? options.workdir + "/" + *found : *found;
+  const auto env = merged_environment(options.env, options.unset_env);
+  auto found = program_path(name, env, options.workdir);
+  if (!found) {
+    return NotRunnable{false, "'" + name + "' is not found on PATH (" + env_value(env, "PATH").value_or(kDefaultPath) + ")"};
   }
+  // As this process sees it: a relative path is relative to the job's workdir.
+  const std::string path = (*found)[0] != '/' && !options.workdir.empty() ? options.workdir + "/" + *found : *found;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return NotRunnable{false, errno_message("'" + path + "'", errno)};
   if (!S_ISREG(st.st_mode)) return NotRunnable{false, "'" + path + "' is not a regular file"};
