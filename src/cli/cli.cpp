@@ -16,6 +16,7 @@
 #include "log/logging.h"
 #include "process/child.h"
 #include "process/signals.h"
+#include "util/duration.h"
 #include "util/error.h"
 
 #ifndef REDISGO_VERSION
@@ -30,6 +31,7 @@ constexpr const char* kMainFooter = R"(Examples:
   redisgo_task task --config /etc/redisgo_task/backup.toml
   redisgo_task task --config job.toml --no-wait -- /usr/local/bin/nightly-report
   redisgo_task status --config job.toml --json
+  redisgo_task handover --config /etc/redisgo_task/worker.toml
 
 Exit status: the child's own (oneshot); 75 the lease is held by another (busy) or was lost;
 69 no quorum of Redis nodes reachable; 77 Redis refused the credentials or TLS verification
@@ -43,8 +45,14 @@ constexpr const char* kTaskFooter = R"(Examples:
   # from cron on every host: run on whichever host gets the lease, skip (exit 75) elsewhere:
   redisgo_task task --config job.toml --no-wait -- /usr/local/bin/job --full
 
-The child gets REDISGO_TASK_KEY, REDISGO_TASK_TOKEN (fencing token), REDISGO_TASK_HOLDER and
-REDISGO_TASK_EXPIRE_MS in its environment.)";
+The child gets REDISGO_TASK_KEY, REDISGO_TASK_TOKEN (fencing token), REDISGO_TASK_HOLDER,
+REDISGO_TASK_EXPIRE_MS and REDISGO_TASK_SLOT (0..limit-1) in its environment.)";
+
+constexpr const char* kHandoverFooter = R"(Example:
+  redisgo_task handover --config /etc/redisgo_task/worker.toml --timeout 30s
+Asks the current holder (a supervise leader) to stop its child, release and stand back for
+step_down_hold. Exit 0 once another holder has the lease, 75 if nobody else took it within
+the timeout (default expire + 5s) or nothing was held, 69 no quorum of nodes reachable.)";
 
 constexpr const char* kStatusFooter = R"(Example:
   redisgo_task status --config /etc/redisgo_task/backup.toml --json
@@ -72,6 +80,17 @@ void print_diagnostics(const config::LoadResult& loaded) {
 /// workdir must exist (as exec would see them, for the user running this). Prints the
 /// problem at its line; false when there is one.
 bool command_runnable(const config::Config& cfg) {
+  // The health check runs as the child does (same environment and workdir).
+  if (!cfg.task.health_command.empty()) {
+    auto spawn = daemon::spawn_options(cfg);
+    spawn.argv = cfg.task.health_command;
+    if (auto bad = process::why_not_runnable(spawn); bad && !bad->workdir) {
+      std::cerr << "redisgo_task: error: "
+                << config::diagnostic_at(cfg, "task.health_command", "expected a program that exec can run, found " + bad->why).str()
+                << "\n";
+      return false;
+    }
+  }
   if (cfg.task.command.empty()) return true;  // comes after `--`; checked when it is run
   auto bad = process::why_not_runnable(daemon::spawn_options(cfg));
   if (!bad) return true;
@@ -158,6 +177,13 @@ int run(int argc, char** argv) {
   check->add_flag("--json", json, "Print one JSON object");
   check->footer(kCheckFooter);
 
+  std::string handover_timeout;
+  auto* handover = app.add_subcommand("handover", "Ask the current leader to step down so another host takes over");
+  handover->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  handover->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
+  handover->add_option("-t,--timeout", handover_timeout, "How long to wait for another holder (default: expire + 5s)");
+  handover->footer(kHandoverFooter);
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   // CLI11 would say only "A subcommand is required" for a mistyped one.
@@ -214,9 +240,31 @@ int run(int argc, char** argv) {
     return output_written(0);
   }
 
-  auto cfg = load(config_path, key, *status ? config::Scope::kRedis : config::Scope::kAll);
+  std::optional<std::chrono::milliseconds> timeout;
+  if (*handover && !handover_timeout.empty()) {
+    std::string why;
+    timeout = parse_duration(handover_timeout, &why);
+    if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
+      std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
+                << log::printable(handover_timeout) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
+      return daemon::kExitConfig;
+    }
+  }
+  auto cfg = load(config_path, key, *status || *handover ? config::Scope::kRedis : config::Scope::kAll);
   if (!cfg) return daemon::kExitConfig;
   log::setup(cfg->log.level, cfg->log.format);
+
+  if (*handover) {
+    try {
+      return daemon::run_handover(*cfg, timeout, std::cout, std::cerr);
+    } catch (const ConfigError& e) {
+      std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
+      return daemon::kExitConfig;
+    } catch (const Error& e) {
+      std::cerr << "redisgo_task: handover: " << e.what() << "\n";
+      return daemon::kExitUnavailable;
+    }
+  }
 
   // check and status read Redis and report; a TLS file that does not load is the config's
   // fault (78), anything else that stops them is "could not reach" (69).

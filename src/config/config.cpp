@@ -178,21 +178,12 @@ const std::vector<SectionKeys>& known_keys() {
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",
        {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",
-        "workdir", "env", "restart_limit", "restart_window", "step_down_hold"}},
+        "workdir", "env", "restart_limit", "restart_window", "step_down_hold", "limit", "once_per",
+        "health_command", "health_interval", "health_timeout", "health_fall"}},
       {"log", {"level", "format"}},
+      {"metrics", {"listen", "textfile"}},
   };
   return kKnown;
-}
-
-/// Keys and sections of SPEC.md that this version does not implement yet, refused with a
-/// message that says so (not "unknown", which would suggest a typo).
-std::optional<std::string> not_yet_supported(std::string_view dotted) {
-  static const std::vector<std::string_view> kLater = {"task.limit",           "task.once_per",
-                                                       "task.health_command", "task.health_interval",
-                                                       "task.health_timeout", "task.health_fall",
-                                                       "metrics"};
-  if (std::find(kLater.begin(), kLater.end(), dotted) == kLater.end()) return std::nullopt;
-  return "'" + std::string(dotted) + "' is not supported by this version of redisgo_task; refusing to run without it";
 }
 
 template <class E>
@@ -291,6 +282,12 @@ std::optional<std::string> check_node_address(const std::string& addr) {
   int p = std::stoi(port);
   if (p < 1 || p > 65535) return "the port must be a number from 1 to 65535";
   return std::nullopt;
+}
+
+/// The metrics listen address: a TCP "host:port" (no unix socket: Prometheus scrapes TCP).
+std::optional<std::string> check_listen_address(const std::string& addr) {
+  if (addr.find("://") != std::string::npos) return "a TCP address without a scheme is expected";
+  return check_node_address(addr);
 }
 
 bool looks_like_env_name(std::string_view s) {
@@ -506,6 +503,7 @@ class Loader {
     load_backoff(root, c.backoff);
     load_task(root, c.task);
     load_log(root, c.log);
+    load_metrics(root, c.metrics);
     cross_check(c);
     return finish(std::move(c));
   }
@@ -563,10 +561,6 @@ class Loader {
         if (auto t = v.as_table()) check_unknown_in(*t, *known);
         continue;  // a section of the wrong type is an error reported by section()
       }
-      if (auto later = not_yet_supported(name)) {
-        error(loc_of(k.source()), name, *later);
-        continue;
-      }
       std::string msg = v.is_table() ? "unknown section [" + name + "]" : "unknown key '" + name + "'";
       std::optional<std::string> hint;
       if (!v.is_table()) {
@@ -591,10 +585,6 @@ class Loader {
       std::string name(k.str());
       if (std::find(known.keys.begin(), known.keys.end(), name) != known.keys.end()) continue;
       std::string dotted = std::string(known.section) + "." + name;
-      if (auto later = not_yet_supported(dotted)) {
-        error(loc_of(k.source()), dotted, *later);
-        continue;
-      }
       std::string msg = "unknown key '" + dotted + "'";
       if (auto c = closest(name, known.keys)) {
         msg += "; did you mean '" + *c + "'?";
@@ -1131,47 +1121,48 @@ class Loader {
     }
   }
 
-  void load_command(const toml::node& n, TaskConfig& t) {
+  /// A command key (task.command, task.health_command): an argv, or a string run by sh -c.
+  void load_command(const toml::node& n, const std::string& name, std::vector<std::string>& command, bool& is_shell) {
     const std::string expected = "an array of strings (exec'd directly) or a string (run by /bin/sh -c)";
     if (auto s = n.as_string()) {
       const std::string& text = s->get();
       if (std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
-        error(loc_of(n), "task.command", "expected a non-empty command, found an empty string");
+        error(loc_of(n), name, "expected a non-empty command, found an empty string");
         return;
       }
-      if (auto ok_text = as_string(n, "task.command", "a shell command")) {
-        t.command = {"/bin/sh", "-c", *ok_text};
-        t.command_is_shell = true;
+      if (auto ok_text = as_string(n, name, "a shell command")) {
+        command = {"/bin/sh", "-c", *ok_text};
+        is_shell = true;
       }
       return;
     }
     auto arr = n.as_array();
     if (!arr) {
-      type_error(n, "task.command", expected);
+      type_error(n, name, expected);
       return;
     }
     if (arr->empty()) {
-      error(loc_of(n), "task.command", "expected a non-empty command, found an empty array");
+      error(loc_of(n), name, "expected a non-empty command, found an empty array");
       return;
     }
     std::vector<std::string> argv;
     bool all_ok = true;
     for (std::size_t i = 0; i < arr->size(); ++i) {
-      std::string key = "task.command[" + std::to_string(i) + "]";
+      std::string key = name + "[" + std::to_string(i) + "]";
       // Only the program name must be non-empty; an empty argument can be meaningful.
       if (auto s = as_string(*arr->get(i), key, i == 0 ? "a program name or path" : "a string argument", i != 0)) {
         argv.push_back(*s);
       } else {
         all_ok = false;
-        bad_.insert("task.command");
+        bad_.insert(name);
       }
     }
-    if (all_ok) t.command = std::move(argv);
+    if (all_ok) command = std::move(argv);
   }
 
   void load_task(const toml::table& root, TaskConfig& t) {
     const toml::table* sec = section(root, "task");
-    if (auto n = find(sec, "task", "command")) load_command(*n, t);
+    if (auto n = find(sec, "task", "command")) load_command(*n, "task.command", t.command, t.command_is_shell);
     get_enum(sec, "task", "mode", t.mode, kModes);
     get_enum(sec, "task", "restart", t.restart, kRestarts);
     // 0 is allowed: restart (or contend again) at once.
@@ -1205,6 +1196,32 @@ class Loader {
     if (auto n = find(sec, "task", "timeout")) {
       if (auto d = as_duration(*n, "task.timeout", Zero::kRejected)) t.timeout = *d;
     }
+    if (auto n = find(sec, "task", "limit")) {
+      if (auto i = as_integer(*n, "task.limit", 1, kMaxLimit)) t.limit = static_cast<int>(*i);
+    }
+    if (auto n = find(sec, "task", "once_per")) {
+      if (auto d = as_duration(*n, "task.once_per", Zero::kRejected)) {
+        if (*d < kMinOncePer || d->count() % 1000 != 0) {
+          error(loc_of(*n), "task.once_per",
+                "expected a whole number of seconds, at least " + format_duration(kMinOncePer) + ", found " +
+                    format_duration(*d));
+        } else {
+          t.once_per = *d;
+        }
+      }
+    }
+    if (auto n = find(sec, "task", "health_command")) {
+      load_command(*n, "task.health_command", t.health_command, t.health_command_is_shell);
+    }
+    get_duration(sec, "task", "health_interval", t.health_interval);
+    get_duration(sec, "task", "health_timeout", t.health_timeout);
+    if (given("task.health_interval") && !bad_.count("task.health_interval") && t.health_interval < kMinHealthInterval) {
+      error(where("task.health_interval"), "task.health_interval",
+            "expected at least " + format_duration(kMinHealthInterval) + ", found " + format_duration(t.health_interval));
+    }
+    if (auto n = find(sec, "task", "health_fall")) {
+      if (auto i = as_integer(*n, "task.health_fall", 1, 1000)) t.health_fall = static_cast<int>(*i);
+    }
     if (auto n = find(sec, "task", "workdir")) {
       if (auto s = as_string(*n, "task.workdir", "a directory path")) t.workdir = *s;
     }
@@ -1221,6 +1238,29 @@ class Loader {
         }
       } else {
         type_error(*n, "task.env", "a table of strings, such as { NAME = \"value\" }");
+      }
+    }
+  }
+
+  void load_metrics(const toml::table& root, MetricsConfig& m) {
+    const toml::table* sec = section(root, "metrics");
+    if (auto n = find(sec, "metrics", "listen")) {
+      if (auto s = as_string(*n, "metrics.listen", "an address \"host:port\" such as \"127.0.0.1:9464\"")) {
+        if (auto why = check_listen_address(*s)) {
+          error(loc_of(*n), "metrics.listen",
+                "expected an address \"host:port\" such as \"127.0.0.1:9464\", found " + quote(*s) + ": " + *why);
+        } else {
+          m.listen = *s;
+        }
+      }
+    }
+    if (auto n = find(sec, "metrics", "textfile")) {
+      if (auto s = as_string(*n, "metrics.textfile", "a file path such as \"/var/lib/prometheus/node-exporter/redisgo_task.prom\"")) {
+        if (s->back() == '/') {
+          error(loc_of(*n), "metrics.textfile", "expected a file path, found the directory " + quote(*s));
+        } else {
+          m.textfile = *s;
+        }
       }
     }
   }
@@ -1302,6 +1342,39 @@ class Loader {
     }
     if (c.task.mode == Mode::kSupervise && c.task.timeout) {
       warn(where("task.timeout"), "task.timeout", "applies to mode = \"oneshot\" only; ignored in supervise mode");
+    }
+    cross_check_features(c);
+  }
+
+  /// once_per, limit and the health check: which mode each belongs to.
+  void cross_check_features(const Config& c) {
+    const TaskConfig& t = c.task;
+    const bool mode_ok = !bad_.count("task.mode");
+    if (t.once_per && mode_ok && t.mode != Mode::kOneshot) {
+      error(where("task.once_per"), "task.once_per",
+            "applies to mode = \"oneshot\" only (a run per slot, fired by cron or a timer), found mode = \"supervise\"");
+    }
+    if (t.once_per && t.limit > 1 && !bad_.count("task.limit")) {
+      error(where("task.once_per"), "task.once_per",
+            "expected limit = 1 with once_per (one run per slot), found limit = " + std::to_string(t.limit));
+    }
+    const bool health_given = given("task.health_command");
+    if (health_given && mode_ok && t.mode != Mode::kSupervise) {
+      error(where("task.health_command"), "task.health_command",
+            "applies to mode = \"supervise\" only (it checks a service while it leads), found mode = \"oneshot\"");
+    }
+    if (!health_given) {
+      for (const char* key : {"task.health_interval", "task.health_timeout", "task.health_fall"}) {
+        if (given(key)) {
+          error(where(key), key, "applies only with task.health_command, found no health_command in [task]");
+        }
+      }
+    }
+    if (health_given && ok({"task.health_interval", "task.health_timeout"}) && t.health_timeout >= t.health_interval) {
+      const char* key = given("task.health_timeout") ? "task.health_timeout" : "task.health_interval";
+      error(where(key), key,
+            "expected health_timeout < health_interval, found " + format_duration(t.health_timeout) + " >= " +
+                format_duration(t.health_interval) + ": a check must end before the next one is due");
     }
   }
 
@@ -1548,14 +1621,19 @@ std::string render_effective(const Config& config) {
     o << "]\n";
   }
   o << "\n[task]\n";
+  auto command = [&o](const char* name, const std::vector<std::string>& argv, bool is_shell) {
+    if (is_shell && argv.size() == 3) {
+      o << name << " = " << quote(argv[2]) << "  # run by /bin/sh -c\n";
+      return;
+    }
+    o << name << " = [";
+    for (std::size_t i = 0; i < argv.size(); ++i) o << (i ? ", " : "") << quote(argv[i]);
+    o << "]\n";
+  };
   if (t.command.empty()) {
     o << "# command: none in the file (given after -- on the command line)\n";
-  } else if (t.command_is_shell && t.command.size() == 3) {
-    o << "command = " << quote(t.command[2]) << "  # run by /bin/sh -c\n";
   } else {
-    o << "command = [";
-    for (std::size_t i = 0; i < t.command.size(); ++i) o << (i ? ", " : "") << quote(t.command[i]);
-    o << "]\n";
+    command("command", t.command, t.command_is_shell);
   }
   o << "mode = " << quote(to_string(t.mode)) << "\n";
   o << "restart = " << quote(to_string(t.restart)) << "\n";
@@ -1588,9 +1666,34 @@ std::string render_effective(const Config& config) {
     }
     o << " }\n";
   }
+  o << "limit = " << t.limit << "\n";
+  if (t.once_per) {
+    o << "once_per = " << dur(*t.once_per) << "\n";
+  } else {
+    o << "# once_per: none\n";
+  }
+  if (t.health_command.empty()) {
+    o << "# health_command: none\n";
+  } else {
+    command("health_command", t.health_command, t.health_command_is_shell);
+    o << "health_interval = " << dur(t.health_interval) << "\n";
+    o << "health_timeout = " << dur(t.health_timeout) << "\n";
+    o << "health_fall = " << t.health_fall << "\n";
+  }
   o << "\n[log]\n";
   o << "level = " << quote(to_string(config.log.level)) << "\n";
   o << "format = " << quote(to_string(config.log.format)) << "\n";
+  o << "\n[metrics]\n";
+  if (config.metrics.listen.empty()) {
+    o << "# listen: none\n";
+  } else {
+    o << "listen = " << quote(config.metrics.listen) << "\n";
+  }
+  if (config.metrics.textfile.empty()) {
+    o << "# textfile: none\n";
+  } else {
+    o << "textfile = " << quote(config.metrics.textfile) << "\n";
+  }
   return o.str();
 }
 

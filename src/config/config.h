@@ -114,6 +114,19 @@ struct TaskConfig {
   /// How long a leader that stepped down does not contend; nullopt = 2 x expire
   /// (effective_step_down_hold()).
   std::optional<Millis> step_down_hold;
+  /// Semaphore: at most this many holders at once, each on its own slot lease
+  /// (REDISGO_TASK_SLOT = 0..limit-1). 1 = the plain lease.
+  int limit = 1;
+  /// oneshot: at most one run per slot of this length since the Unix epoch, cluster-wide
+  /// (SPEC "Modes"). nullopt = no slots.
+  std::optional<Millis> once_per;
+  /// supervise: run while leader every health_interval, killed after health_timeout;
+  /// health_fall consecutive failures make the leader step down. Empty = no health check.
+  std::vector<std::string> health_command;
+  bool health_command_is_shell = false;
+  Millis health_interval{10'000};
+  Millis health_timeout{5'000};
+  int health_fall = 3;
   bool operator==(const TaskConfig&) const = default;
 };
 
@@ -126,12 +139,21 @@ struct LogConfig {
   bool operator==(const LogConfig&) const = default;
 };
 
+/// [metrics]: off unless one of them is set.
+struct MetricsConfig {
+  std::string listen;    ///< "host:port" for GET /metrics; empty = no HTTP server
+  std::string textfile;  ///< rewritten atomically for node_exporter; empty = none
+  bool enabled() const { return !listen.empty() || !textfile.empty(); }
+  bool operator==(const MetricsConfig&) const = default;
+};
+
 struct Config {
   std::string source;  ///< file path it was read from
   RedisConfig redis;
   BackoffConfig backoff;
   TaskConfig task;
   LogConfig log;
+  MetricsConfig metrics;
   /// Field-wise; note that `source` takes part, so compare configs read from one place.
   bool operator==(const Config&) const = default;
 };
@@ -188,6 +210,13 @@ inline constexpr std::size_t kMaxKeyBytes = 512;
 /// loop counted over at least a second.
 inline constexpr Millis kMinCron{100};
 inline constexpr Millis kMinRestartWindow{1000};
+/// A semaphore of more slots than this is a misconfiguration (each waiter's attempt
+/// names every slot key).
+inline constexpr int kMaxLimit = 64;
+/// once_per slots shorter than this cannot tell hosts' clocks apart (P/2 of skew).
+inline constexpr Millis kMinOncePer{1000};
+/// A health check at most every 100 ms.
+inline constexpr Millis kMinHealthInterval{100};
 
 /// step_down_hold, or 2 x expire when the file leaves it out.
 Millis effective_step_down_hold(const Config& config);

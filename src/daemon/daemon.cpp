@@ -5,20 +5,25 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "backoff/backoff.h"
+#include "daemon/health.h"
 #include "daemon/servers.h"
 #include "daemon/state_machine.h"
 #include "daemon/waiting.h"
 #include "lock/renewer.h"
 #include "log/cause_log.h"
 #include "log/logging.h"
+#include "metrics/metrics.h"
 #include "process/child.h"
 #include "process/signals.h"
 #include "redis/subscriber.h"
@@ -54,6 +59,39 @@ std::string hex(const unsigned char* data, std::size_t n) {
 /// closed, then refused, it is one node down), or for a failure of the whole round its kind.
 std::string cause_key(const lock::NodeError& e) { return e.node.empty() ? redis::to_string(e.fault) : e.node; }
 
+/// The names the lease backend gives its nodes (NodeError::node, Acquisition::answered).
+std::vector<std::string> node_names(const lock::LeaseOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& n : o.nodes) names.push_back(n.locator ? n.locator->name() : n.endpoint.str());
+  return names;
+}
+
+/// "2026-11-25T10:15:00Z".
+std::string utc_text(std::int64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  struct tm tm {};
+  char buf[32] = "?";
+  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// A claim as a log line shows it: "holder h (token 7, started ..., exit status 0)".
+std::string describe_claim(const lock::ClaimRecord& c) {
+  std::string out = "holder " + c.holder + " (token " + (c.token.empty() ? "?" : c.token);
+  if (!c.start_ms.empty()) {
+    try {
+      out += ", started " + utc_text(std::stoll(c.start_ms) / 1000);
+    } catch (...) {
+    }
+  }
+  out += c.status.empty() ? ", no exit status recorded" : ", exit status " + c.status;
+  return out + ")";
+}
+
 class Runner {
  public:
   explicit Runner(const TaskOptions& options)
@@ -66,7 +104,8 @@ class Runner {
         attempt_log_(log::get("lock"), "acquire"),
         renew_log_(log::get("lock"), "renew"),
         restarts_(cfg_.task.restart_limit, cfg_.task.restart_window, cfg_.task.restart_delay),
-        waiting_(log_, cfg_.redis.key, terminal_stderr()) {}
+        waiting_(log_, cfg_.redis.key, terminal_stderr()),
+        metrics_(cfg_.redis.key, node_names(lease_opts_)) {}
 
   int run();
 
@@ -87,11 +126,18 @@ class Runner {
   int give_up(const lock::Acquisition& acq, int attempts);
   // --- leading ---
   std::optional<int> lead(const lock::Acquisition& acquired);
-  bool spawn_child(std::uint64_t token, Clock::time_point kill_at, std::optional<process::Child>& child,
+  /// The child's spawn options for this lease: the config's, plus the REDISGO_TASK_* variables.
+  process::SpawnOptions child_spawn(const lock::Acquisition& lease) const;
+  bool spawn_child(process::SpawnOptions spawn, Clock::time_point kill_at, std::optional<process::Child>& child,
                    std::string& error, int& code);
   void log_release(const lock::Release& r);
-  /// Waits out step_down_hold after stepping down; nullopt to contend again.
-  std::optional<int> hold_after_step_down(const std::string& why);
+  /// Waits out step_down_hold after stepping down; nullopt to contend again. A planned
+  /// step-down (handover) holds step_down_hold as configured; a failing host longer each time.
+  std::optional<int> hold_after_step_down(const std::string& why, bool planned);
+  /// once_per: before contending, whether this run's slot was run already (exit 75 then).
+  std::optional<int> slot_already_run();
+  /// The node health seen in a round, for redisgo_task_node_up.
+  void note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors);
   // --- shared ---
   /// Reads pending signals. TERM/INT set stop_requested_; others are returned for forwarding.
   std::vector<int> read_signals();
@@ -123,6 +169,11 @@ class Runner {
   bool warned_unpublished_ = false;
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
   log::CauseLog subscribe_log_{log::get("lock"), "subscribe"};
+  metrics::Metrics metrics_;
+  std::unique_ptr<metrics::Exporter> exporter_;
+  std::optional<std::string> once_key_;   ///< once_per: the claim of this run's slot
+  std::int64_t once_slot_s_ = 0;          ///< its start, seconds since the epoch
+  std::int64_t started_ms_ = wall_ms();   ///< when this run started (wall clock)
 };
 
 void Runner::poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap) {
@@ -176,9 +227,24 @@ int Runner::run() {
   }
   subscriber_failures_.assign(subscribers_.size(), 0);
 
-  log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}", cfg_.redis.key, opts_.holder,
+  log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}{}", cfg_.redis.key, opts_.holder,
              config::to_string(cfg_.task.mode), describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
-             format_duration(cfg_.redis.cron));
+             format_duration(cfg_.redis.cron),
+             cfg_.task.limit > 1 ? " limit=" + std::to_string(cfg_.task.limit) : std::string());
+  if (cfg_.metrics.enabled()) {
+    // Fails loudly at start (an address in use, a directory that cannot be written), not
+    // silently at the first scrape.
+    try {
+      exporter_ = std::make_unique<metrics::Exporter>(metrics_,
+                                                      metrics::ExporterOptions{cfg_.metrics.listen, cfg_.metrics.textfile});
+    } catch (const Error& e) {
+      log_->error("cannot start [metrics]: {}; nothing was started", e.what());
+      return kExitConfig;
+    }
+    log_->info("metrics:{}{}", cfg_.metrics.listen.empty() ? "" : " http://" + cfg_.metrics.listen + "/metrics",
+               cfg_.metrics.textfile.empty() ? "" : " textfile " + cfg_.metrics.textfile);
+  }
+  if (auto code = slot_already_run()) return *code;
   if (cfg_.redis.tls.enabled && cfg_.redis.tls.skip_verify) {
     log_->warn("tls_skip_verify = true: the Redis server's certificate is NOT verified (tests only)");
   }
@@ -270,6 +336,37 @@ int Runner::stopped_while_waiting() const { return cfg_.task.mode == Mode::kOnes
 void Runner::report_attempt(const lock::Acquisition& acq) {
   for (const auto& node : acq.answered) attempt_log_.success(node);
   for (const auto& e : acq.errors) attempt_log_.failure(cause_key(e), e.message);
+  note_nodes(acq.answered, acq.errors);
+}
+
+void Runner::note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors) {
+  for (const auto& node : answered) metrics_.set_node_up(node, true);
+  for (const auto& e : errors) {
+    // An error reply comes from a live server; only a node that did not answer is down.
+    if (!e.node.empty() && e.fault != redis::Fault::kReply) metrics_.set_node_up(e.node, false);
+  }
+}
+
+std::optional<int> Runner::slot_already_run() {
+  if (!cfg_.task.once_per) return std::nullopt;
+  const Millis period = *cfg_.task.once_per;
+  once_slot_s_ = lock::nearest_slot(started_ms_, period);
+  once_key_ = keys_.claim(once_slot_s_);
+  log_->info("once_per {}: this run belongs to the slot of {}", format_duration(period), utc_text(once_slot_s_));
+  // One read, no lease needed: a host that fires while (or after) another runs this slot
+  // exits at once instead of waiting for the lease only to find the claim. Unreadable:
+  // contend as usual; the claim under the lease decides.
+  try {
+    const auto claims = backend_->read_claims({*once_key_});
+    if (!claims.empty() && claims[0]) {
+      log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
+                 describe_claim(*claims[0]));
+      return kExitTempFail;
+    }
+  } catch (const Error& e) {
+    log_->debug("could not read the slot's claim before contending: {}", e.what());
+  }
+  return std::nullopt;
 }
 
 int Runner::give_up(const lock::Acquisition& acq, int attempts) {
@@ -406,17 +503,24 @@ std::optional<int> Runner::contend() {
   }
 }
 
-bool Runner::spawn_child(std::uint64_t token, Clock::time_point kill_at, std::optional<process::Child>& child,
-                         std::string& error, int& code) {
+process::SpawnOptions Runner::child_spawn(const lock::Acquisition& lease) const {
   process::SpawnOptions spawn = spawn_options(cfg_);
-  spawn.deadline_ns = kill_at.time_since_epoch().count();
   spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
-  spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(token);
+  spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(lease.token);
   spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;
   spawn.env["REDISGO_TASK_EXPIRE_MS"] = std::to_string(cfg_.redis.expire.count());
+  spawn.env["REDISGO_TASK_SLOT"] = std::to_string(lease.slot);
+  return spawn;
+}
+
+bool Runner::spawn_child(process::SpawnOptions spawn, Clock::time_point kill_at, std::optional<process::Child>& child,
+                         std::string& error, int& code) {
+  spawn.deadline_ns = kill_at.time_since_epoch().count();
   try {
     child.emplace(process::Child::spawn(spawn));
-    log_->info("child started pid={} token={}", child->pid(), token);
+    metrics_.add_child_start();
+    log_->info("child started pid={} token={}{}", child->pid(), spawn.env["REDISGO_TASK_TOKEN"],
+               cfg_.task.limit > 1 ? " slot=" + spawn.env["REDISGO_TASK_SLOT"] : std::string());
     return true;
   } catch (const process::SpawnError& e) {
     error = e.what();
@@ -451,10 +555,12 @@ void Runner::log_release(const lock::Release& r) {
   }
 }
 
-std::optional<int> Runner::hold_after_step_down(const std::string& why) {
+std::optional<int> Runner::hold_after_step_down(const std::string& why, bool planned) {
   // At least one TTL, and longer with every step-down until the child runs stably again:
-  // a host that keeps failing must not keep taking the lease back (RestartTracker).
-  const Millis hold = restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
+  // a host that keeps failing must not keep taking the lease back (RestartTracker). A
+  // handover is no failure: step_down_hold as configured.
+  const Millis hold = planned ? config::effective_step_down_hold(cfg_)
+                              : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
   log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
   notifier_.status("stepped down: " + why);
   if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
@@ -465,14 +571,28 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why) {
 std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   const auto& task = cfg_.task;
   const Millis ttl = cfg_.redis.expire;
-  log_->info("acquired key={} token={} valid for {}", cfg_.redis.key, acquired.token,
+  log_->info("acquired key={} token={}{} valid for {}", cfg_.redis.key, acquired.token,
+             cfg_.task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string(),
              format_duration(until(acquired.valid_until, clock_.now())));
+  metrics_.add_acquisition();
+  metrics_.set_token(acquired.token);
+  metrics_.set_leader(true);
+  metrics_.set_lease_deadline(acquired.valid_until);
+  // Whatever way this lease ends, the gauges say so.
+  struct NotLeader {
+    metrics::Metrics& m;
+    ~NotLeader() {
+      m.set_leader(false);
+      m.set_lease_deadline(std::nullopt);
+    }
+  } not_leader{metrics_};
   renewer_wake_.clear();
   std::unique_ptr<lock::Renewer> renewer;
   try {
-    auto make = [this](int cancel_fd) {
+    auto make = [this, slot = acquired.slot](int cancel_fd) {
       lock::LeaseOptions o = lease_opts_;
       o.cancel_fd = cancel_fd;
+      o.slot = slot;
       return lock::make_redis_backend(o, clock_);
     };
     // A node that fails while we lead is reported once per cause, then summarised.
@@ -482,6 +602,10 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       for (const auto& e : r.errors) {
         if (!e.node.empty()) renew_log_.failure(cause_key(e), e.message);
       }
+      note_nodes(r.answered, r.errors);
+      metrics_.add_renewal(r.confirmed ? "confirmed" : r.lost ? "lost" : "failed",
+                           std::chrono::duration<double>(r.took).count());
+      if (r.confirmed) metrics_.set_lease_deadline(r.valid_until);
     };
     renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.started, acquired.valid_until,
                                               renewer_wake_, clock_, observe);
@@ -498,7 +622,34 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     log_release(backend_->release());
     return stopped_while_waiting();
   }
-  notifier_.status("leader token=" + std::to_string(acquired.token));
+  if (once_key_) {
+    // once_per: the slot is claimed under the lease, before the child can start.
+    const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, *task.once_per * 2);
+    if (claim.kind != lock::Claim::Kind::kClaimed) {
+      renewer->stop();
+      log_release(backend_->release());
+      read_signals();
+      if (stop_requested_) return stopped_while_waiting();
+      if (claim.kind == lock::Claim::Kind::kTaken) {
+        log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
+                   describe_claim(claim.previous));
+        return kExitTempFail;
+      }
+      log_->error("cannot claim the slot of {} (once_per): {}; not running", utc_text(once_slot_s_), claim.error);
+      return kExitUnavailable;
+    }
+    log_->info("claimed the slot of {} (once_per {})", utc_text(once_slot_s_), format_duration(*task.once_per));
+  }
+  notifier_.status("leader token=" + std::to_string(acquired.token) +
+                   (task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string()));
+  const process::SpawnOptions spawn_base = child_spawn(acquired);
+  HealthCheck health(task, log::get("health"), clock_);
+  // supervise: a handover (a control message naming this holder, or "any") is heard on
+  // every node's control channel while this lease lasts.
+  std::vector<std::unique_ptr<redis::Subscriber>> control;
+  if (task.mode == Mode::kSupervise) {
+    for (const auto& node : lease_opts_.nodes) control.push_back(std::make_unique<redis::Subscriber>(node, keys_.control));
+  }
 
   std::optional<process::Child> child;
   StopCause cause = StopCause::kNone;
@@ -516,9 +667,11 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     int exit_code = 0;
     Millis delay{0};
     std::string step_down;  // non-empty: step down for this reason
+    std::string cause;      // with step_down: its metrics label
   };
   std::optional<Outcome> outcome;
   std::string step_down_reason;  // set: stop the child, then step down
+  std::string step_down_cause;
 
   auto start = [&]() {
     cause = StopCause::kNone;
@@ -534,27 +687,28 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       log_->warn("not starting the child: {}", renewer->lost() ? renewer->lost_reason()
                                                               : "too little of the lease is left to stop it in time");
       notifier_.status("lease lost before the child started");
-      outcome = task.mode == Mode::kOneshot ? Outcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), ""}
-                                            : Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, ""};
+      outcome = task.mode == Mode::kOneshot ? Outcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), "", ""}
+                                            : Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, "", ""};
       return;
     }
     keeper_deadline = stop_schedule(deadline, task.kill_grace, ttl).kill_at;
-    if (spawn_child(acquired.token, keeper_deadline, child, error, code)) {
+    if (spawn_child(spawn_base, keeper_deadline, child, error, code)) {
       restarts_.on_start(clock_.now());
+      health.arm(spawn_base);
       if (task.timeout && task.mode == Mode::kOneshot) timeout_at = clock_.now() + *task.timeout;
       return;
     }
     if (code == kExitTempFail) {  // the keeper saw the lease could have ended
-      outcome = task.mode == Mode::kOneshot ? Outcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), ""}
-                                            : Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, ""};
+      outcome = task.mode == Mode::kOneshot ? Outcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), "", ""}
+                                            : Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, "", ""};
       return;
     }
     // A command that cannot be started: oneshot reports it (127/126); a supervise leader
     // steps down, so a host that cannot run the service does not keep it from the others.
     if (task.mode == Mode::kOneshot) {
-      outcome = Outcome{AfterExit::Kind::kExit, code, Millis(0), ""};
+      outcome = Outcome{AfterExit::Kind::kExit, code, Millis(0), "", ""};
     } else {
-      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), "cannot start the command: " + error};
+      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), "cannot start the command: " + error, "cannot_start"};
     }
   };
   auto begin_stop = [&](StopCause why, int sig, Clock::time_point kill_at, const std::string& reason) {
@@ -598,7 +752,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     if (stop_requested_ && cause == StopCause::kNone) ec.cause = StopCause::kShutdown;
     AfterExit next = after_exit(ec);
     if (task.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {
-      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), step_down_reason};
+      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), step_down_reason, step_down_cause};
       return;
     }
     if (task.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
@@ -609,7 +763,8 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
         outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0),
                           "the child exited " + std::to_string(restarts_.recent(clock_.now())) + " times within " +
                               format_duration(task.restart_window) + " (restart_limit " +
-                              std::to_string(task.restart_limit) + ")"};
+                              std::to_string(task.restart_limit) + ")",
+                          "restart_limit"};
         return;
       }
       next.delay = *delay;
@@ -620,7 +775,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       return;
     }
     if (next.kind == AfterExit::Kind::kRestart) next.kind = AfterExit::Kind::kRecontend;
-    outcome = Outcome{next.kind, next.exit_code, next.delay, ""};
+    outcome = Outcome{next.kind, next.exit_code, next.delay, "", ""};
   };
 
   start();
@@ -656,14 +811,19 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       child->force_kill();
       forced = true;
     }
+    if (!running && !step_down_reason.empty() && task.mode == Mode::kSupervise) {
+      // Asked to step down between two runs of the child (a handover during restart_delay).
+      outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0), step_down_reason, step_down_cause};
+      break;
+    }
     if (!running && restart_at) {
       if (stop_requested_) {
-        outcome = Outcome{AfterExit::Kind::kExit, 0, Millis(0), ""};
+        outcome = Outcome{AfterExit::Kind::kExit, 0, Millis(0), "", ""};
         break;
       }
       if (renewer->lost() || !can_start_child(now, deadline, task.kill_grace, ttl)) {
         notifier_.status("lease lost: " + (renewer->lost() ? renewer->lost_reason() : "deadline before restart"));
-        outcome = Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, ""};
+        outcome = Outcome{AfterExit::Kind::kRecontend, 0, task.restart_delay, "", ""};
         break;
       }
       if (now >= *restart_at) {
@@ -683,13 +843,47 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     if (running && cause != StopCause::kNone && !sigkill_sent) next = std::min({next, stop_kill_at, sched.kill_at});
     if (running && timeout_at && cause == StopCause::kNone) next = std::min(next, *timeout_at);
     if (!running && restart_at) next = std::min({next, *restart_at, sched.term_at});
+    if (running && cause == StopCause::kNone) next = std::min(next, health.next_wakeup());
     std::optional<Millis> cap;
     if (running && (sigkill_sent || child->exit_fd() < 0)) cap = Millis(50);  // re-check reaping
 
     fds.assign({{signals_.fd(), POLLIN, 0}, {renewer_wake_.fd(), POLLIN, 0}});
     if (running && child->exit_fd() >= 0) fds.push_back({child->exit_fd(), POLLIN, 0});
+    health.append_fds(fds);
+    const std::size_t first_control = fds.size();
+    const auto steady_now = redis::SteadyClock::now();
+    for (auto& c : control) {
+      c->maintain(steady_now);
+      fds.push_back({c->fd(), c->events(), 0});
+      if (auto at = c->next_wakeup(); at != redis::SteadyClock::time_point::max()) {
+        const auto ms = std::max(Millis(0), std::chrono::ceil<Millis>(at - steady_now));
+        cap = cap ? std::min(*cap, ms) : ms;
+      }
+    }
     poll_until(fds, next, cap);
     if (fds[1].revents & POLLIN) renewer_wake_.clear();
+    for (std::size_t i = 0; i < control.size(); ++i) {
+      auto& c = control[i];
+      if (fds[first_control + i].revents != 0) c->on_ready(fds[first_control + i].revents);
+      c->maintain(redis::SteadyClock::now());
+      for (const auto& message : c->take_payloads()) {
+        if (message != opts_.holder && message != "any") continue;
+        if (step_down_reason.empty()) {
+          log_->info("handover requested (a control message on {}); stepping down", keys_.control);
+          step_down_reason = "handover requested";
+          step_down_cause = "handover";
+        }
+      }
+    }
+    if (child && child->running() && cause == StopCause::kNone) {
+      const auto kill_at = stop_schedule(renewer->valid_until(), task.kill_grace, ttl).kill_at;
+      if (auto why = health.service(fds, kill_at.time_since_epoch().count()); why && step_down_reason.empty()) {
+        step_down_reason = *why;
+        step_down_cause = "health";
+      }
+    } else {
+      health.disarm();
+    }
     // After any wake-up, a pause included (SIGSTOP, a VM freeze), the deadline is
     // checked before anything else: a child that ended while the lease ran out did not
     // run to its end under the lease.
@@ -710,6 +904,8 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
     if (child && child->running()) {
       if (auto code = child->try_wait()) {
+        health.disarm();
+        metrics_.set_child_exit(*code);
         if (*code == 0 || cause != StopCause::kNone) {
           log_->info("child exited status={}", *code);
         } else {
@@ -721,7 +917,18 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   }
 
   if (child && child->running()) child->terminate_group(SIGKILL, Millis(0));  // never outlive the lease phase
-  if (renewer->lost()) log_->warn("lease lost: {}", renewer->lost_reason());
+  health.disarm();
+  if (renewer->lost()) {
+    log_->warn("lease lost: {}", renewer->lost_reason());
+    metrics_.add_lease_loss("lost");
+  } else if (cause == StopCause::kDeadline) {
+    metrics_.add_lease_loss("deadline");
+  }
+  // once_per: the claim records how the run ended (before the release, so that whoever
+  // takes the lease next finds it complete).
+  if (once_key_ && outcome->kind == AfterExit::Kind::kExit) {
+    backend_->finish_claim(*once_key_, std::to_string(outcome->exit_code));
+  }
   // Release through whichever connections are freshest: the renewer's once it has been
   // renewing (the main ones may have idled for hours), else the main ones that just
   // acquired (the renewer's may not even be open yet: a short job costs no reconnect).
@@ -731,8 +938,13 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     renewer->stop();
     log_release(backend_->release());
   }
+  metrics_.set_leader(false);
+  metrics_.set_lease_deadline(std::nullopt);
   if (outcome->kind == AfterExit::Kind::kExit) return outcome->exit_code;
-  if (!outcome->step_down.empty()) return hold_after_step_down(outcome->step_down);
+  if (!outcome->step_down.empty()) {
+    metrics_.add_step_down(outcome->cause.empty() ? "other" : outcome->cause);
+    return hold_after_step_down(outcome->step_down, outcome->cause == "handover");
+  }
   notifier_.status("standby");
   log_->info("contending again in {}", format_duration(outcome->delay));
   if (wait_until(clock_.now() + outcome->delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();

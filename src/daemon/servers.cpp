@@ -96,6 +96,7 @@ lock::LeaseOptions lease_options(const config::Config& config, const std::string
     }
   }
   o.key = r.key;
+  o.limit = config.task.limit;
   o.holder = holder;
   o.ttl = r.expire;
   o.drift_factor = r.drift_factor;

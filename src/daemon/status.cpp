@@ -1,5 +1,9 @@
 #include "daemon/status.h"
 
+#include <poll.h>
+
+#include <chrono>
+#include <ctime>
 #include <map>
 #include <optional>
 
@@ -7,6 +11,7 @@
 #include "daemon/servers.h"
 #include "daemon/state_machine.h"
 #include "log/logging.h"
+#include "util/duration.h"
 #include "util/error.h"
 
 namespace redisgo::daemon {
@@ -160,6 +165,93 @@ void write_topology_text(const TopologyView& t, std::ostream& out) {
   }
 }
 
+std::string utc(std::int64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  struct tm tm {};
+  char buf[32] = "?";
+  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// A number as JSON: the digits when the text is one, else null.
+std::string json_number(const std::string& text) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return "null";
+  return text;
+}
+
+/// The semaphore's other slots (limit > 1; slot 0 is the key itself, shown above them).
+void write_slots(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
+  if (config.task.limit <= 1) return;
+  if (json) out << ",\"limit\":" << config.task.limit << ",\"slots\":[";
+  if (!json) out << "limit:  " << config.task.limit << " slots\n";
+  for (int i = 0; i < config.task.limit; ++i) {
+    backend.select_slot(i);
+    const QuorumView q = quorum_view(backend.inspect(), backend.quorum());
+    if (json) {
+      out << (i ? "," : "") << "{\"slot\":" << i << ",\"state\":\"" << to_string(q.state) << "\",\"holder\":"
+          << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
+          << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null") << "}";
+    } else {
+      out << "slot " << i << ": ";
+      if (q.state == State::kHeld) {
+        out << "held by " << log::printable(q.holder) << ", ttl " << q.ttl_ms << " ms\n";
+      } else {
+        out << to_string(q.state) << "\n";
+      }
+    }
+  }
+  backend.select_slot(0);
+  if (json) out << "]";
+}
+
+/// once_per: the claims of the slots around now (a claim lives 2 x once_per).
+void write_claims(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
+  if (!config.task.once_per) return;
+  const auto period = *config.task.once_per;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::int64_t nearest = lock::nearest_slot(now_ms, period);
+  const std::int64_t step = period.count() / 1000;
+  const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
+  std::vector<std::int64_t> slots{nearest + step, nearest, nearest - step, nearest - 2 * step};
+  std::vector<std::string> claim_keys;
+  for (auto slot : slots) claim_keys.push_back(keys.claim(slot));
+  std::vector<std::optional<lock::ClaimRecord>> claims(slots.size());
+  try {
+    claims = backend.read_claims(claim_keys);
+  } catch (const Error&) {
+    // Unreadable: shown as no claim found; the nodes' own lines say why.
+  }
+  if (json) out << ",\"once_per_ms\":" << period.count() << ",\"claims\":[";
+  if (!json) out << "once_per: " << format_duration(period) << "; the slot now is " << utc(nearest) << "\n";
+  bool first = true;
+  for (std::size_t i = 0; i < slots.size() && i < claims.size(); ++i) {
+    if (!claims[i]) continue;
+    const auto& c = *claims[i];
+    if (json) {
+      out << (first ? "" : ",") << "{\"slot\":" << log::json_quoted(utc(slots[i])) << ",\"holder\":"
+          << log::json_quoted(c.holder) << ",\"token\":" << json_number(c.token)
+          << ",\"start_ms\":" << json_number(c.start_ms) << ",\"status\":" << json_number(c.status) << "}";
+    } else {
+      out << "slot " << utc(slots[i]) << ": run by " << log::printable(c.holder) << ", token " << log::printable(c.token);
+      if (json_number(c.start_ms) != "null") {
+        out << ", started " << utc(std::stoll(c.start_ms) / 1000);
+      }
+      out << (c.status.empty() ? ", running or no exit status recorded" : ", exit status " + log::printable(c.status))
+          << "\n";
+    }
+    first = false;
+  }
+  if (json) out << "]";
+  if (!json && first) out << "no run claimed in the last slots\n";
+}
+
+bool output_ok(std::ostream& out) {
+  out.flush();
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 
 int run_status(const config::Config& config, bool json, std::ostream& out) {
@@ -199,6 +291,8 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       out << "}";
     }
     out << "]";
+    write_slots(*backend, config, json, out);
+    write_claims(*backend, config, json, out);
     write_topology_json(topology, out);
     out << "}\n";
   } else {
@@ -229,6 +323,8 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
       if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
     }
+    write_slots(*backend, config, json, out);
+    write_claims(*backend, config, json, out);
     write_topology_text(topology, out);
   }
   // Whenever the state could not be read from a quorum, "unknown" must page someone: 77
@@ -238,6 +334,77 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
     if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
   }
   return kExitUnavailable;
+}
+
+int run_handover(const config::Config& config, std::optional<Millis> timeout, std::ostream& out, std::ostream& err) {
+  using std::chrono::steady_clock;
+  const Millis limit = timeout.value_or(config.redis.expire + std::chrono::seconds(5));
+  const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
+  auto backend = lock::make_redis_backend(lease_options(config, "handover"));
+  const int quorum = backend->quorum();
+  auto look = [&] {
+    auto nodes = backend->inspect();
+    QuorumView q = quorum_view(nodes, quorum);
+    int refused = 0;
+    for (const auto& n : nodes) refused += n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls ? 1 : 0;
+    return std::make_pair(q, refused);
+  };
+  auto [before, refused] = look();
+  if (before.reachable < quorum) {
+    err << "redisgo_task: handover: no quorum of nodes could be read (" << before.reachable << "/"
+        << backend->node_count() << " reachable, quorum " << quorum << ")\n";
+    return refused > 0 ? kExitNoPerm : kExitUnavailable;
+  }
+  if (before.state != State::kHeld) {
+    err << "redisgo_task: handover: key " << log::printable(config.redis.key)
+        << (before.state == State::kFree ? " is not held by anyone" : " has no holder with a quorum")
+        << ": nothing to hand over\n";
+    return kExitTempFail;
+  }
+  const std::string leader = before.holder;
+  // The leader acts on a message naming its own id, so a leader that took over meanwhile
+  // is never asked by mistake. Sent again every second: a leader whose subscription was
+  // down for a moment hears the next one.
+  auto ask = [&] {
+    long long receivers = 0;
+    const int accepted = backend->publish(keys.control, leader, receivers);
+    return std::make_pair(accepted, receivers);
+  };
+  auto [accepted, receivers] = ask();
+  if (accepted < 0) {
+    err << "redisgo_task: handover: no node accepted the control message on " << keys.control << "\n";
+    return kExitUnavailable;
+  }
+  out << "asked " << log::printable(leader) << " to step down (key " << log::printable(config.redis.key) << ", token "
+      << before.token << ")\n";
+  if (receivers == 0) {
+    err << "redisgo_task: handover: warning: nobody is listening on " << keys.control
+        << " yet (a oneshot holder ignores handover; a supervise leader subscribes as it starts); asking again\n";
+  }
+  const auto deadline = steady_clock::now() + limit;
+  auto last_ask = steady_clock::now();
+  QuorumView now_view = before;
+  while (steady_clock::now() < deadline) {
+    ::poll(nullptr, 0, 100);  // a status read every 100 ms: a few commands per second
+    now_view = look().first;
+    if (now_view.state == State::kHeld && now_view.holder != leader) {
+      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
+          << ")\n";
+      return output_ok(out) ? 0 : 74;
+    }
+    if (now_view.state == State::kHeld && steady_clock::now() - last_ask >= std::chrono::seconds(1)) {
+      ask();
+      last_ask = steady_clock::now();
+    }
+  }
+  if (now_view.state == State::kHeld && now_view.holder == leader) {
+    err << "redisgo_task: handover: " << log::printable(leader) << " did not step down within " << format_duration(limit)
+        << " (a oneshot holder, or one that cannot hear the control channel)\n";
+  } else {
+    err << "redisgo_task: handover: " << log::printable(leader) << " stepped down, but no other holder took the lease within "
+        << format_duration(limit) << " (no standby?); it contends again after its step_down_hold\n";
+  }
+  return kExitTempFail;
 }
 
 }  // namespace redisgo::daemon

@@ -1,6 +1,8 @@
 #pragma once
 /// `redisgo_task status`: each node's view of the key and whether a quorum agrees.
 
+#include <chrono>
+#include <optional>
 #include <ostream>
 
 #include "config/config.h"
@@ -11,5 +13,13 @@ namespace redisgo::daemon {
 /// a quorum), "free" (no holder could have one) or "unknown". Returns 0 when a quorum of
 /// nodes could be read, kExitUnavailable (69) when not.
 int run_status(const config::Config& config, bool json, std::ostream& out);
+
+/// `redisgo_task handover`: asks the current holder to step down (a control message
+/// naming its holder id, on the key's control channel, repeated every second) and waits
+/// until another holder has the lease. 0 once one has (within `timeout`, default
+/// expire + 5 s), 75 if nobody else took it or nothing was held, 69 (77) when no quorum
+/// of nodes could be read (credentials refused).
+int run_handover(const config::Config& config, std::optional<std::chrono::milliseconds> timeout, std::ostream& out,
+                 std::ostream& err);
 
 }  // namespace redisgo::daemon

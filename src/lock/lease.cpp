@@ -16,7 +16,21 @@ LeaseKeys LeaseKeys::derive(const std::string& key) {
     has_tag = close != std::string::npos && close > open + 1;
   }
   const std::string base = has_tag ? key : "{" + key + "}";
-  return LeaseKeys{key, base + ":fence", base + ":released"};
+  return LeaseKeys{key, base + ":fence", base + ":released", base + ":control", base};
+}
+
+std::string LeaseKeys::slot(int i) const { return i == 0 ? key : base + ":slot:" + std::to_string(i); }
+
+std::string LeaseKeys::claim(std::int64_t slot_start_s) const { return base + ":once:" + std::to_string(slot_start_s); }
+
+std::int64_t nearest_slot(std::int64_t now_ms, Millis period) {
+  const std::int64_t p = period.count();
+  // Floor division (a clock before 1970 is no reason to crash), then the nearer end.
+  std::int64_t q = now_ms / p;
+  if (now_ms % p < 0) --q;
+  const std::int64_t into = now_ms - q * p;
+  if (2 * into >= p) ++q;
+  return q * p / 1000;
 }
 
 Millis fence_ttl(Millis lease_ttl) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,23 @@ using Millis = std::chrono::milliseconds;
 /// Names derived from the lock key. They share its Redis Cluster hash slot: the key's
 /// {tag} if it has one, else the whole key becomes the tag ("{key}:fence").
 struct LeaseKeys {
-  std::string key;      ///< the lease itself (value = holder id)
-  std::string fence;    ///< fencing counter
+  std::string key;      ///< the lease itself (value = holder id); slot 0 of a semaphore
+  std::string fence;    ///< fencing counter (one for every slot)
   std::string channel;  ///< release notifications (PUBLISH by the release script)
+  std::string control;  ///< control messages to the leader (`handover`)
+  std::string base;     ///< "{key}" or the key itself when it has a hash tag
   static LeaseKeys derive(const std::string& key);
+  /// Semaphore slot `i`'s lease key: the key itself for slot 0 (limit = 1 is the plain
+  /// lease, and daemons configured with different limits never hold more than the larger
+  /// limit), "<base>:slot:<i>" for the others.
+  std::string slot(int i) const;
+  /// once_per: the claim of the slot that starts at `slot_start_s` (seconds since the epoch).
+  std::string claim(std::int64_t slot_start_s) const;
 };
+
+/// once_per (SPEC "Modes"): the start (seconds since the Unix epoch) of the slot of length
+/// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
+std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 
 /// SPEC "Keys": the fence counter lives the longer of 7 days and 100 × expire.
 Millis fence_ttl(Millis lease_ttl);
@@ -51,6 +64,11 @@ struct LeaseOptions {
   /// again before its own retry time: node_retry_initial after the first failure,
   /// doubling up to node_retry_max, reset by a success. So a dead node costs the others'
   /// renewals nothing and is never retried faster than this.
+  /// Semaphore: slot leases 0..limit-1 (LeaseKeys::slot); acquire() takes any free one.
+  int limit = 1;
+  /// The slot that renew(), release() and inspect() act on until acquire() takes one
+  /// (the renewal thread's backend is told the slot its lease is on).
+  int slot = 0;
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
@@ -74,6 +92,7 @@ struct Acquisition {
   bool acquired = false;
   bool cancelled = false;               ///< cancel_fd ended it
   std::uint64_t token = 0;              ///< fencing token (acquired only)
+  int slot = 0;                         ///< the semaphore slot taken (acquired only)
   Clock::time_point started{};          ///< when the attempt was sent (the lease's start)
   Clock::time_point valid_until{};      ///< local lease deadline (acquired only)
   int votes = 0;                        ///< nodes that granted it
@@ -103,6 +122,7 @@ struct Renewal {
   int votes = 0;
   std::vector<NodeError> errors;
   std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
+  Clock::duration took{};               ///< from sending the round to its outcome (metrics)
 };
 
 /// Outcome of a release.
@@ -127,6 +147,23 @@ struct NodeView {
   std::string peer;
 };
 
+/// once_per: the outcome of claiming a slot, and what a claim records.
+struct ClaimRecord {
+  std::string holder;
+  std::string token;
+  std::string start_ms;   ///< when the run started, ms since the epoch
+  std::string status;     ///< exit status once the run ended; "" while it runs (or if its host died)
+};
+struct Claim {
+  enum class Kind {
+    kClaimed,      ///< a quorum recorded our claim: run
+    kTaken,        ///< the slot was claimed already (by `previous`): do not run
+    kFailed,       ///< neither: too few nodes answered, or the lease was gone
+  } kind = Kind::kFailed;
+  ClaimRecord previous;
+  std::string error;  ///< kFailed: why
+};
+
 /// The seam between the daemon and Redis (a fake implements it in daemon tests).
 class LeaseBackend {
  public:
@@ -142,6 +179,30 @@ class LeaseBackend {
   virtual void settle(Millis limit) noexcept { (void)limit; }
   virtual int node_count() const = 0;
   int quorum() const { return node_count() / 2 + 1; }
+  /// The semaphore slot that renew(), release() and inspect() act on.
+  virtual void select_slot(int slot) { (void)slot; }
+  /// once_per: claims `claim_key` for this holder while the lease is held. A node that
+  /// already has a claim makes it kTaken (at most once per slot, whoever else claimed).
+  virtual Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) {
+    (void)claim_key, (void)token, (void)start_ms, (void)ttl;
+    return {};
+  }
+  /// Records the run's exit status in our claim ("" drops our claim: the slot did not run).
+  /// Never throws.
+  virtual void finish_claim(const std::string& claim_key, const std::string& status) noexcept {
+    (void)claim_key, (void)status;
+  }
+  /// The claims found under `claim_keys` (any reachable node's), in that order; nullopt where none.
+  virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) {
+    return std::vector<std::optional<ClaimRecord>>(claim_keys.size());
+  }
+  /// PUBLISH `message` on `channel` on every node; returns how many nodes accepted it
+  /// (-1: none reachable) and adds up the subscribers that received it in `receivers`.
+  virtual int publish(const std::string& channel, const std::string& message, long long& receivers) {
+    (void)channel, (void)message;
+    receivers = 0;
+    return -1;
+  }
 };
 
 /// The real backend: N >= 1 independent Redis nodes driven concurrently by one poll loop

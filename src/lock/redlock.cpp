@@ -62,9 +62,17 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
   if (options_.ttl <= Millis(0)) throw std::invalid_argument("lease: ttl must be positive");
   ttl_arg_ = std::to_string(options_.ttl.count());
   fence_ttl_arg_ = std::to_string(fence_ttl(options_.ttl).count());
+  if (options_.limit < 1) throw std::invalid_argument("lease: limit must be at least 1");
+  for (int i = 0; i < options_.limit; ++i) slot_keys_.push_back(keys_.slot(i));
+  select_slot(options_.slot);
+  // Waiters start their rotation at different slots, so that no slot is everyone's
+  // first choice (and none is starved when others free up).
+  rotation_ = std::hash<std::string>{}(options_.holder);
   nodes_.reserve(options_.nodes.size());
   for (const auto& o : options_.nodes) nodes_.emplace_back(o);
 }
+
+void RedlockBackend::select_slot(int slot) { held_ = std::clamp(slot, 0, static_cast<int>(slot_keys_.size()) - 1); }
 
 std::vector<redis::AsyncConnection*> RedlockBackend::connections() {
   std::vector<redis::AsyncConnection*> out;
@@ -194,16 +202,22 @@ Clock::time_point RedlockBackend::quorum_available_at() const {
   return clock_.now() + std::chrono::duration_cast<Clock::duration>(t - now);
 }
 
-void RedlockBackend::undo(const std::vector<CallPtr>& acquire_calls, const std::vector<bool>& granted) {
+void RedlockBackend::undo(const std::vector<CallPtr>& acquire_calls, const std::vector<std::string>& taken) {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const auto& c = acquire_calls[i];
     if (!c) continue;
     const bool in_flight = !c->done();
-    if (!granted[i] && !in_flight) continue;
+    if (taken[i].empty() && !in_flight) continue;
     // In flight: the undo is pipelined behind the acquire on the same connection. A node
     // whose connection is gone never saw the SET or can no longer be reached cheaply.
     if (!nodes_[i].conn.connected()) continue;
-    nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {keys_.key}, {options_.holder}));
+    if (!in_flight) {
+      nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {taken[i]}, {options_.holder}));
+      continue;
+    }
+    for (const auto& key : slot_keys_) {
+      nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {key}, {options_.holder}));
+    }
   }
 }
 
@@ -215,33 +229,53 @@ Acquisition RedlockBackend::acquire() {
   a.node_tokens.assign(n, 0);
   const auto start = clock_.now();
   a.started = start;
-  auto calls = send(redis::kAcquire, {keys_.key, keys_.fence}, {options_.holder, ttl_arg_, fence_ttl_arg_}, {},
-                    Send::kRespectBackoff);
+  // One slot: the plain lease script. A semaphore: the slot script, with the slot keys in
+  // this attempt's order (the same on every node, so that they agree on the first free one).
+  const bool semaphore = slot_keys_.size() > 1;
+  std::vector<std::string> acquire_keys{keys_.key, keys_.fence};
+  if (semaphore) {
+    acquire_keys = {keys_.fence};
+    const std::size_t first = rotation_++ % slot_keys_.size();
+    for (std::size_t j = 0; j < slot_keys_.size(); ++j) acquire_keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
+  }
+  auto calls = send(semaphore ? redis::kAcquireSlot : redis::kAcquire, acquire_keys,
+                    {options_.holder, ttl_arg_, fence_ttl_arg_}, {}, Send::kRespectBackoff);
 
   auto reply_of = [&](std::size_t i) {
     const auto& c = calls[i];
     return c && c->ok() ? parse_acquire_reply(c->reply().get()) : AcquireReply{};
   };
-  auto granted_token = [&](std::size_t i) -> std::optional<std::uint64_t> {
+  // The slot node i granted, or -1.
+  auto granted_slot = [&](std::size_t i) -> int {
     auto r = reply_of(i);
-    if (r.kind == AcquireReply::Kind::kGranted) return r.token;
-    return std::nullopt;
+    if (r.kind != AcquireReply::Kind::kGranted) return -1;
+    if (!semaphore) return 0;
+    auto it = std::find(slot_keys_.begin(), slot_keys_.end(), r.slot_key);
+    return it == slot_keys_.end() ? -1 : static_cast<int>(it - slot_keys_.begin());
   };
-  auto decided = [&] {
-    int yes = 0, no = 0;
+  // The slot most nodes granted (the lowest on a tie) and how many granted it.
+  auto leading_slot = [&] {
+    std::vector<int> votes(slot_keys_.size(), 0);
     for (std::size_t i = 0; i < n; ++i) {
-      if (!calls[i]) {
-        ++no;
-      } else if (calls[i]->done()) {
-        granted_token(i) ? ++yes : ++no;
+      if (calls[i] && calls[i]->done()) {
+        if (int s = granted_slot(i); s >= 0) ++votes[static_cast<std::size_t>(s)];
       }
     }
-    return yes >= q || no > static_cast<int>(n) - q;
+    auto best = std::max_element(votes.begin(), votes.end());
+    return std::make_pair(static_cast<int>(best - votes.begin()), *best);
+  };
+  auto decided = [&] {
+    int pending = 0;
+    for (std::size_t i = 0; i < n; ++i) pending += calls[i] && !calls[i]->done() ? 1 : 0;
+    const int yes = leading_slot().second;
+    return yes >= q || yes + pending < q;
   };
   a.cancelled = !wait(calls, decided, true);
   sweep();
 
+  const int slot = leading_slot().first;
   std::vector<bool> granted(n, false);
+  std::vector<std::string> taken(n);  // per node: the slot key it gave us, if any
   std::map<std::string, std::vector<std::int64_t>> busy_ttls;  // holder -> its nodes' PTTLs
   for (std::size_t i = 0; i < n; ++i) {
     const auto& c = calls[i];
@@ -253,8 +287,18 @@ Acquisition RedlockBackend::acquire() {
     if (r.kind != AcquireReply::Kind::kInvalid) a.answered.push_back(nodes_[i].name);
     switch (r.kind) {
       case AcquireReply::Kind::kGranted:
+        if (granted_slot(i) != slot) {
+          // A semaphore whose nodes disagreed on the free slot: this node's is undone.
+          taken[i] = semaphore && granted_slot(i) >= 0 ? r.slot_key : "";
+          if (semaphore && granted_slot(i) < 0) {
+            a.errors.push_back({nodes_[i].name, Fault::kProtocol,
+                                nodes_[i].conn.describe() + ": the acquire script granted an unknown slot"});
+          }
+          break;
+        }
         a.node_tokens[i] = r.token;
         granted[i] = true;
+        taken[i] = slot_keys_[static_cast<std::size_t>(slot)];
         ++a.votes;
         break;
       case AcquireReply::Kind::kBusy:
@@ -263,7 +307,7 @@ Acquisition RedlockBackend::acquire() {
         if (a.holder.empty()) a.holder = r.holder;
         break;
       case AcquireReply::Kind::kInvalid:
-        granted[i] = r.set_key;  // we may hold the key there: the undo covers it
+        if (r.set_key) taken[i] = semaphore ? r.slot_key : keys_.key;  // we may hold it there: the undo covers it
         a.errors.push_back({nodes_[i].name, Fault::kProtocol,
                             nodes_[i].conn.describe() + ": unexpected reply to the acquire script: " + r.why});
         break;
@@ -283,6 +327,7 @@ Acquisition RedlockBackend::acquire() {
   }
 
   bool ok = !a.cancelled && a.votes >= q;
+  if (ok) held_ = slot;
   if (ok) {
     // Fencing across quorums (lock/fencing.h): a quorum must store at least the token.
     const auto token = quorum_token(a.node_tokens);
@@ -290,7 +335,7 @@ Acquisition RedlockBackend::acquire() {
     int at_token = 0;
     for (std::size_t i = 0; i < n; ++i) at_token += (a.node_tokens[i] == token) ? 1 : 0;
     if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
-      auto raised = send(redis::kRaiseFence, {keys_.key, keys_.fence},
+      auto raised = send(redis::kRaiseFence, {held_key(), keys_.fence},
                          {options_.holder, std::to_string(token), fence_ttl_arg_}, raise, Send::kAlways);
       auto raised_ok = [&](std::size_t i) {
         return raised[i] && raised[i]->ok() && parse_flag_reply(raised[i]->reply().get()) == true;
@@ -342,14 +387,21 @@ Acquisition RedlockBackend::acquire() {
     }
   }
   if (!ok) {
-    undo(calls, granted);
+    undo(calls, taken);
     a.votes = a.cancelled ? 0 : a.votes;
     a.token = 0;
     a.valid_until = {};
     a.not_before = quorum_available_at();
     return a;
   }
+  // Nodes that gave us another slot than the quorum's: not a lease, undone.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!granted[i] && !taken[i].empty() && nodes_[i].conn.connected()) {
+      nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {taken[i]}, {options_.holder}));
+    }
+  }
   a.acquired = true;
+  a.slot = slot;
   return a;
 }
 
@@ -390,7 +442,7 @@ Renewal RedlockBackend::renew() {
   const int q = quorum();
   Renewal rn;
   const auto start = clock_.now();
-  auto calls = send(redis::kRenew, {keys_.key}, {options_.holder, ttl_arg_}, {}, Send::kRespectBackoff);
+  auto calls = send(redis::kRenew, {held_key()}, {options_.holder, ttl_arg_}, {}, Send::kRespectBackoff);
   auto vote = [&](std::size_t i) -> int {  // 1 renewed, 0 not ours, -1 no answer/failure
     const auto& c = calls[i];
     if (!c || !c->done() || !c->ok()) return -1;
@@ -417,7 +469,7 @@ Renewal RedlockBackend::renew() {
       again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
     if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(redis::kRenew, {keys_.key}, {options_.holder, ttl_arg_}, again, Send::kAlways);
+      auto retried = send(redis::kRenew, {held_key()}, {options_.holder, ttl_arg_}, again, Send::kAlways);
       for (std::size_t i = 0; i < n; ++i) {
         if (again[i] && retried[i]) calls[i] = retried[i];
       }
@@ -460,13 +512,14 @@ Renewal RedlockBackend::renew() {
       rn.errors.push_back({"", Fault::kTimeout, "renewal confirmed too late to extend the lease"});
     }
   }
+  rn.took = clock_.now() - start;
   return rn;
 }
 
 Release RedlockBackend::release() noexcept {
   try {
     sweep();
-    auto calls = send(redis::kRelease, {keys_.key}, {options_.holder, keys_.channel}, {}, Send::kAlways);
+    auto calls = send(redis::kRelease, {held_key()}, {options_.holder, keys_.channel}, {}, Send::kAlways);
     // Done once a quorum has answered and every request is written: the lease can no
     // longer be held by a quorum, and a hung minority node runs its DEL when it resumes
     // (TCP delivers what was written), so it costs the release nothing. Not cancellable:
@@ -488,7 +541,7 @@ Release RedlockBackend::release() noexcept {
       again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
     if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(redis::kRelease, {keys_.key}, {options_.holder, keys_.channel}, again, Send::kAlways);
+      auto retried = send(redis::kRelease, {held_key()}, {options_.holder, keys_.channel}, again, Send::kAlways);
       wait(retried, nullptr, false);
       sweep();
       for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -527,9 +580,7 @@ void RedlockBackend::settle(Millis limit) noexcept {
 
 std::vector<NodeView> RedlockBackend::inspect() {
   sweep();
-  auto calls = send(redis::kInspect, {keys_.key, keys_.fence}, {}, {}, Send::kAlways);
-  wait(calls, nullptr, true);
-  sweep();
+  auto calls = round(redis::kInspect, {held_key(), keys_.fence}, {}, true);
   std::vector<NodeView> views(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     auto& v = views[i];
@@ -556,6 +607,114 @@ std::vector<NodeView> RedlockBackend::inspect() {
     v.token = r->token;
   }
   return views;
+}
+
+std::vector<CallPtr> RedlockBackend::round(const redis::Script& script, const std::vector<std::string>& keys,
+                                           const std::vector<std::string>& args, bool cancellable) {
+  sweep();
+  auto calls = send(script, keys, args, {}, Send::kAlways);
+  wait(calls, nullptr, cancellable);
+  sweep();
+  return calls;
+}
+
+Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) {
+  Claim out;
+  const std::size_t n = nodes_.size();
+  sweep();
+  auto calls = send(redis::kClaim, {held_key(), claim_key},
+                    {options_.holder, std::to_string(token), std::to_string(start_ms), std::to_string(ttl.count())}, {},
+                    Send::kAlways);
+  auto reply_of = [&](std::size_t i) {
+    return calls[i] && calls[i]->ok() ? parse_claim_reply(calls[i]->reply().get()) : ClaimReply{};
+  };
+  // A run needs its claim on a quorum; any node that has another claim means the slot
+  // was run (whoever ran it claimed a quorum, and every two quorums share a node).
+  auto decided = [&] {
+    int yes = 0, pending = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!calls[i]->done()) {
+        ++pending;
+        continue;
+      }
+      const auto r = reply_of(i);
+      if (r.kind == ClaimReply::Kind::kTaken) return true;
+      yes += r.kind == ClaimReply::Kind::kClaimed ? 1 : 0;
+    }
+    return yes >= quorum() || yes + pending < quorum();
+  };
+  const bool finished = wait(calls, decided, true);
+  sweep();
+  int yes = 0;
+  std::vector<std::string> errors;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto r = reply_of(i);
+    if (r.kind == ClaimReply::Kind::kTaken && out.kind != Claim::Kind::kTaken) {
+      out.kind = Claim::Kind::kTaken;
+      out.previous = {r.holder, r.token, r.start_ms, r.status};
+    } else if (r.kind == ClaimReply::Kind::kClaimed) {
+      ++yes;
+    } else if (r.kind == ClaimReply::Kind::kNotOurs) {
+      errors.push_back(nodes_[i].name + ": the lease is no longer ours");
+    } else if (calls[i]->done()) {
+      errors.push_back(calls[i]->ok() ? nodes_[i].name + ": unexpected reply to the claim script" : calls[i]->error());
+    }
+  }
+  if (out.kind == Claim::Kind::kTaken) {
+    if (yes > 0) finish_claim(claim_key, "");  // ours where it was written: the slot is not ours
+    return out;
+  }
+  if (finished && yes >= quorum()) {
+    out.kind = Claim::Kind::kClaimed;
+    return out;
+  }
+  if (yes > 0) finish_claim(claim_key, "");
+  out.error = "the slot was claimed on " + std::to_string(yes) + " node(s), fewer than the quorum of " +
+              std::to_string(quorum());
+  for (const auto& e : errors) out.error += "; " + e;
+  if (!finished) out.error = "cancelled";
+  return out;
+}
+
+void RedlockBackend::finish_claim(const std::string& claim_key, const std::string& status) noexcept {
+  try {
+    round(redis::kFinishClaim, {claim_key}, {options_.holder, status}, false);
+  } catch (...) {
+    // Never throws: a status that cannot be recorded leaves the claim as it was (the slot
+    // stays claimed, which is what matters).
+  }
+}
+
+std::vector<std::optional<ClaimRecord>> RedlockBackend::read_claims(const std::vector<std::string>& claim_keys) {
+  std::vector<std::optional<ClaimRecord>> out(claim_keys.size());
+  if (claim_keys.empty()) return out;
+  auto calls = round(redis::kReadClaims, claim_keys, {}, true);
+  for (const auto& c : calls) {
+    if (!c || !c->ok()) continue;
+    auto r = parse_read_claims_reply(c->reply().get(), claim_keys.size());
+    if (!r) continue;
+    for (std::size_t k = 0; k < claim_keys.size(); ++k) {
+      const auto& e = (*r)[k];
+      if (e.kind != ClaimReply::Kind::kTaken) continue;
+      // The most complete record any node has (one with the exit status wins).
+      if (!out[k] || (out[k]->status.empty() && !e.status.empty())) out[k] = ClaimRecord{e.holder, e.token, e.start_ms, e.status};
+    }
+  }
+  return out;
+}
+
+int RedlockBackend::publish(const std::string& channel, const std::string& message, long long& receivers) {
+  receivers = 0;
+  auto calls = round(redis::kPublish, {}, {channel, message}, true);
+  int accepted = 0;
+  for (const auto& c : calls) {
+    if (!c || !c->ok()) continue;
+    if (auto v = redis::as_integer(c->reply().get())) {
+      ++accepted;
+      receivers += *v;
+    }
+  }
+  return accepted == 0 ? -1 : accepted;
 }
 
 }  // namespace redisgo::lock

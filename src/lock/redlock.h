@@ -64,6 +64,11 @@ class RedlockBackend final : public LeaseBackend {
   std::vector<NodeView> inspect() override;
   void settle(Millis limit) noexcept override;
   int node_count() const override { return static_cast<int>(nodes_.size()); }
+  void select_slot(int slot) override;
+  Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) override;
+  void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
+  std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
+  int publish(const std::string& channel, const std::string& message, long long& receivers) override;
 
   const LeaseKeys& keys() const { return keys_; }
 
@@ -100,8 +105,15 @@ class RedlockBackend final : public LeaseBackend {
   void sweep() noexcept;
   /// The error for node i: its call's failure, or why it was skipped.
   NodeError error_of(std::size_t i, const redis::CallPtr& call) const;
-  /// Undo (no publish) on the nodes whose acquire granted or is still in flight.
-  void undo(const std::vector<redis::CallPtr>& acquire_calls, const std::vector<bool>& granted);
+  /// Undo (no publish) on the nodes whose acquire granted (the slot key each one took,
+  /// in `taken`; "" = none) or is still in flight (every slot key: which one it takes is
+  /// not known yet).
+  void undo(const std::vector<redis::CallPtr>& acquire_calls, const std::vector<std::string>& taken);
+  /// Sends `script` to every node and waits for every answer (each bounded by its node's
+  /// timeouts; cancellable by cancel_fd when `cancellable`).
+  std::vector<redis::CallPtr> round(const redis::Script& script, const std::vector<std::string>& keys,
+                                    const std::vector<std::string>& args, bool cancellable);
+  const std::string& held_key() const { return slot_keys_[static_cast<std::size_t>(held_)]; }
   /// When a quorum of nodes will be past their retry times ({} = now).
   Clock::time_point quorum_available_at() const;
   std::vector<redis::AsyncConnection*> connections();
@@ -109,6 +121,9 @@ class RedlockBackend final : public LeaseBackend {
   LeaseOptions options_;
   const Clock& clock_;
   LeaseKeys keys_;
+  std::vector<std::string> slot_keys_;  // LeaseKeys::slot(0..limit-1)
+  int held_ = 0;                        // the slot renew/release/inspect act on
+  std::uint64_t rotation_ = 0;          // semaphore: the slot each attempt tries first
   std::string ttl_arg_;
   std::string fence_ttl_arg_;
   std::vector<Node> nodes_;

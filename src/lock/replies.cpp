@@ -42,9 +42,13 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
     out.set_key = true;
     auto t = text(element(r, 1));
     auto token = t ? parse_token(*t) : std::nullopt;
-    if (r->elements == 2 && token && *token > 0) {
+    const std::uint64_t value = token.value_or(0);
+    auto slot_key = r->elements == 3 ? text(element(r, 2)) : std::nullopt;
+    const bool shape = r->elements == 2 || (r->elements == 3 && slot_key && !slot_key->empty());
+    if (shape && value > 0) {
       out.kind = AcquireReply::Kind::kGranted;
-      out.token = *token;
+      out.token = value;
+      if (slot_key) out.slot_key = *slot_key;
     } else {
       out.why = "granted without a valid token";
     }
@@ -93,6 +97,47 @@ std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
   out.holder = shown_holder(*holder);
   out.pttl_ms = *pttl;
   out.token = parse_token(*fence).value_or(0);
+  return out;
+}
+
+ClaimReply parse_claim_reply(const redisReply* r) {
+  ClaimReply out;
+  const auto flag = redis::as_integer(element(r, 0));
+  if (!r || r->type != REDIS_REPLY_ARRAY || !flag) return out;
+  if (*flag == 1 && r->elements == 1) {
+    out.kind = ClaimReply::Kind::kClaimed;
+  } else if (*flag == -1 && r->elements == 1) {
+    out.kind = ClaimReply::Kind::kNotOurs;
+  } else if (*flag == 0 && r->elements == 5) {
+    auto holder = text(element(r, 1)), token = text(element(r, 2)), start = text(element(r, 3)),
+         status = text(element(r, 4));
+    if (holder && token && start && status) {
+      out.kind = ClaimReply::Kind::kTaken;
+      out.holder = shown_holder(*holder);
+      out.token = *token;
+      out.start_ms = *start;
+      out.status = *status;
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<ClaimReply>> parse_read_claims_reply(const redisReply* r, std::size_t keys) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != keys) return std::nullopt;
+  std::vector<ClaimReply> out(keys);
+  for (std::size_t i = 0; i < keys; ++i) {
+    const redisReply* e = element(r, i);
+    if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != 4) return std::nullopt;
+    auto holder = text(element(e, 0)), token = text(element(e, 1)), start = text(element(e, 2)),
+         status = text(element(e, 3));
+    if (!holder || !token || !start || !status) return std::nullopt;
+    if (holder->empty()) continue;  // no claim
+    out[i].kind = ClaimReply::Kind::kTaken;
+    out[i].holder = shown_holder(*holder);
+    out[i].token = *token;
+    out[i].start_ms = *start;
+    out[i].status = *status;
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace redisgo::lock {
 
@@ -21,6 +22,8 @@ struct AcquireReply {
   std::string why;            ///< kInvalid: what was wrong with it
   /// Granted, whatever the token said: the key may be ours there (the undo must cover it).
   bool set_key = false;
+  /// kGranted by the semaphore's script: the slot key it took ("" from the plain script).
+  std::string slot_key;
 };
 AcquireReply parse_acquire_reply(const redisReply* r);
 
@@ -43,5 +46,17 @@ struct InspectReply {
   std::uint64_t token = 0;  ///< 0: no counter (or one that is not a token)
 };
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r);
+
+/// The claim script: {1} claimed, {-1} the lease is not ours, {0, holder, token, start,
+/// status} taken. kInvalid for anything else. The read-claims script gives kTaken or
+/// kInvalid (no claim) per key.
+struct ClaimReply {
+  enum class Kind { kClaimed, kNotOurs, kTaken, kInvalid };
+  Kind kind = Kind::kInvalid;
+  std::string holder, token, start_ms, status;  ///< kTaken
+};
+ClaimReply parse_claim_reply(const redisReply* r);
+/// The read-claims script's reply for `keys` keys; nullopt when it is not of that shape.
+std::optional<std::vector<ClaimReply>> parse_read_claims_reply(const redisReply* r, std::size_t keys);
 
 }  // namespace redisgo::lock

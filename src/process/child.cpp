@@ -71,6 +71,7 @@ struct Plan {
   std::vector<char*> envp;
   std::string workdir;
   std::int64_t deadline_ns = 0;  // CLOCK_BOOTTIME; 0 = none
+  int output_fd = -1;            // the job's stdout and stderr; -1 = inherited
 };
 
 // The daemon's own argument area (main's argv strings), which the keeper overwrites with
@@ -144,6 +145,7 @@ Plan make_plan(const SpawnOptions& options) {
   plan.env_storage = merged_environment(options.env, options.unset_env);
   plan.workdir = options.workdir;
   plan.deadline_ns = options.deadline_ns;
+  plan.output_fd = options.output_fd;
 
   const std::string& name = options.argv[0];
   auto found = program_path(name, plan.env_storage, plan.workdir);
@@ -315,6 +317,11 @@ void kill_children(pid_t self) {
 }
 
 [[noreturn]] void run_keeper(const Plan& plan, int control_fd, int status_fd, int report_fd) noexcept {
+  // The job inherits the keeper's stdout and stderr (the keeper itself writes to neither).
+  if (plan.output_fd >= 0) {
+    ::dup2(plan.output_fd, STDOUT_FILENO);
+    ::dup2(plan.output_fd, STDERR_FILENO);
+  }
   close_all_but(control_fd, status_fd, report_fd);
   ::prctl(PR_SET_NAME, kKeeperName, 0, 0, 0);
   if (g_args && g_args_len > 0) {

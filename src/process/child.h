@@ -57,6 +57,9 @@ struct SpawnOptions {
   /// before the job is forked; past it, the job is not started (SpawnError, exit_code 75).
   /// 0 = none.
   std::int64_t deadline_ns = 0;
+  /// When >= 0, the job's stdout and stderr both go to this fd (the write end of a pipe
+  /// the caller reads: the health check's output). -1 = inherited from the daemon.
+  int output_fd = -1;
 };
 
 /// Makes this process a child subreaper, so that the descendants of a job whose keeper was

@@ -119,7 +119,101 @@ end
 return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or ''}
 )lua"};
 
+/// Acquire one slot of a semaphore (limit > 1). KEYS: fence counter, then the slot keys in
+/// the order to try them (the caller rotates the order, the same for every node of one
+/// attempt). ARGV: holder, ttl in ms, fence ttl in ms.
+/// The first free slot is taken with SET NX PX and the fence raised as kAcquire does
+/// (one counter for every slot of the key): {1, "<token>", "<slot key>"}. Every slot
+/// busy: {0, "<holder of the slot that frees first>", its pttl}. The fence is checked
+/// before any SET, so a bad counter takes nothing. A holder that already has a slot gets
+/// none more (no re-entrancy, as kAcquire).
+inline const Script kAcquireSlot{R"lua(
+local fence = redis.pcall('GET', KEYS[1])
+if type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991)) then
+  return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer below 2^53-1 (fix or delete it)')
+end
+for i = 2, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    return {0, ARGV[1], redis.call('PTTL', KEYS[i])}
+  end
+end
+for i = 2, #KEYS do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    local t = redis.call('TIME')
+    local token = (tonumber(fence) or 0) + 1
+    local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if token < now_us then
+      token = now_us
+    end
+    redis.call('SET', KEYS[1], string.format('%.0f', token), 'PX', ARGV[3])
+    return {1, string.format('%.0f', token), KEYS[i]}
+  end
+end
+local holder, best = '', -1
+for i = 2, #KEYS do
+  local ttl = redis.call('PTTL', KEYS[i])
+  if ttl >= 0 and (best < 0 or ttl < best) then
+    best = ttl
+    holder = redis.call('GET', KEYS[i]) or ''
+  end
+end
+if best < 0 then
+  holder = redis.call('GET', KEYS[2]) or ''
+end
+return {0, holder, best}
+)lua"};
+
+/// Claim a once_per slot (SPEC "Modes"), while holding the lease. KEYS: lease key, claim
+/// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms.
+/// The lease not ours: {-1}. Already claimed: {0, holder, token, start, status or ""}.
+/// Else HSET holder/token/start with PEXPIRE: {1}.
+inline const Script kClaim{R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {-1}
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  local c = redis.call('HMGET', KEYS[2], 'holder', 'token', 'start', 'status')
+  return {0, c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
+end
+redis.call('HSET', KEYS[2], 'holder', ARGV[1], 'token', ARGV[2], 'start', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return {1}
+)lua"};
+
+/// Record how a claimed slot's run ended, or drop a claim that did not run. KEYS: claim
+/// key. ARGV: holder, exit status ("" = drop the claim). Only a claim of ours: 1, else 0.
+inline const Script kFinishClaim{R"lua(
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('HSET', KEYS[1], 'status', ARGV[2])
+end
+return 1
+)lua"};
+
+/// Read once_per claims (for `status`). KEYS: claim keys. No ARGV. Read-only:
+/// per key {holder, token, start, status} (each "" when absent; holder "" = no claim).
+inline const Script kReadClaims{R"lua(
+local out = {}
+for i = 1, #KEYS do
+  local c = redis.call('HMGET', KEYS[i], 'holder', 'token', 'start', 'status')
+  out[i] = {c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
+end
+return out
+)lua"};
+
+/// A control message (`handover`). No KEYS. ARGV: channel, message. Returns the number
+/// of subscribers that received it (PUBLISH's reply).
+inline const Script kPublish{R"lua(
+return redis.call('PUBLISH', ARGV[1], ARGV[2])
+)lua"};
+
 /// Every script above.
-inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect};
+inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
+                                                      &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
+                                                      &kPublish};
 
 }  // namespace redisgo::redis

@@ -1,0 +1,299 @@
+#include "metrics/metrics.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+
+namespace redisgo::metrics {
+
+namespace {
+
+/// Renewal rounds go to a LAN Redis: most take well under a millisecond, a slow one a few
+/// milliseconds, and anything near a second is already eating the lease. The upper
+/// bounds are spelled out so that `le` reads as written (to_chars would give "5e-04").
+struct Bucket {
+  double upper;
+  const char* le;
+};
+constexpr std::array<Bucket, 13> kBuckets{{{0.0005, "0.0005"},
+                                           {0.001, "0.001"},
+                                           {0.0025, "0.0025"},
+                                           {0.005, "0.005"},
+                                           {0.01, "0.01"},
+                                           {0.025, "0.025"},
+                                           {0.05, "0.05"},
+                                           {0.1, "0.1"},
+                                           {0.25, "0.25"},
+                                           {0.5, "0.5"},
+                                           {1, "1"},
+                                           {2.5, "2.5"},
+                                           {5, "5"}}};
+
+constexpr long long kNoDeadline = std::numeric_limits<long long>::min();
+
+// The label values the daemon is documented to use start at 0, so rate() and increase()
+// see a series from the first scrape instead of missing the first event.
+constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
+constexpr const char* kLossCauses[] = {"deadline", "lost"};
+constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "restart_limit"};
+
+/// A label value in the exposition format: backslash, double quote and newline escaped.
+void append_escaped(std::string& out, std::string_view value) {
+  for (char c : value) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
+    }
+  }
+}
+
+/// Shortest text that reads back as the same double; Prometheus' spelling of the
+/// non-finite values.
+void append_double(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    char buf[64];
+    auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general);
+    out.append(buf, res.ptr);
+  }
+}
+
+void append_header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+}  // namespace
+
+struct Metrics::Impl {
+  Impl(std::string key, const Clock& c) : clock(c) {
+    key_label = "key=\"";
+    append_escaped(key_label, key);
+    key_label += '"';
+  }
+
+  /// `name{key="..."` (the caller adds more labels and the closing brace).
+  void open_sample(std::string& out, const char* name) const {
+    out += name;
+    out += '{';
+    out += key_label;
+  }
+  void sample(std::string& out, const char* name, std::string_view value) const {
+    open_sample(out, name);
+    out += "} ";
+    out += value;
+    out += '\n';
+  }
+  void labelled(std::string& out, const char* name, const char* label, std::string_view label_value,
+                std::string_view value) const {
+    open_sample(out, name);
+    out += ',';
+    out += label;
+    out += "=\"";
+    append_escaped(out, label_value);
+    out += "\"} ";
+    out += value;
+    out += '\n';
+  }
+  void counters(std::string& out, const char* name, const char* label,
+                const std::map<std::string, std::uint64_t, std::less<>>& values) const {
+    for (const auto& [label_value, n] : values) labelled(out, name, label, label_value, std::to_string(n));
+  }
+
+  static void bump(std::map<std::string, std::uint64_t, std::less<>>& m, std::string_view label) {
+    auto it = m.find(label);
+    if (it == m.end()) it = m.emplace(std::string(label), 0).first;
+    ++it->second;
+  }
+
+  const Clock& clock;
+  std::string key_label;  ///< key="<escaped key>", rendered into every sample
+
+  std::atomic<bool> leader{false};
+  std::atomic<std::uint64_t> token{0};
+  std::atomic<long long> deadline_ns{kNoDeadline};  ///< Clock::time_point, or kNoDeadline
+  std::atomic<std::uint64_t> acquisitions{0};
+  std::atomic<std::uint64_t> child_starts{0};
+  std::atomic<int> child_exit{-1};
+
+  /// Guards the labelled families and the histogram (so _count, _sum and the buckets
+  /// of one render always agree).
+  mutable std::mutex mu;
+  std::map<std::string, std::uint64_t, std::less<>> renewals;
+  std::map<std::string, std::uint64_t, std::less<>> losses;
+  std::map<std::string, std::uint64_t, std::less<>> step_downs;
+  std::vector<std::pair<std::string, bool>> nodes;  ///< configured order, then first seen
+  std::array<std::uint64_t, kBuckets.size()> bucket_counts{};  ///< per bucket, not cumulative
+  std::uint64_t duration_count = 0;
+  double duration_sum = 0;
+};
+
+Metrics::Metrics(std::string key, std::vector<std::string> nodes, const Clock& clock)
+    : impl_(std::make_shared<Impl>(std::move(key), clock)) {
+  for (auto* r : kRenewalResults) impl_->renewals.emplace(r, 0);
+  for (auto* c : kLossCauses) impl_->losses.emplace(c, 0);
+  for (auto* c : kStepDownCauses) impl_->step_downs.emplace(c, 0);
+  std::set<std::string> seen;
+  for (auto& n : nodes) {
+    if (seen.insert(n).second) impl_->nodes.emplace_back(std::move(n), false);
+  }
+}
+
+void Metrics::set_leader(bool leader) {
+  if (impl_->leader.exchange(leader, std::memory_order_relaxed) != leader) changed();
+}
+
+void Metrics::set_token(std::uint64_t token) {
+  if (impl_->token.exchange(token, std::memory_order_relaxed) != token) changed();
+}
+
+void Metrics::set_lease_deadline(std::optional<Clock::time_point> deadline) {
+  long long ns = deadline ? deadline->time_since_epoch().count() : kNoDeadline;
+  if (impl_->deadline_ns.exchange(ns, std::memory_order_relaxed) != ns) changed();
+}
+
+void Metrics::add_acquisition() {
+  impl_->acquisitions.fetch_add(1, std::memory_order_relaxed);
+  changed();
+}
+
+void Metrics::add_renewal(std::string_view result, double seconds) {
+  // A clock that stepped or a NaN must not poison _sum for the life of the process.
+  if (!(seconds >= 0) || !std::isfinite(seconds)) seconds = 0;
+  std::size_t b = 0;
+  while (b < kBuckets.size() && seconds > kBuckets[b].upper) ++b;
+  {
+    std::lock_guard lock(impl_->mu);
+    Impl::bump(impl_->renewals, result);
+    if (b < kBuckets.size()) ++impl_->bucket_counts[b];
+    ++impl_->duration_count;
+    impl_->duration_sum += seconds;
+  }
+  changed();
+}
+
+void Metrics::add_lease_loss(std::string_view cause) {
+  {
+    std::lock_guard lock(impl_->mu);
+    Impl::bump(impl_->losses, cause);
+  }
+  changed();
+}
+
+void Metrics::add_child_start() {
+  impl_->child_starts.fetch_add(1, std::memory_order_relaxed);
+  changed();
+}
+
+void Metrics::set_child_exit(int status) {
+  if (impl_->child_exit.exchange(status, std::memory_order_relaxed) != status) changed();
+}
+
+void Metrics::add_step_down(std::string_view cause) {
+  {
+    std::lock_guard lock(impl_->mu);
+    Impl::bump(impl_->step_downs, cause);
+  }
+  changed();
+}
+
+void Metrics::set_node_up(std::string_view node, bool up) {
+  bool moved = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->nodes.begin();
+    while (it != impl_->nodes.end() && it->first != node) ++it;
+    if (it == impl_->nodes.end()) {
+      impl_->nodes.emplace_back(std::string(node), up);
+      moved = true;
+    } else if (it->second != up) {
+      it->second = up;
+      moved = true;
+    }
+  }
+  if (moved) changed();
+}
+
+std::string Metrics::render() const {
+  const Impl& m = *impl_;
+  std::string out;
+  out.reserve(4096);
+
+  append_header(out, "redisgo_task_leader", "gauge", "1 while this daemon holds the lease on the key, else 0.");
+  m.sample(out, "redisgo_task_leader", m.leader.load(std::memory_order_relaxed) ? "1" : "0");
+
+  append_header(out, "redisgo_task_token", "gauge",
+                "Fencing token of the current or last lease (0 before the first).");
+  m.sample(out, "redisgo_task_token", std::to_string(m.token.load(std::memory_order_relaxed)));
+
+  append_header(out, "redisgo_task_lease_remaining_seconds", "gauge",
+                "Seconds until the local lease deadline; 0 when no lease is held.");
+  {
+    long long ns = m.deadline_ns.load(std::memory_order_relaxed);
+    double remaining = 0;
+    if (ns != kNoDeadline) {
+      // Whole milliseconds, rounded up as until() does: a live lease never shows 0.
+      remaining = static_cast<double>(until(Clock::time_point(Clock::duration(ns)), m.clock.now()).count()) / 1000;
+    }
+    std::string v;
+    append_double(v, remaining);
+    m.sample(out, "redisgo_task_lease_remaining_seconds", v);
+  }
+
+  append_header(out, "redisgo_task_acquisitions_total", "counter", "Leases acquired.");
+  m.sample(out, "redisgo_task_acquisitions_total", std::to_string(m.acquisitions.load(std::memory_order_relaxed)));
+
+  std::lock_guard lock(m.mu);
+  append_header(out, "redisgo_task_renewals_total", "counter",
+                "Renewal rounds by result (confirmed by a quorum, failed, or lease lost).");
+  m.counters(out, "redisgo_task_renewals_total", "result", m.renewals);
+
+  append_header(out, "redisgo_task_renewal_duration_seconds", "histogram", "Duration of a renewal round.");
+  {
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b < kBuckets.size(); ++b) {
+      cumulative += m.bucket_counts[b];
+      m.labelled(out, "redisgo_task_renewal_duration_seconds_bucket", "le", kBuckets[b].le,
+                 std::to_string(cumulative));
+    }
+    m.labelled(out, "redisgo_task_renewal_duration_seconds_bucket", "le", "+Inf", std::to_string(m.duration_count));
+    std::string sum;
+    append_double(sum, m.duration_sum);
+    m.sample(out, "redisgo_task_renewal_duration_seconds_sum", sum);
+    m.sample(out, "redisgo_task_renewal_duration_seconds_count", std::to_string(m.duration_count));
+  }
+
+  append_header(out, "redisgo_task_lease_losses_total", "counter", "Leases lost while held, by cause.");
+  m.counters(out, "redisgo_task_lease_losses_total", "cause", m.losses);
+
+  append_header(out, "redisgo_task_child_starts_total", "counter", "Child processes started.");
+  m.sample(out, "redisgo_task_child_starts_total", std::to_string(m.child_starts.load(std::memory_order_relaxed)));
+
+  append_header(out, "redisgo_task_child_last_exit_status", "gauge",
+                "Exit status of the last child (128+N for signal N; -1 before the first exit).");
+  m.sample(out, "redisgo_task_child_last_exit_status", std::to_string(m.child_exit.load(std::memory_order_relaxed)));
+
+  append_header(out, "redisgo_task_step_downs_total", "counter", "Times this daemon stepped down as leader, by cause.");
+  m.counters(out, "redisgo_task_step_downs_total", "cause", m.step_downs);
+
+  append_header(out, "redisgo_task_node_up", "gauge", "1 if the Redis node answered the last request, else 0.");
+  for (const auto& [name, up] : m.nodes) m.labelled(out, "redisgo_task_node_up", "node", name, up ? "1" : "0");
+  return out;
+}
+
+}  // namespace redisgo::metrics
