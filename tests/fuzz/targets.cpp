@@ -100,6 +100,11 @@ int resp(const std::uint8_t* data, std::size_t size) {
       if (acq.kind == lock::AcquireReply::Kind::kInvalid) check(!acq.why.empty(), "not understood says why");
       lock::parse_flag_reply(reply.get());
       if (auto v = lock::parse_inspect_reply(reply.get())) check(v->pttl_ms >= INT64_MIN, "inspect parsed");
+      auto claim = lock::parse_claim_reply(reply.get());
+      if (claim.kind != lock::ClaimReply::Kind::kTaken) check(claim.holder.empty(), "only a taken claim names a holder");
+      for (std::size_t keys = 0; keys < 4; ++keys) {
+        if (auto claims = lock::parse_read_claims_reply(reply.get(), keys)) check(claims->size() == keys, "one per key");
+      }
       (void)redis::type_name(reply.get());
       (void)redis::as_string(reply.get());
       for (std::size_t i = 0; i < reply.size(); ++i) (void)redis::as_string(reply.element(i));

@@ -1,6 +1,9 @@
 // redisgo_soak: a randomized, seeded soak of the real daemon under faults (issue 9).
 //
-//   redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--verbose]
+//   redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--limit N] [--verbose]
+//
+// With --limit N every daemon runs a semaphore of N slots (issue 12): the records are
+// checked per slot (each slot is a lease of its own) and no slot outside 0..N-1.
 //
 // K daemons contend for one key over N redis-servers, each daemon talking to each node
 // through its own fault proxy (so one daemon can be cut off from one node alone). The
@@ -77,13 +80,14 @@ struct Args {
   std::uint64_t seed = 1;
   int nodes = 3;
   int daemons = 4;
+  int limit = 1;  ///< [task] limit: a semaphore of this many slots (records checked per slot)
   bool verbose = false;
   std::string keep;  ///< keep the daemons' logs and the records here (for a failure's post-mortem)
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "redisgo_soak: " << why
-            << "\nusage: redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--verbose] [--keep DIR]\n";
+            << "\nusage: redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--limit N] [--verbose] [--keep DIR]\n";
   std::exit(2);
 }
 
@@ -99,12 +103,14 @@ Args parse(int argc, char** argv) {
     else if (arg == "--seed") a.seed = std::stoull(value());
     else if (arg == "--nodes") a.nodes = std::stoi(value());
     else if (arg == "--daemons") a.daemons = std::stoi(value());
+    else if (arg == "--limit") a.limit = std::stoi(value());
     else if (arg == "--verbose") a.verbose = true;
     else if (arg == "--keep") a.keep = value();
     else usage("unknown option " + arg);
   }
   if (a.nodes != 1 && a.nodes != 3) usage("--nodes must be 1 or 3");
   if (a.daemons < 2) usage("--daemons must be at least 2");
+  if (a.limit < 1 || a.limit >= a.daemons) usage("--limit must be at least 1 and fewer than --daemons");
   if (a.duration_s < 5) usage("--duration must be at least 5");
   return a;
 }
@@ -389,7 +395,8 @@ int Soak::run() {
     cfg << "[redis]\n" << (args_.nodes == 1 ? "host = " + list : "nodes = [" + list + "]") << "\n"
         << "key = \"soak\"\nexpire = \"1500ms\"\ncron = \"300ms\"\nio_timeout = \"250ms\"\nconnect_timeout = \"250ms\"\n"
         << "[backoff]\nstrategy = \"exponential\"\ninitial = \"30ms\"\nmax = \"500ms\"\n"
-        << "[task]\nmode = \"" << (daemon.supervise ? "supervise" : "oneshot") << "\"\nkill_grace = \"300ms\"\n";
+        << "[task]\nmode = \"" << (daemon.supervise ? "supervise" : "oneshot") << "\"\nkill_grace = \"300ms\"\n"
+        << "limit = " << args_.limit << "\n";
     if (daemon.supervise) {
       cfg << "command = [\"" << child_binary_ << "\", \"" << records_ << "\", \"0\"]\n"
           << "restart = \"always\"\nrestart_delay = \"200ms\"\nstep_down_hold = \"1s\"\n";
@@ -462,7 +469,7 @@ int Soak::run() {
 }
 
 int Soak::check_records() {
-  const auto check = redisgo::testing::check_records(records_, freezes_);
+  const auto check = redisgo::testing::check_records(records_, freezes_, args_.limit);
   for (const auto& p : check.problems) std::cerr << "soak: " << p << "\n";
   const int handovers = check.children.empty() ? 0 : static_cast<int>(check.children.size()) - 1;
   std::printf("handovers=%d faults=%d overlaps=%d max_leaderless_ms=%lld max_cmds_per_s=%.1f max_log_lines_per_s=%.2f "

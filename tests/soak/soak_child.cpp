@@ -3,7 +3,7 @@
 //
 //   redisgo_soak_child RECORDS RUN_MS
 //
-// Appends "start|beat|stop <CLOCK_REALTIME ns> <token> <pid> <holder>" lines (one write
+// Appends "start|beat|stop <CLOCK_REALTIME ns> <token> <pid> <holder> <slot>" lines (one write
 // each, O_APPEND, atomic): start at once, a beat every 10 ms, stop when SIGTERM arrives
 // or after RUN_MS (0: run until stopped). A SIGKILLed child simply stops writing. Only
 // libc: as little as possible between the lease and the first record.
@@ -24,10 +24,12 @@ long long now_ns(clockid_t clock) {
   return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+const char* g_slot = "0";
+
 void record(int fd, const char* kind, const char* token, const char* holder) {
   char line[512];
-  int n = std::snprintf(line, sizeof line, "%s %lld %s %d %s\n", kind, now_ns(CLOCK_REALTIME), token,
-                        static_cast<int>(getpid()), holder);
+  int n = std::snprintf(line, sizeof line, "%s %lld %s %d %s %s\n", kind, now_ns(CLOCK_REALTIME), token,
+                        static_cast<int>(getpid()), holder, g_slot);
   if (n > 0 && n < static_cast<int>(sizeof line)) {
     ssize_t w = write(fd, line, static_cast<size_t>(n));
     (void)w;
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   const char* holder = getenv("REDISGO_TASK_HOLDER");
   if (!token) token = "0";
   if (!holder) holder = "-";
+  if (const char* slot = getenv("REDISGO_TASK_SLOT")) g_slot = slot;
   const long long run_ms = std::atoll(argv[2]);
   sigset_t term;
   sigemptyset(&term);

@@ -20,7 +20,7 @@ pid_t ChildLife::daemon_pid() const {
 
 std::string recorder_binary() { return std::string(REDISGO_BINARY_DIR) + "/tests/redisgo_soak_child"; }
 
-RecordCheck check_records(const std::string& path, const std::vector<Freeze>& freezes) {
+RecordCheck check_records(const std::string& path, const std::vector<Freeze>& freezes, int limit) {
   std::map<std::pair<long long, pid_t>, ChildLife> by_child;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
@@ -29,7 +29,10 @@ RecordCheck check_records(const std::string& path, const std::vector<Freeze>& fr
     long long t = 0, token = 0;
     pid_t pid = 0;
     if (!(l >> kind >> t >> token >> pid >> holder)) continue;
+    int slot = 0;
+    if (!(l >> slot)) slot = 0;  // written by a child of a daemon without slots
     auto& c = by_child[{token, pid}];
+    c.slot = slot;
     c.token = token;
     c.pid = pid;
     c.holder = holder;
@@ -55,8 +58,13 @@ RecordCheck check_records(const std::string& path, const std::vector<Freeze>& fr
   long long prev_end = -1;
   for (std::size_t i = 0; i < out.children.size(); ++i) {
     const ChildLife& b = out.children[i];
+    if (b.slot < 0 || b.slot >= limit) {
+      ++out.overlaps;
+      out.problems.push_back("slot " + std::to_string(b.slot) + " outside 0.." + std::to_string(limit - 1) + ": " + name(b));
+    }
     for (std::size_t j = 0; j < i; ++j) {
       const ChildLife& a = out.children[j];
+      if (a.slot != b.slot) continue;  // each slot is a lease of its own
       for (long long t : a.writes) {
         if (t > b.start && t < b.end() && !excused(a, t)) {
           ++out.overlaps;

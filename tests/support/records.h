@@ -1,9 +1,10 @@
 #pragma once
 /// The children's own records of their lives (tests/soak/soak_child.cpp writes them:
-/// "start|beat|stop <CLOCK_REALTIME ns> <token> <pid> <holder>", a beat every 10 ms) and
-/// the checker that reads them (issue 9): an overlap is a child writing while another
-/// child (another pid) that started before that write has not yet stopped — two alive at
-/// once; a later child with a lower token is a fencing failure.
+/// "start|beat|stop <CLOCK_REALTIME ns> <token> <pid> <holder> <slot>", a beat every 10 ms)
+/// and the checker that reads them (issue 9): an overlap is a child writing while another
+/// child (another pid) of the same semaphore slot that started before that write has not
+/// yet stopped — two alive at once on one lease; a later child of a slot with a lower token
+/// is a fencing failure; a slot outside 0..limit-1 is a failure too (issue 12).
 
 #include <sys/types.h>
 
@@ -24,6 +25,7 @@ struct ChildLife {
   long long token = 0;
   pid_t pid = -1;
   std::string holder;
+  int slot = 0;  ///< REDISGO_TASK_SLOT
   long long start = -1, stop = -1, last = -1;  ///< stop -1: never wrote one (killed)
   std::vector<long long> writes;
   long long end() const { return stop >= 0 ? stop : last; }
@@ -38,8 +40,8 @@ struct RecordCheck {
   long long max_gap_ns = 0;         ///< longest time with no child alive, between the first start and the last end
 };
 
-/// Reads the records file and checks it.
-RecordCheck check_records(const std::string& path, const std::vector<Freeze>& freezes = {});
+/// Reads the records file and checks it; `limit` is the semaphore's (1: the plain lease).
+RecordCheck check_records(const std::string& path, const std::vector<Freeze>& freezes = {}, int limit = 1);
 
 /// The soak child binary (redisgo_soak_child).
 std::string recorder_binary();

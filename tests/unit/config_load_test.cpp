@@ -421,7 +421,8 @@ const std::vector<Malformed> kStrict = {
     {"timeout_above_a_year", base_with("", "[task]\ntimeout = \"9000h\"\n"), "task.timeout", 5, {"at most 1 year", "found \"9000h\""}},
     {"restart_delay_above_a_year", base_with("", "[task]\nrestart_delay = \"366d\"\n"), "task.restart_delay", 5, {"found"}},
     {"backoff_max_above_a_year", base_with("", "[backoff]\nmax = \"9000h\"\n"), "backoff.max", 5, {"at most 1 year"}},
-    {"limit_not_in_this_version", base_with("", "[task]\nlimit = 2\n"), "task.limit", 5, {"limit"}},
+    {"limit_above_its_maximum", base_with("", "[task]\nlimit = 100\n"), "task.limit", 5, {"from 1 to 64", "found 100"}},
+    {"health_falls_misspelt", base_with("", "[task]\nhealth_falls = 3\n"), "task.health_falls", 5, {"did you mean 'health_fall'?"}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Strict, ConfigMalformed, ::testing::ValuesIn(kStrict),
@@ -526,13 +527,67 @@ const Diagnostic* warning_for(const LoadResult& r, const std::string& key) {
   return nullptr;
 }
 
-TEST(ConfigErrors, KeysOfFeaturesNotYetBuiltAreRefusedByName) {
-  auto r = load(kBase + "[task]\nlimit = 2\n[metrics]\nlisten = \"x:1\"\n");
-  EXPECT_FALSE(r.config);
-  for (const char* key : {"task.limit", "metrics"}) {
-    const Diagnostic* e = error_for(r, key);
-    ASSERT_NE(e, nullptr) << key << "\n" << all_diagnostics(r);
-    EXPECT_NE(e->message.find("not supported by this version"), std::string::npos) << e->str();
+TEST(ConfigCoordinator, TheCoordinatorKeysLoadWithTheirDefaults) {
+  auto r = load(kBase + "[task]\nmode = \"supervise\"\nlimit = 3\nhealth_command = [\"true\"]\n"
+                        "health_interval = \"2s\"\nhealth_timeout = \"1s\"\nhealth_fall = 4\n"
+                        "[metrics]\nlisten = \"127.0.0.1:9464\"\ntextfile = \"/tmp/x.prom\"\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  const auto& t = r.config->task;
+  EXPECT_EQ(t.limit, 3);
+  EXPECT_EQ(t.health_command, (std::vector<std::string>{"true"}));
+  EXPECT_EQ(t.health_interval, std::chrono::seconds(2));
+  EXPECT_EQ(t.health_timeout, std::chrono::seconds(1));
+  EXPECT_EQ(t.health_fall, 4);
+  EXPECT_FALSE(t.once_per);
+  EXPECT_EQ(r.config->metrics.listen, "127.0.0.1:9464");
+  EXPECT_EQ(r.config->metrics.textfile, "/tmp/x.prom");
+  EXPECT_TRUE(r.config->metrics.enabled());
+
+  auto d = load(kBase + "[task]\nonce_per = \"15m\"\n");
+  ASSERT_TRUE(d.config) << all_diagnostics(d);
+  EXPECT_EQ(d.config->task.once_per, std::chrono::minutes(15));
+  EXPECT_EQ(d.config->task.limit, 1);
+  EXPECT_TRUE(d.config->task.health_command.empty());
+  EXPECT_FALSE(d.config->metrics.enabled());
+  // validate shows them, with what "none" means.
+  const std::string shown = render_effective(*d.config);
+  EXPECT_NE(shown.find("once_per = \"15m\""), std::string::npos) << shown;
+  EXPECT_NE(shown.find("limit = 1"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("[metrics]"), std::string::npos) << shown;
+}
+
+TEST(ConfigCoordinator, EachKeyIsRefusedWhereItCannotApply) {
+  struct Case {
+    std::string text;
+    const char* key;
+    const char* says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"[task]\nmode = \"supervise\"\nonce_per = \"1m\"\n", "task.once_per", "oneshot"},
+           {"[task]\nonce_per = \"1m\"\nlimit = 2\n", "task.once_per", "limit = 1"},
+           {"[task]\nonce_per = \"1500ms\"\n", "task.once_per", "whole number of seconds"},
+           {"[task]\nonce_per = \"500ms\"\n", "task.once_per", "at least"},
+           {"[task]\nhealth_command = [\"true\"]\n", "task.health_command", "supervise"},
+           {"[task]\nmode = \"supervise\"\nhealth_interval = \"5s\"\n", "task.health_interval", "health_command"},
+           {"[task]\nmode = \"supervise\"\nhealth_command = \"true\"\nhealth_timeout = \"10s\"\n",
+            "task.health_timeout", "health_timeout < health_interval"},
+           {"[task]\nmode = \"supervise\"\nhealth_command = []\n", "task.health_command", "non-empty"},
+           {"[task]\nmode = \"supervise\"\nhealth_command = \"true\"\nhealth_interval = \"50ms\"\nhealth_timeout = \"10ms\"\n",
+            "task.health_interval", "at least"},
+           {"[task]\nmode = \"supervise\"\nhealth_command = \"true\"\nhealth_fall = 0\n", "task.health_fall", "from 1"},
+           {"[task]\nlimit = 0\n", "task.limit", "from 1 to 64"},
+           {"[task]\nlimit = 65\n", "task.limit", "from 1 to 64"},
+           {"[metrics]\nlisten = \"9464\"\n", "metrics.listen", "host:port"},
+           {"[metrics]\nlisten = \"unix:///x.sock\"\n", "metrics.listen", "TCP"},
+           {"[metrics]\ntextfile = \"\"\n", "metrics.textfile", "empty"},
+           {"[metrics]\nlisen = \"127.0.0.1:1\"\n", "metrics.lisen", "did you mean 'listen'?"},
+       }) {
+    auto r = load(kBase + c.text);
+    EXPECT_FALSE(r.config) << c.text;
+    const Diagnostic* e = error_for(r, c.key);
+    ASSERT_NE(e, nullptr) << c.text << "\n" << all_diagnostics(r);
+    EXPECT_NE(e->message.find(c.says), std::string::npos) << e->str();
+    EXPECT_GT(e->line, 3) << e->str();  // the line of the key, not of the file
   }
 }
 

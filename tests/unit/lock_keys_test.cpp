@@ -7,6 +7,8 @@
 #include "lock/fencing.h"
 #include "lock/lease.h"
 #include "lock/redlock.h"
+#include "lock/replies.h"
+#include "redis/reply.h"
 #include "util/clock.h"
 
 using namespace std::chrono_literals;
@@ -91,4 +93,79 @@ TEST(Redlock, QuorumIsMajority) {
     EXPECT_EQ(b->node_count(), n);
     EXPECT_EQ(b->quorum(), n / 2 + 1);
   }
+}
+
+TEST(LeaseKeys, SlotsClaimsAndControlShareTheKeysHashSlot) {
+  auto k = LeaseKeys::derive("backup");
+  EXPECT_EQ(k.slot(0), "backup");  // limit = 1 is the plain lease
+  EXPECT_EQ(k.slot(3), "{backup}:slot:3");
+  EXPECT_EQ(k.claim(1800000000), "{backup}:once:1800000000");
+  EXPECT_EQ(k.control, "{backup}:control");
+  auto t = LeaseKeys::derive("jobs:{backup}:lock");
+  EXPECT_EQ(t.slot(1), "jobs:{backup}:lock:slot:1");
+  EXPECT_EQ(t.claim(60), "jobs:{backup}:lock:once:60");
+  EXPECT_EQ(t.control, "jobs:{backup}:lock:control");
+}
+
+TEST(OncePer, TheSlotIsTheNearestMultipleOfThePeriod) {
+  using redisgo::lock::nearest_slot;
+  const auto p = std::chrono::minutes(15);  // 900 s
+  EXPECT_EQ(nearest_slot(900'000, p), 900);
+  // Hosts whose clocks differ by less than P/2 around a boundary agree on it.
+  EXPECT_EQ(nearest_slot(900'000 - 449'999, p), 900);
+  EXPECT_EQ(nearest_slot(900'000 + 449'999, p), 900);
+  // Exactly half way rounds up; just before it rounds down.
+  EXPECT_EQ(nearest_slot(900'000 + 450'000, p), 1800);
+  EXPECT_EQ(nearest_slot(900'000 - 450'001, p), 0);
+  EXPECT_EQ(nearest_slot(1'795'600'423'748, std::chrono::seconds(60)), 1'795'600'440);
+  // Before 1970 (a broken clock) is still arithmetic, not a crash.
+  EXPECT_EQ(nearest_slot(-1'000, std::chrono::seconds(60)), 0);
+  EXPECT_EQ(nearest_slot(-40'000, std::chrono::seconds(60)), -60);
+}
+
+namespace {
+// A reply as the server would send it, parsed by hiredis's own reader.
+redisgo::redis::Reply reply_of(const std::string& resp) {
+  redisgo::redis::ReplyReader reader;
+  EXPECT_TRUE(reader.feed(resp.data(), resp.size()));
+  auto r = reader.next();
+  EXPECT_TRUE(r) << resp;
+  return redisgo::redis::Reply(std::move(r));
+}
+}  // namespace
+
+TEST(Replies, TheSemaphoreGrantNamesItsSlotKey) {
+  using redisgo::lock::AcquireReply;
+  auto g = redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:2\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
+  EXPECT_EQ(g.token, 17u);
+  EXPECT_EQ(g.slot_key, "{k}:slot:2");
+  g = redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:1\r\n$2\r\n17\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
+  EXPECT_EQ(g.slot_key, "");
+  // An empty slot key is no slot.
+  g = redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n").get());
+  EXPECT_EQ(g.kind, AcquireReply::Kind::kInvalid);
+  EXPECT_TRUE(g.set_key);
+}
+
+TEST(Replies, AClaimIsClaimedTakenNotOursOrNotUnderstood) {
+  using redisgo::lock::ClaimReply;
+  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:1\r\n").get()).kind, ClaimReply::Kind::kClaimed);
+  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:-1\r\n").get()).kind, ClaimReply::Kind::kNotOurs);
+  auto t = redisgo::lock::parse_claim_reply(reply_of("*5\r\n:0\r\n$1\r\nh\r\n$2\r\n42\r\n$3\r\n100\r\n$1\r\n3\r\n").get());
+  ASSERT_EQ(t.kind, ClaimReply::Kind::kTaken);
+  EXPECT_EQ(t.holder, "h");
+  EXPECT_EQ(t.token, "42");
+  EXPECT_EQ(t.start_ms, "100");
+  EXPECT_EQ(t.status, "3");
+  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of(":1\r\n").get()).kind, ClaimReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*2\r\n:1\r\n:1\r\n").get()).kind, ClaimReply::Kind::kInvalid);
+  auto many = redisgo::lock::parse_read_claims_reply(
+      reply_of("*2\r\n*4\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n*4\r\n$1\r\nh\r\n$1\r\n7\r\n$1\r\n9\r\n$0\r\n\r\n").get(), 2);
+  ASSERT_TRUE(many);
+  EXPECT_EQ((*many)[0].kind, ClaimReply::Kind::kInvalid);  // no claim there
+  EXPECT_EQ((*many)[1].kind, ClaimReply::Kind::kTaken);
+  EXPECT_EQ((*many)[1].status, "");
+  EXPECT_FALSE(redisgo::lock::parse_read_claims_reply(reply_of("*1\r\n:1\r\n").get(), 1));
 }
