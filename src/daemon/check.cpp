@@ -203,7 +203,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   out.push_back(scripts_finding(p, keys));
 
   if (auto offset = check::best_offset(p.samples)) {
-    out.push_back(check::clock_finding(p.name, *offset, r.expire));
+    out.push_back(check::clock_finding(p.name, *offset, r.expire, config.task.once_per));
   } else {
     out.push_back(make(Level::kWarn, "clock", p.name, "could not read the server's TIME",
                           "allow TIME to this user: the fencing token's floor is the server's TIME"));

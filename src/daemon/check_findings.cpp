@@ -338,7 +338,10 @@ std::optional<std::int64_t> parse_time_reply(const std::string& seconds, const s
   return s * 1'000'000 + us;
 }
 
-Millis clock_limit(Millis expire) { return std::min(expire / 10, Millis(1000)); }
+Millis clock_limit(Millis expire, std::optional<Millis> once_per) {
+  const Millis limit = std::min(expire / 10, Millis(1000));
+  return once_per ? std::min(limit, *once_per / 4) : limit;
+}
 
 std::string format_us(std::int64_t us) {
   char buf[64];
@@ -353,16 +356,17 @@ std::string format_us(std::int64_t us) {
   return out;
 }
 
-Finding clock_finding(const std::string& node, const ClockOffset& o, Millis expire) {
-  const Millis limit = clock_limit(expire);
+Finding clock_finding(const std::string& node, const ClockOffset& o, Millis expire, std::optional<Millis> once_per) {
+  const Millis limit = clock_limit(expire, once_per);
+  const std::string why_limit = limit < clock_limit(expire) ? " (a quarter of once_per: every host must name the same slot)"
+                                                            : " (a tenth of expire, at most 1s)";
   const std::int64_t beyond = std::abs(o.offset_us) - o.uncertainty_us;
   const std::string sign = o.offset_us >= 5 ? "+" : "";  // nothing before a figure that rounds to 0.00
   const std::string figures = sign + format_us(o.offset_us) + " (±" + format_us(o.uncertainty_us) + ")";
   Finding f;
   if (beyond > limit.count() * 1000) {
     f = make(Level::kWarn, "clock", node,
-             "the server's TIME is " + figures + " from this host's clock, more than " + format_duration(limit) +
-                 " (a tenth of expire, at most 1s)",
+             "the server's TIME is " + figures + " from this host's clock, more than " + format_duration(limit) + why_limit,
              "synchronise this host and the Redis servers with NTP (chrony, systemd-timesyncd): the lease itself runs "
              "on monotonic clocks, but fencing tokens take the server's TIME as their floor and once_per slots come "
              "from each host's clock");

@@ -131,9 +131,11 @@ std::optional<ClockOffset> best_offset(const std::vector<ClockSample>& samples);
 /// "TIME" reply {"seconds", "microseconds"} -> µs since the epoch.
 std::optional<std::int64_t> parse_time_reply(const std::string& seconds, const std::string& micros);
 /// Offsets larger than this (beyond the uncertainty) are warned about: a tenth of
-/// expire, at most 1 s.
-Millis clock_limit(Millis expire);
-Finding clock_finding(const std::string& node, const ClockOffset& offset, Millis expire);
+/// expire, at most 1 s, and with once_per at most a quarter of it (hosts agree on a slot
+/// only while their clocks differ by less than half of it; each host may be off either way).
+Millis clock_limit(Millis expire, std::optional<Millis> once_per = std::nullopt);
+Finding clock_finding(const std::string& node, const ClockOffset& offset, Millis expire,
+                      std::optional<Millis> once_per = std::nullopt);
 
 /// The same arithmetic as the config's cross-check (config.cpp): what a renewal cycle
 /// needs of the lease, and what is left over.

@@ -85,6 +85,12 @@ TEST(CheckClock, TimeReplyParses) {
 TEST(CheckClock, WarnsBeyondATenthOfExpireCappedAtOneSecond) {
   EXPECT_EQ(clock_limit(5s), 500ms);
   EXPECT_EQ(clock_limit(60s), 1000ms);
+  // once_per: hosts must agree on the slot, so a quarter of it at most.
+  EXPECT_EQ(clock_limit(60s, std::chrono::milliseconds(2000)), 500ms);
+  EXPECT_EQ(clock_limit(5s, std::chrono::milliseconds(900'000)), 500ms);
+  auto slot = clock_finding("n", {600'000, 10}, 60s, std::chrono::milliseconds(2000));
+  EXPECT_EQ(slot.level, Level::kWarn);
+  EXPECT_NE(slot.message.find("once_per"), std::string::npos) << slot.message;
   EXPECT_EQ(clock_finding("n", {400'000, 10}, 5s).level, Level::kOk);
   EXPECT_EQ(clock_finding("n", {-600'000, 10}, 5s).level, Level::kWarn);
   // Within the uncertainty it is not proven to be off.
