@@ -171,6 +171,8 @@ class Runner {
   log::CauseLog subscribe_log_{log::get("lock"), "subscribe"};
   metrics::Metrics metrics_;
   std::unique_ptr<metrics::Exporter> exporter_;
+  std::uint64_t textfile_failures_ = 0;
+  log::CauseLog metrics_log_{log::get("metrics"), "metrics"};
   std::optional<std::string> once_key_;   ///< once_per: the claim of this run's slot
   std::int64_t once_slot_s_ = 0;          ///< its start, seconds since the epoch
   std::int64_t started_ms_ = wall_ms();   ///< when this run started (wall clock)
@@ -191,6 +193,17 @@ void Runner::poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std
   if (rc > 0 && fds.back().revents != 0) timer_.clear();
   fds.pop_back();
   watchdog_.heartbeat();
+  if (exporter_) {
+    // A textfile that can no longer be written (disk full, directory gone) is said once,
+    // then summarised; the exporter keeps retrying on its own thread.
+    const auto failures = exporter_->textfile_failures();
+    if (failures > textfile_failures_) {
+      metrics_log_.failure("textfile", "cannot write " + cfg_.metrics.textfile + ": " + exporter_->last_error());
+    } else if (failures == textfile_failures_ && failures > 0 && exporter_->last_error().empty()) {
+      metrics_log_.success("textfile");
+    }
+    textfile_failures_ = failures;
+  }
 }
 
 std::vector<int> Runner::read_signals() {

@@ -91,6 +91,11 @@ struct ExporterOptions {
   std::chrono::milliseconds client_timeout{5000};
 };
 
+/// HTTP: GET and HEAD /metrics (a query string is ignored) answer 200 with
+/// `Content-Type: text/plain; version=0.0.4; charset=utf-8`; another path 404, another
+/// method 405, a request that does not parse 400, a request head over 8 KiB 431. Every
+/// response carries Content-Length and `Connection: close`. At most 32 clients at once
+/// (one more is accepted and closed at once); a client past client_timeout is reset.
 class Exporter {
  public:
   /// Binds the listen address and writes the textfile once before returning, so a bad

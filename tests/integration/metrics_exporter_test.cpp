@@ -1,0 +1,728 @@
+// The Exporter over real loopback sockets and a real directory: what GET/HEAD /metrics
+// answer, the error statuses, the client limits (slowloris, slow reader, flood), bind
+// failures, and the textfile's atomic rewrites (watched with inotify).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metrics/metrics.h"
+#include "support/redis_server.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/unique_fd.h"
+
+using namespace std::chrono_literals;
+using redisgo::FakeClock;
+using redisgo::UniqueFd;
+using redisgo::metrics::Exporter;
+using redisgo::metrics::ExporterOptions;
+using redisgo::metrics::Metrics;
+using redisgo::testing::TempDir;
+using redisgo::testing::wait_until;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kWait = 5s;  // the bound on any single wait below (sanitizers are slow)
+
+int remaining_ms(Steady::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Steady::now()).count();
+  return left < 0 ? 0 : static_cast<int>(left);
+}
+
+UniqueFd connect_to(int port, int family = AF_INET) {
+  UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  int rc;
+  if (family == AF_INET6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<std::uint16_t>(port));
+    a.sin6_addr = in6addr_loopback;
+    rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0) throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+  return fd;
+}
+
+void send_all(int fd, const std::string& data) {
+  for (std::size_t off = 0; off < data.size();) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // the server may close first (431): what it answered is what counts
+    }
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+/// Reads until the peer closes (EOF or reset); fails the test if it has not by `timeout`.
+std::string read_to_close(int fd, std::chrono::milliseconds timeout = kWait) {
+  auto deadline = Steady::now() + timeout;
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, remaining_ms(deadline));
+    if (rc == 0) {
+      ADD_FAILURE() << "the server did not close the connection in time";
+      return out;
+    }
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      return out;
+    }
+  }
+}
+
+/// Waits until the server closes `fd` (reset, or EOF with nothing before it); true if it
+/// did within `timeout`.
+bool closed_by_server(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  ///< lower-case names
+  std::string body;
+  std::string raw;
+};
+
+Response parse(const std::string& raw) {
+  Response r;
+  r.raw = raw;
+  auto end = raw.find("\r\n\r\n");
+  if (end == std::string::npos || raw.compare(0, 9, "HTTP/1.1 ") != 0) return r;
+  r.status = std::stoi(raw.substr(9, 3));
+  std::istringstream lines(raw.substr(0, end));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto colon = line.find(':');
+    std::string name = line.substr(0, colon);
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = line.substr(colon + 2);
+  }
+  r.body = raw.substr(end + 4);
+  return r;
+}
+
+Response request(int port, const std::string& req, int family = AF_INET) {
+  auto fd = connect_to(port, family);
+  send_all(fd.get(), req);
+  return parse(read_to_close(fd.get()));
+}
+
+Response get(int port, const std::string& path = "/metrics") {
+  return request(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n");
+}
+
+int open_fds() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  while (auto* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n - 1;  // the DIR's own fd
+}
+
+ExporterOptions listen_options(std::chrono::milliseconds client_timeout = 5000ms) {
+  ExporterOptions o;
+  o.listen = "127.0.0.1:0";
+  o.client_timeout = client_timeout;
+  return o;
+}
+
+ExporterOptions options(const std::string& listen, const std::string& textfile = "") {
+  ExporterOptions o;
+  o.listen = listen;
+  o.textfile = textfile;
+  return o;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+std::vector<std::string> dir_entries(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (auto* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') out.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+/// A complete exposition: every line a comment or "name{labels} value", ending in a
+/// newline, the last family's header present.
+bool parses(const std::string& text) {
+  if (text.empty() || text.back() != '\n') return false;
+  if (text.find("# TYPE redisgo_task_node_up gauge\n") == std::string::npos) return false;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
+    auto close = line.find("} ");
+    if (line.rfind("redisgo_task_", 0) != 0 || close == std::string::npos || close + 2 >= line.size()) return false;
+    try {
+      std::size_t used = 0;
+      std::string v = line.substr(close + 2);
+      if (v != "+Inf") std::stod(v, &used);
+      if (v != "+Inf" && used != v.size()) return false;
+    } catch (...) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Renames into a directory, seen through inotify: the textfile's rewrites are events.
+/// The creations are watched too, only so that the renames do not come in a row: the
+/// kernel merges identical unread events (two renames onto one name look identical).
+class DirWatch {
+ public:
+  explicit DirWatch(const std::string& dir) : fd_(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK)) {
+    if (!fd_ || ::inotify_add_watch(fd_.get(), dir.c_str(), IN_MOVED_TO | IN_CREATE) < 0) {
+      throw std::runtime_error(std::string("inotify: ") + std::strerror(errno));
+    }
+  }
+  /// Waits for a rename onto `name`; false if none came within `timeout`.
+  bool wait_moved_to(const std::string& name, std::chrono::milliseconds timeout) {
+    auto deadline = Steady::now() + timeout;
+    for (;;) {
+      if (take(name)) return true;
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, remaining_ms(deadline)) <= 0) return take(name);
+    }
+  }
+  /// Renames onto `name` seen within `window` (counting them all).
+  int count_moved_to(const std::string& name, std::chrono::milliseconds window) {
+    auto deadline = Steady::now() + window;
+    int n = 0;
+    while (Steady::now() < deadline) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, remaining_ms(deadline)) > 0) n += drain(name);
+    }
+    return n + drain(name);
+  }
+
+ private:
+  bool take(const std::string& name) { return drain(name, 1) > 0; }
+  int drain(const std::string& name, int max = 1 << 30) {
+    int n = 0;
+    while (n < max) {
+      if (pending_.empty()) {
+        alignas(inotify_event) char buf[4096];
+        ssize_t len = ::read(fd_.get(), buf, sizeof buf);
+        if (len <= 0) break;
+        for (char* p = buf; p < buf + len;) {
+          auto* ev = reinterpret_cast<inotify_event*>(p);
+          if (ev->mask & IN_MOVED_TO) pending_.emplace_back(ev->len ? ev->name : "");
+          p += sizeof(inotify_event) + ev->len;
+        }
+      }
+      while (!pending_.empty() && n < max) {
+        n += pending_.front() == name;
+        pending_.erase(pending_.begin());
+      }
+    }
+    return n;
+  }
+  UniqueFd fd_;
+  std::vector<std::string> pending_;
+};
+
+bool ipv6_loopback_available() {
+  UniqueFd fd(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  return fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+}
+
+}  // namespace
+
+// ---- HTTP
+
+TEST(MetricsExporter, GetMetricsServesTheRenderedText) {
+  FakeClock clock;  // a frozen clock: two renders are byte-identical
+  Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock);
+  m.set_leader(true);
+  m.set_token(42);
+  m.set_lease_deadline(clock.now() + 9500ms);
+  Exporter e(m, listen_options());
+  ASSERT_GT(e.port(), 0);
+  auto r = get(e.port());
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(r.headers["connection"], "close");
+  EXPECT_EQ(r.headers["content-length"], std::to_string(r.body.size()));
+  EXPECT_EQ(r.body, m.render());
+  EXPECT_NE(r.body.find("redisgo_task_lease_remaining_seconds{key=\"jobs:nightly\"} 9.5\n"), std::string::npos);
+
+  m.add_acquisition();  // the next scrape sees it
+  r = get(e.port());
+  EXPECT_EQ(r.body, m.render());
+  EXPECT_NE(r.body.find("redisgo_task_acquisitions_total{key=\"jobs:nightly\"} 1\n"), std::string::npos);
+}
+
+TEST(MetricsExporter, HeadHasTheHeadersAndNoBody) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  Exporter e(m, listen_options());
+  auto r = request(e.port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(r.headers["content-length"], std::to_string(m.render().size()));
+  EXPECT_EQ(r.headers["connection"], "close");
+  EXPECT_EQ(r.body, "");
+}
+
+TEST(MetricsExporter, AnswersWhatItDoesNotServe) {
+  Metrics m("k", {});
+  Exporter e(m, listen_options());
+  auto r = get(e.port(), "/");
+  EXPECT_EQ(r.status, 404) << r.raw;
+  EXPECT_EQ(r.headers["connection"], "close");
+  EXPECT_EQ(get(e.port(), "/metricsx").status, 404);
+  EXPECT_EQ(get(e.port(), "/metrics/").status, 404);
+  EXPECT_EQ(request(e.port(), "HEAD /nope HTTP/1.1\r\n\r\n").body, "");
+
+  r = request(e.port(), "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+  EXPECT_EQ(r.status, 405) << r.raw;
+  EXPECT_EQ(r.headers["allow"], "GET, HEAD");
+  EXPECT_EQ(request(e.port(), "DELETE /metrics HTTP/1.0\r\n\r\n").status, 405);
+
+  // A query string and a proxy's absolute form name the same resource; HTTP/1.0 and a
+  // bare-LF client are served too.
+  EXPECT_EQ(get(e.port(), "/metrics?name[]=x").status, 200);
+  EXPECT_EQ(request(e.port(), "GET http://127.0.0.1/metrics HTTP/1.1\r\n\r\n").status, 200);
+  EXPECT_EQ(request(e.port(), "GET /metrics HTTP/1.0\n\n").status, 200);
+}
+
+TEST(MetricsExporter, MalformedRequestsGet400) {
+  Metrics m("k", {});
+  Exporter e(m, listen_options());
+  for (const char* bad : {"GARBAGE\r\n\r\n", "GET /metrics\r\n\r\n", "GET  /metrics HTTP/1.1\r\n\r\n",
+                          "GET /metrics HTTP/2.0\r\n\r\n", "GET /metrics HTTP/1.1 x\r\n\r\n",
+                          "G(T /metrics HTTP/1.1\r\n\r\n", "GET metrics HTTP/1.1\r\n\r\n",
+                          "GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n",
+                          "GET /metrics HTTP/1.1\r\n: empty name\r\n\r\n"}) {
+    auto r = request(e.port(), bad);
+    EXPECT_EQ(r.status, 400) << bad << " -> " << r.raw;
+  }
+  // The server still serves after all that.
+  EXPECT_EQ(get(e.port()).status, 200);
+}
+
+TEST(MetricsExporter, OversizedHeadersGet431AndAreClosed) {
+  Metrics m("k", {});
+  Exporter e(m, listen_options());
+  std::string req = "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n";
+  auto r = request(e.port(), req);
+  EXPECT_EQ(r.status, 431) << r.raw.substr(0, 200);
+  // An endless header line is cut off too, without waiting for its end.
+  auto fd = connect_to(e.port());
+  send_all(fd.get(), "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(20000, 'b'));
+  r = parse(read_to_close(fd.get()));
+  EXPECT_EQ(r.status, 431);
+  // Just under the limit is fine.
+  r = request(e.port(), "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(8000, 'c') + "\r\n\r\n");
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST(MetricsExporter, SlowlorisIsClosedAfterTheClientTimeoutWhileOthersAreServed) {
+  Metrics m("k", {});
+  Exporter e(m, listen_options(300ms));
+  int before = open_fds();
+  auto start = Steady::now();
+  auto slow = connect_to(e.port());
+  send_all(slow.get(), "GET /metr");  // and then nothing
+  // Meanwhile a scrape is served at once.
+  auto r = get(e.port());
+  EXPECT_EQ(r.status, 200);
+  EXPECT_LT(Steady::now() - start, 250ms) << "a scrape waited for the slow client";
+  EXPECT_TRUE(closed_by_server(slow.get(), kWait));
+  auto took = Steady::now() - start;
+  EXPECT_GE(took, 290ms);
+  EXPECT_LT(took, 3s);
+  slow.reset();
+  EXPECT_EQ(open_fds(), before);
+}
+
+TEST(MetricsExporter, ASilentClientIsClosedAfterTheTimeout) {
+  Metrics m("k", {});
+  Exporter e(m, listen_options(200ms));
+  auto start = Steady::now();
+  auto idle = connect_to(e.port());
+  EXPECT_TRUE(closed_by_server(idle.get(), kWait));
+  EXPECT_GE(Steady::now() - start, 190ms);
+}
+
+// A reader that never reads a large response holds one slot until the write deadline,
+// and nobody else waits for it.
+TEST(MetricsExporter, SlowReaderDoesNotBlockTheExporter) {
+  // ~1 KiB per line x 6000 nodes: a 6 MB response, past what the socket buffers take
+  // (the sender's grows to net.ipv4.tcp_wmem's maximum, 4 MiB by default).
+  constexpr int kSlowNodes = 6000;
+  std::vector<std::string> nodes;
+  for (int i = 0; i < kSlowNodes; ++i) nodes.push_back(std::string(1000, 'n') + std::to_string(i));
+  Metrics m("k", nodes);
+  Exporter e(m, listen_options(3000ms));  // a 6 MB render takes ~0.5 s under TSan
+  const auto full = m.render().size();
+
+  UniqueFd slow(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int small = 4096;
+  ::setsockopt(slow.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(e.port()));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(slow.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  auto start = Steady::now();
+  send_all(slow.get(), "GET /metrics HTTP/1.1\r\n\r\n");
+
+  // Wait until its response has started (the server is now stuck on a full buffer).
+  pollfd p{slow.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())), 1);
+
+  // Another scrape is served in full meanwhile, while the slow reader still holds on.
+  auto r = request(e.port(), "HEAD /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(r.status, 200);
+  pollfd still{slow.get(), POLLRDHUP, 0};
+  EXPECT_EQ(::poll(&still, 1, 0), 0) << "the scrape was served only after the slow reader was dropped";
+
+  // At the write deadline the slow reader is cut off (reset) with most of its response unsent.
+  pollfd h{slow.get(), POLLRDHUP, 0};
+  ASSERT_EQ(::poll(&h, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())), 1);
+  EXPECT_GE(Steady::now() - start, 2900ms);
+  std::string got;
+  char buf[65536];
+  for (ssize_t n; (n = ::recv(slow.get(), buf, sizeof buf, MSG_DONTWAIT)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  EXPECT_LT(got.size(), full);
+}
+
+// At most 32 clients: the 33rd is accepted and closed at once, so a flood costs no more
+// fds; a slot frees as soon as a client leaves or times out, and scrapes work again.
+TEST(MetricsExporter, AFloodIsBoundedAndScrapesResumeWhenItPasses) {
+  Metrics m("k", {});
+  Exporter e(m, listen_options(1500ms));
+  int before = open_fds();
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 32; ++i) idle.push_back(connect_to(e.port()));
+  auto extra = connect_to(e.port());
+  EXPECT_TRUE(closed_by_server(extra.get(), kWait)) << "the 33rd client was not closed at once";
+  // The 32 held ones are still open (the 33rd was closed after they were all taken).
+  for (auto& fd : idle) {
+    pollfd p{fd.get(), POLLIN | POLLRDHUP, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0);
+  }
+  // Our 32 + the server's 32: the flood did not cost the exporter a 33rd fd.
+  extra.reset();
+  EXPECT_EQ(open_fds(), before + 64);
+
+  // One leaves: a scrape gets its slot (retried: the server may see the connect before
+  // the FIN; every try waits on the server's answer, not on a timer).
+  idle.pop_back();
+  bool served = false;
+  for (auto deadline = Steady::now() + kWait; !served && Steady::now() < deadline;) {
+    served = get(e.port()).status == 200;
+  }
+  EXPECT_TRUE(served);
+
+  // The rest time out; then everything is back to where it started.
+  for (auto& fd : idle) EXPECT_TRUE(closed_by_server(fd.get(), kWait));
+  idle.clear();
+  EXPECT_EQ(get(e.port()).status, 200);
+  EXPECT_EQ(open_fds(), before);
+}
+
+TEST(MetricsExporter, IdleExporterDoesNotSpin) {
+  TempDir dir;
+  Metrics m("k", {});
+  ExporterOptions o = listen_options(10000ms);
+  o.textfile = dir.path() + "/m.prom";
+  o.textfile_min_interval = 50ms;
+  Exporter e(m, o);
+  auto held = connect_to(e.port());  // a client in the middle of its request
+  send_all(held.get(), "GET /");
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(500ms);  // the measurement window, not a synchronisation
+  ::getrusage(RUSAGE_SELF, &after);
+  auto cpu_us = [](const rusage& u) {
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000L + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
+  };
+  EXPECT_LT(cpu_us(after) - cpu_us(before), 50000) << "the exporter used CPU while idle";
+}
+
+TEST(MetricsExporter, DestructorStopsPromptly) {
+  TempDir dir;
+  Metrics m("k", {});
+  ExporterOptions o = listen_options(10000ms);
+  o.textfile = dir.path() + "/m.prom";
+  auto e = std::make_unique<Exporter>(m, o);
+  auto held = connect_to(e->port());
+  auto start = Steady::now();
+  e.reset();
+  EXPECT_LT(Steady::now() - start, 100ms);
+  EXPECT_TRUE(closed_by_server(held.get(), 1000ms));
+}
+
+// ---- Listen addresses
+
+TEST(MetricsExporter, ListensOnTheAddressFormsOfTheConfig) {
+  Metrics m("k", {});
+  {
+    Exporter e(m, options("localhost:0"));
+    EXPECT_EQ(get(e.port()).status, 200);
+  }
+  {
+    Exporter e(m, options("0.0.0.0:0"));
+    EXPECT_EQ(get(e.port()).status, 200);
+  }
+  {
+    Exporter e(m, ExporterOptions{});  // neither listen nor textfile: nothing at all
+    EXPECT_EQ(e.port(), 0);
+  }
+  if (ipv6_loopback_available()) {
+    Exporter e(m, options("[::1]:0"));
+    auto r = request(e.port(), "GET /metrics HTTP/1.1\r\n\r\n", AF_INET6);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, m.render());
+  } else {
+    std::cerr << "note: no IPv6 loopback here; [::1] not exercised\n";
+  }
+}
+
+TEST(MetricsExporter, BindFailureNamesTheAddressAndTheReason) {
+  Metrics m("k", {});
+  Exporter first(m, listen_options());
+  std::string addr = "127.0.0.1:" + std::to_string(first.port());
+  try {
+    Exporter second(m, options(addr));
+    FAIL() << "a second exporter bound the same port";
+  } catch (const redisgo::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("metrics listen " + addr + ": Address already in use"), std::string::npos)
+        << err.what();
+  }
+  auto message_of = [&](const std::string& listen) {
+    try {
+      Exporter e(m, options(listen));
+    } catch (const redisgo::Error& err) {
+      return std::string(err.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message_of("192.0.2.1:9464").find("metrics listen 192.0.2.1:9464: Cannot assign requested address"),
+            std::string::npos);
+  EXPECT_NE(message_of("127.0.0.1").find("metrics listen 127.0.0.1: expected \"host:port\""), std::string::npos);
+  EXPECT_NE(message_of("127.0.0.1:65536").find("the port must be"), std::string::npos);
+  EXPECT_NE(message_of("127.0.0.1:http").find("the port must be"), std::string::npos);
+  EXPECT_NE(message_of("[::1:9464").find("metrics listen [::1:9464"), std::string::npos);
+  EXPECT_NE(message_of("[zz]:9464").find("not an IPv6 address"), std::string::npos);
+  EXPECT_NE(message_of("::1:9464").find("in brackets"), std::string::npos);
+  EXPECT_NE(message_of(":9464").find("host is missing"), std::string::npos);
+}
+
+// ---- Textfile
+
+TEST(MetricsExporter, TextfileIsWrittenAtStartAndAtTheEnd) {
+  TempDir dir;
+  FakeClock clock;
+  Metrics m("k", {"n:1"}, clock);
+  std::string path = dir.path() + "/redisgo_task.prom";
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 1h;  // the thread will not write again: only start and end
+  o.textfile_refresh = 1h;
+  {
+    Exporter e(m, o);
+    EXPECT_EQ(read_file(path), m.render());  // before the constructor returned
+    m.set_leader(true);
+    m.set_child_exit(3);
+  }
+  std::string last = read_file(path);
+  EXPECT_EQ(last, m.render());
+  EXPECT_NE(last.find("redisgo_task_child_last_exit_status{key=\"k\"} 3\n"), std::string::npos);
+  EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"redisgo_task.prom"});
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0044, 0044u) << "node_exporter must be able to read it";
+}
+
+TEST(MetricsExporter, TextfileFollowsChangesAtMostOncePerInterval) {
+  TempDir dir;
+  Metrics m("k", {});
+  std::string path = dir.path() + "/m.prom";
+  DirWatch watch(dir.path());
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 100ms;
+  o.textfile_refresh = 1h;
+  Exporter e(m, o);
+  ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));  // the constructor's write
+  auto inode = inode_of(path);
+
+  m.add_acquisition();
+  ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
+  EXPECT_NE(inode_of(path), inode) << "rewritten in place, not replaced";
+  EXPECT_NE(read_file(path).find("redisgo_task_acquisitions_total{key=\"k\"} 1\n"), std::string::npos);
+
+  // Nothing changes: no rewrite (refresh is an hour away).
+  EXPECT_EQ(watch.count_moved_to("m.prom", 350ms), 0);
+
+  // Constant change: one rewrite per interval at most.
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) {
+      m.add_child_start();
+      std::this_thread::sleep_for(1ms);  // pacing the churn, not synchronising
+    }
+  });
+  int writes = watch.count_moved_to("m.prom", 1000ms);
+  stop = true;
+  churn.join();
+  EXPECT_GE(writes, 3);
+  EXPECT_LE(writes, 11);
+}
+
+TEST(MetricsExporter, TextfileIsRefreshedWithoutChanges) {
+  TempDir dir;
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  m.set_lease_deadline(clock.now() + 10s);
+  std::string path = dir.path() + "/m.prom";
+  DirWatch watch(dir.path());
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 20ms;
+  o.textfile_refresh = 150ms;
+  Exporter e(m, o);
+  ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
+  clock.advance(4s);  // the remaining-seconds gauge moves without a version change
+  auto start = Steady::now();
+  ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
+  EXPECT_GE(Steady::now() - start, 50ms);
+  EXPECT_NE(read_file(path).find("redisgo_task_lease_remaining_seconds{key=\"k\"} 6\n"), std::string::npos);
+}
+
+// A reader racing many rewrites only ever sees a whole file.
+TEST(MetricsExporter, TextfileReadersNeverSeeAPartialFile) {
+  TempDir dir;
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 300; ++i) nodes.push_back("node-" + std::to_string(i) + ".example:6379");
+  Metrics m("k", nodes);  // ~25 KiB: a rewrite takes several write() calls' worth
+  std::string path = dir.path() + "/m.prom";
+  DirWatch watch(dir.path());
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 10ms;
+  auto e = std::make_unique<Exporter>(m, o);
+  ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
+
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (std::uint64_t i = 0; !stop; ++i) {
+      m.set_token(i);
+      m.set_node_up("node-" + std::to_string(i % 300) + ".example:6379", i % 2);
+    }
+  });
+  int reads = 0, bad = 0;
+  for (auto deadline = Steady::now() + 600ms; Steady::now() < deadline; ++reads) {
+    if (!parses(read_file(path))) ++bad;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(bad, 0) << "of " << reads << " reads";
+  EXPECT_GE(watch.count_moved_to("m.prom", 0ms), 5) << "the file was not being replaced during the reads";
+  e.reset();
+  EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"m.prom"}) << "a temp file was left behind";
+  EXPECT_EQ(read_file(path), m.render());
+}
+
+TEST(MetricsExporter, UnwritableTextfileDirectoryFailsAtStart) {
+  TempDir dir;
+  Metrics m("k", {});
+  for (const std::string& path : {dir.path() + "/missing/m.prom", dir.write("file", "x") + "/m.prom"}) {
+    try {
+      Exporter e(m, options("", path));
+      FAIL() << "no error for " << path;
+    } catch (const redisgo::Error& err) {
+      EXPECT_NE(std::string(err.what()).find("metrics textfile " + path + ": "), std::string::npos) << err.what();
+    }
+  }
+  // A listener bound before the textfile failed is released again.
+  int before = open_fds();
+  EXPECT_THROW(Exporter(m, options("127.0.0.1:0", dir.path() + "/missing/m.prom")),
+               redisgo::Error);
+  EXPECT_EQ(open_fds(), before);
+  EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"file"});
+}
+
+TEST(MetricsExporter, LaterWriteErrorsAreRecordedAndRetried) {
+  TempDir dir;
+  std::string sub = dir.path() + "/collector";
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  std::string path = sub + "/m.prom";
+  Metrics m("k", {});
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 20ms;
+  o.textfile_refresh = 20ms;
+  Exporter e(m, o);
+  EXPECT_EQ(e.last_error(), "");
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::rmdir(sub.c_str()), 0);
+  // The failure is internal to the thread: there is no event to wait on, so poll for it.
+  ASSERT_TRUE(wait_until([&] { return e.textfile_failures() >= 2; }, kWait));
+  EXPECT_NE(e.last_error().find("metrics textfile " + path + ": cannot create " + path + ".tmp."), std::string::npos)
+      << e.last_error();
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  DirWatch watch(sub);
+  ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
+  EXPECT_TRUE(wait_until([&] { return e.last_error().empty(); }, kWait));
+}

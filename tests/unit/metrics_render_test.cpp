@@ -1,0 +1,347 @@
+// Metrics::render(): the exact exposition text, label escaping, histogram buckets, the
+// remaining-seconds gauge against a FakeClock, version() and concurrent updates.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <latch>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metrics/metrics.h"
+#include "util/clock.h"
+
+using namespace std::chrono_literals;
+using redisgo::FakeClock;
+using redisgo::metrics::Metrics;
+
+namespace {
+
+/// The value of the sample whose name and labels are exactly `series`, or "" if absent.
+std::string value_of(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 && line[series.size()] == ' ') {
+      return line.substr(series.size() + 1);
+    }
+  }
+  return "";
+}
+
+const char* const kFamilies[] = {
+    "redisgo_task_leader",           "redisgo_task_token",
+    "redisgo_task_lease_remaining_seconds", "redisgo_task_acquisitions_total",
+    "redisgo_task_renewals_total",   "redisgo_task_renewal_duration_seconds",
+    "redisgo_task_lease_losses_total", "redisgo_task_child_starts_total",
+    "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
+    "redisgo_task_node_up"};
+
+}  // namespace
+
+TEST(MetricsRender, FreshMetricsRenderExactly) {
+  FakeClock clock;
+  Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock);
+  const std::string expected =
+      "# HELP redisgo_task_leader 1 while this daemon holds the lease on the key, else 0.\n"
+      "# TYPE redisgo_task_leader gauge\n"
+      "redisgo_task_leader{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_token Fencing token of the current or last lease (0 before the first).\n"
+      "# TYPE redisgo_task_token gauge\n"
+      "redisgo_task_token{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_lease_remaining_seconds Seconds until the local lease deadline; 0 when no lease is held.\n"
+      "# TYPE redisgo_task_lease_remaining_seconds gauge\n"
+      "redisgo_task_lease_remaining_seconds{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_acquisitions_total Leases acquired.\n"
+      "# TYPE redisgo_task_acquisitions_total counter\n"
+      "redisgo_task_acquisitions_total{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_renewals_total Renewal rounds by result (confirmed by a quorum, failed, or lease lost).\n"
+      "# TYPE redisgo_task_renewals_total counter\n"
+      "redisgo_task_renewals_total{key=\"jobs:nightly\",result=\"confirmed\"} 0\n"
+      "redisgo_task_renewals_total{key=\"jobs:nightly\",result=\"failed\"} 0\n"
+      "redisgo_task_renewals_total{key=\"jobs:nightly\",result=\"lost\"} 0\n"
+      "# HELP redisgo_task_renewal_duration_seconds Duration of a renewal round.\n"
+      "# TYPE redisgo_task_renewal_duration_seconds histogram\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.0005\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.001\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.0025\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.005\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.01\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.025\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.05\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.1\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.25\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"0.5\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"1\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"2.5\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"5\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"+Inf\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_sum{key=\"jobs:nightly\"} 0\n"
+      "redisgo_task_renewal_duration_seconds_count{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_lease_losses_total Leases lost while held, by cause.\n"
+      "# TYPE redisgo_task_lease_losses_total counter\n"
+      "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"deadline\"} 0\n"
+      "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"lost\"} 0\n"
+      "# HELP redisgo_task_child_starts_total Child processes started.\n"
+      "# TYPE redisgo_task_child_starts_total counter\n"
+      "redisgo_task_child_starts_total{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_child_last_exit_status Exit status of the last child (128+N for signal N; -1 before the first exit).\n"
+      "# TYPE redisgo_task_child_last_exit_status gauge\n"
+      "redisgo_task_child_last_exit_status{key=\"jobs:nightly\"} -1\n"
+      "# HELP redisgo_task_step_downs_total Times this daemon stepped down as leader, by cause.\n"
+      "# TYPE redisgo_task_step_downs_total counter\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"handover\"} 0\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"health\"} 0\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"restart_limit\"} 0\n"
+      "# HELP redisgo_task_node_up 1 if the Redis node answered the last request, else 0.\n"
+      "# TYPE redisgo_task_node_up gauge\n"
+      "redisgo_task_node_up{key=\"jobs:nightly\",node=\"10.0.0.1:6379\"} 0\n";
+  EXPECT_EQ(m.render(), expected);
+}
+
+TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
+  FakeClock clock;
+  Metrics m("k", {"a:1", "b:2", "a:1"}, clock);  // a duplicate node is reported once
+  m.set_leader(true);
+  m.set_token(1700000000123456ULL);
+  m.add_acquisition();
+  m.add_acquisition();
+  m.add_renewal("confirmed", 0.001);
+  m.add_renewal("failed", 0.002);
+  m.add_lease_loss("deadline");
+  m.add_lease_loss("redis_down");  // a cause not known in advance gets its own series
+  m.add_child_start();
+  m.set_child_exit(143);
+  m.add_step_down("health");
+  m.set_node_up("b:2", true);
+  m.set_node_up("c:3", true);  // unknown: added
+
+  std::string t = m.render();
+  EXPECT_EQ(value_of(t, "redisgo_task_leader{key=\"k\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_token{key=\"k\"}"), "1700000000123456");
+  EXPECT_EQ(value_of(t, "redisgo_task_acquisitions_total{key=\"k\"}"), "2");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"confirmed\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"failed\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"lost\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"deadline\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"redis_down\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_child_starts_total{key=\"k\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_child_last_exit_status{key=\"k\"}"), "143");
+  EXPECT_EQ(value_of(t, "redisgo_task_step_downs_total{key=\"k\",cause=\"health\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"a:1\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"b:2\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"c:3\"}"), "1");
+  // Configured order, then first seen; the duplicate is gone.
+  auto a = t.find("node=\"a:1\""), b = t.find("node=\"b:2\""), c = t.find("node=\"c:3\"");
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_EQ(t.find("node=\"a:1\"", a + 1), std::string::npos);
+}
+
+TEST(MetricsRender, EveryFamilyHasHelpAndTypeOnceBeforeItsSamples) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);  // no node: redisgo_task_node_up has no sample at all
+  std::string t = m.render();
+  std::map<std::string, int> help, type;
+  std::set<std::string> declared;
+  std::istringstream in(t);
+  std::string line;
+  while (std::getline(in, line)) {
+    ASSERT_FALSE(line.empty());
+    std::istringstream words(line);
+    std::string first, kind, name;
+    words >> first;
+    if (first == "#") {
+      words >> kind >> name;
+      if (kind == "HELP") ++help[name];
+      if (kind == "TYPE") {
+        ++type[name];
+        declared.insert(name);
+      }
+      continue;
+    }
+    std::string sample = first.substr(0, first.find('{'));
+    bool ok = declared.count(sample) != 0;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      std::string s(suffix);
+      if (sample.size() > s.size() && sample.compare(sample.size() - s.size(), s.size(), s) == 0) {
+        ok = ok || declared.count(sample.substr(0, sample.size() - s.size())) != 0;
+      }
+    }
+    EXPECT_TRUE(ok) << "sample before its # TYPE: " << line;
+  }
+  for (const char* f : kFamilies) {
+    EXPECT_EQ(help[f], 1) << f;
+    EXPECT_EQ(type[f], 1) << f;
+  }
+  EXPECT_EQ(help.size(), std::size(kFamilies));
+  EXPECT_EQ(type.size(), std::size(kFamilies));
+  EXPECT_NE(t.find("# TYPE redisgo_task_node_up gauge\n"), std::string::npos);
+  EXPECT_EQ(t.find("redisgo_task_node_up{"), std::string::npos);
+}
+
+TEST(MetricsRender, EscapesLabelValues) {
+  FakeClock clock;
+  Metrics m("a\"b\\c\nd", {"n\"1"}, clock);
+  m.add_lease_loss("x\ny");
+  std::string t = m.render();
+  EXPECT_EQ(value_of(t, "redisgo_task_leader{key=\"a\\\"b\\\\c\\nd\"}"), "0") << t;
+  EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"a\\\"b\\\\c\\nd\",node=\"n\\\"1\"}"), "0") << t;
+  EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"a\\\"b\\\\c\\nd\",cause=\"x\\ny\"}"), "1") << t;
+  // No raw newline survives inside a sample: every line starts a comment or a metric name.
+  std::istringstream in(t);
+  std::string line;
+  while (std::getline(in, line)) EXPECT_EQ(line.rfind("redisgo_task_", 0) == 0 || line.rfind("# ", 0) == 0, true) << line;
+}
+
+TEST(MetricsRender, HistogramBucketsAreCumulativeAndInclusive) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  const std::string b = "redisgo_task_renewal_duration_seconds_bucket{key=\"k\",le=\"";
+  m.add_renewal("confirmed", 0.0005);  // on a bound: counts in that bucket (le = "<=")
+  m.add_renewal("confirmed", 0.0006);  // -> 0.001
+  m.add_renewal("confirmed", 0.25);    // on a bound
+  m.add_renewal("failed", 5);          // the last finite bound
+  m.add_renewal("failed", 7.5);        // only +Inf
+  std::string t = m.render();
+  EXPECT_EQ(value_of(t, b + "0.0005\"}"), "1");
+  EXPECT_EQ(value_of(t, b + "0.001\"}"), "2");
+  EXPECT_EQ(value_of(t, b + "0.1\"}"), "2");
+  EXPECT_EQ(value_of(t, b + "0.25\"}"), "3");
+  EXPECT_EQ(value_of(t, b + "2.5\"}"), "3");
+  EXPECT_EQ(value_of(t, b + "5\"}"), "4");
+  EXPECT_EQ(value_of(t, b + "+Inf\"}"), "5");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_count{key=\"k\"}"), "5");
+  EXPECT_DOUBLE_EQ(std::stod(value_of(t, "redisgo_task_renewal_duration_seconds_sum{key=\"k\"}")),
+                   0.0005 + 0.0006 + 0.25 + 5 + 7.5);
+  EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"confirmed\"}"), "3");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"failed\"}"), "2");
+}
+
+TEST(MetricsRender, HistogramSumIsExactForRepresentableValues) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  m.add_renewal("confirmed", 0.25);
+  m.add_renewal("confirmed", 0.5);
+  m.add_renewal("confirmed", 4);
+  EXPECT_EQ(value_of(m.render(), "redisgo_task_renewal_duration_seconds_sum{key=\"k\"}"), "4.75");
+}
+
+TEST(MetricsRender, NonsenseDurationsCountAsZero) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  m.add_renewal("confirmed", -1);
+  m.add_renewal("confirmed", std::numeric_limits<double>::quiet_NaN());
+  m.add_renewal("confirmed", std::numeric_limits<double>::infinity());
+  std::string t = m.render();
+  EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_bucket{key=\"k\",le=\"0.0005\"}"), "3");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_sum{key=\"k\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_count{key=\"k\"}"), "3");
+}
+
+TEST(MetricsRender, RemainingSecondsFollowTheClock) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  const std::string s = "redisgo_task_lease_remaining_seconds{key=\"k\"}";
+  EXPECT_EQ(value_of(m.render(), s), "0");
+  m.set_lease_deadline(clock.now() + 2500ms);
+  EXPECT_EQ(value_of(m.render(), s), "2.5");
+  clock.advance(1s);
+  EXPECT_EQ(value_of(m.render(), s), "1.5");
+  clock.advance(1499ms + 500us);
+  EXPECT_EQ(value_of(m.render(), s), "0.001");  // rounded up: a live lease never reads 0
+  clock.advance(1ms);
+  EXPECT_EQ(value_of(m.render(), s), "0");  // past: 0, never negative
+  clock.advance(1h);
+  EXPECT_EQ(value_of(m.render(), s), "0");
+  m.set_lease_deadline(clock.now() + 30s);
+  EXPECT_EQ(value_of(m.render(), s), "30");
+  m.set_lease_deadline(std::nullopt);
+  EXPECT_EQ(value_of(m.render(), s), "0");
+}
+
+TEST(MetricsRender, VersionMovesOnlyWhenAValueChanges) {
+  FakeClock clock;
+  Metrics m("k", {"n"}, clock);
+  auto v = m.version();
+  m.set_leader(false);
+  m.set_token(0);
+  m.set_child_exit(-1);
+  m.set_node_up("n", false);
+  m.set_lease_deadline(std::nullopt);
+  EXPECT_EQ(m.version(), v);
+  m.set_leader(true);
+  EXPECT_GT(m.version(), v);
+  v = m.version();
+  m.set_leader(true);
+  EXPECT_EQ(m.version(), v);
+  m.set_lease_deadline(clock.now() + 1s);
+  EXPECT_GT(m.version(), v);
+  v = m.version();
+  clock.advance(1s);  // time alone is not a change (the textfile refresh covers it)
+  EXPECT_EQ(m.version(), v);
+  for (auto update : std::vector<std::function<void()>>{
+           [&] { m.set_token(7); }, [&] { m.add_acquisition(); }, [&] { m.add_renewal("confirmed", 0.001); },
+           [&] { m.add_lease_loss("lost"); }, [&] { m.add_child_start(); }, [&] { m.set_child_exit(0); },
+           [&] { m.add_step_down("health"); }, [&] { m.set_node_up("n", true); }, [&] { m.set_node_up("new", false); }}) {
+    v = m.version();
+    update();
+    EXPECT_GT(m.version(), v);
+  }
+}
+
+// Two updater threads (the main loop and the renewal thread) against a renderer; under
+// TSan this is the data-race check, and every render stays self-consistent.
+TEST(MetricsRender, ConcurrentUpdatesAndRenders) {
+  Metrics m("k", {"a", "b"});
+  constexpr int kRounds = 5000;
+  std::atomic<int> finished{0};
+  std::latch start(3);  // all three begin together, so renders overlap the updates
+  std::thread renewal([&] {
+    start.arrive_and_wait();
+    for (int i = 0; i < kRounds; ++i) {
+      m.add_renewal(i % 3 == 0 ? "failed" : "confirmed", 0.001 * (i % 10));
+      m.set_lease_deadline(redisgo::SystemClock::instance().now() + 10s);
+      m.set_node_up(i % 2 ? "a" : "b", i % 4 < 2);
+    }
+    ++finished;
+  });
+  std::thread main_loop([&] {
+    start.arrive_and_wait();
+    for (int i = 0; i < kRounds; ++i) {
+      m.set_leader(i % 2 == 0);
+      m.set_token(static_cast<std::uint64_t>(i));
+      m.add_child_start();
+      m.set_child_exit(i % 256);
+      m.add_lease_loss("lost");
+      m.add_step_down("handover");
+    }
+    ++finished;
+  });
+  int renders = 0;
+  // The updaters run bounded loops; the renderer keeps going until both are done.
+  start.arrive_and_wait();
+  do {
+    std::string t = m.render();
+    ++renders;
+    // _count and +Inf come from one critical section: they always agree.
+    EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_count{key=\"k\"}"),
+              value_of(t, "redisgo_task_renewal_duration_seconds_bucket{key=\"k\",le=\"+Inf\"}"));
+  } while (finished.load() < 2);
+  renewal.join();
+  main_loop.join();
+  std::string t = m.render();
+  EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"failed\"}"), std::to_string((kRounds + 2) / 3));
+  EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"lost\"}"), std::to_string(kRounds));
+  EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_count{key=\"k\"}"), std::to_string(kRounds));
+  EXPECT_EQ(value_of(t, "redisgo_task_child_starts_total{key=\"k\"}"), std::to_string(kRounds));
+  EXPECT_GT(renders, 0);
+}
