@@ -8,17 +8,20 @@
 //
 // The reference itself (docs/redisgo_task.1.scd, the man page's source) is checked
 // against the code: every configuration key that src/config/config.cpp knows, every
-// feature it refuses as "not supported by this version", every exit status of
-// src/daemon/state_machine.h, every handled signal of src/process/signals.cpp and every
-// subcommand of src/cli/cli.cpp must be documented, so adding one without documenting
-// it fails here.
+// exit status of src/daemon/state_machine.h, every handled signal of
+// src/process/signals.cpp and every subcommand of src/cli/cli.cpp must be documented, so
+// adding one without documenting it fails here; and the coordinator features (once_per,
+// limit, health_command, handover, [metrics]) each have a section of their own, with no
+// leftover claim that a feature is "not in this version".
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <regex>
 #include <set>
@@ -400,7 +403,7 @@ TEST(OpsReference, DocumentsEveryConfigurationKey) {
   const std::string configuration = section_of(ref, "# CONFIGURATION");
   ASSERT_FALSE(configuration.empty()) << "no '# CONFIGURATION' in " << kReference;
   const auto sections = known_keys();
-  ASSERT_EQ(sections.size(), 4u) << "could not read known_keys() from src/config/config.cpp";
+  ASSERT_EQ(sections.size(), 5u) << "could not read known_keys() from src/config/config.cpp";
   std::size_t count = 0;
   for (const auto& [name, keys] : sections) {
     const std::string sec = section_of(configuration, "## [" + name + "]");
@@ -422,17 +425,69 @@ TEST(OpsReference, DocumentsEveryConfigurationKey) {
   EXPECT_GT(count, 40u);
 }
 
-TEST(OpsReference, SaysWhichFeaturesAreNotInThisVersion) {
-  const std::string later = section_of(section_of(read_file(kReference), "# CONFIGURATION"), "## Not in this version");
-  ASSERT_FALSE(later.empty()) << "no '## Not in this version' in " << kReference;
-  const auto refused = strings_after("src/config/config.cpp", "kLater = {", R"re("(?:task\.)?(\w+)")re");
-  ASSERT_GE(refused.size(), 5u) << "could not read not_yet_supported() from src/config/config.cpp";
-  for (const auto& name : refused) {
-    EXPECT_TRUE(later.find("*" + name + "*") != std::string::npos ||
-                later.find("*[" + name + "]*") != std::string::npos)
-        << name << " is refused by this version but not listed as such in " << kReference;
+/// The text under the first heading line ("# ..." or "## ...") that contains `name` as a
+/// whole word (not "restart_limit" for "limit"), up to the next heading of the same or a
+/// higher level; "" when there is none.
+std::string section_about(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string out;
+  std::size_t level = 0;  // of the heading found; 0 = not found yet
+  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t hashes = line.find_first_not_of('#');
+    const bool heading = hashes != 0 && hashes != std::string::npos && line[hashes] == ' ';
+    if (level > 0) {
+      if (heading && hashes <= level) break;
+      out += line + "\n";
+      continue;
+    }
+    if (!heading) continue;
+    for (auto pos = line.find(name); pos != std::string::npos; pos = line.find(name, pos + 1)) {
+      const std::size_t end = pos + name.size();
+      if ((pos == 0 || !is_word(line[pos - 1])) && (end == line.size() || !is_word(line[end]))) {
+        level = hashes;
+        break;
+      }
+    }
   }
-  EXPECT_NE(later.find("*handover*"), std::string::npos);
+  return out;
+}
+
+TEST(OpsReference, DocumentsEveryCoordinatorFeature) {
+  const std::string ref = read_file(kReference);
+  ASSERT_FALSE(ref.empty()) << kReference;
+  // Nothing is left over from the version that refused these features.
+  std::string lower = ref;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* stale : {"not in this version", "not supported by this version", "not implemented yet",
+                            "does not exist yet"}) {
+    const auto at = lower.find(stale);
+    EXPECT_EQ(at, std::string::npos) << kReference << " still says a feature is '" << stale << "':\n"
+                                     << ref.substr(at == std::string::npos ? 0 : ref.rfind('\n', at) + 1, 200);
+  }
+  // Each feature has a section of its own (a heading naming it) that says something.
+  for (const char* feature : {"once_per", "limit", "health_command", "handover", "[metrics]"}) {
+    const std::string sec = section_about(ref, feature);
+    EXPECT_GE(sec.size(), 300u) << kReference << " has no section (a '#' heading naming it, with some text under it) for "
+                                << feature << "\n" << sec;
+  }
+  // The metrics section names the series the daemon exports.
+  const std::string metrics = section_of(ref, "# METRICS");
+  ASSERT_FALSE(metrics.empty()) << "no '# METRICS' in " << kReference;
+  const std::string code = read_file(kSource + "/src/metrics/metrics.cpp");
+  std::regex header(R"re(append_header\(out, "(redisgo_task_\w+)")re");
+  int n = 0;
+  for (std::sregex_iterator it(code.begin(), code.end(), header), stop; it != stop; ++it, ++n) {
+    EXPECT_NE(metrics.find("*" + std::string((*it)[1]) + "*"), std::string::npos)
+        << (*it)[1] << " is exported but not described in the METRICS section";
+  }
+  EXPECT_GE(n, 10) << "could not read the series of src/metrics/metrics.cpp";
+  // The child's slot and the Redis names the features use.
+  EXPECT_NE(section_of(ref, "# ENVIRONMENT").find("*REDISGO_TASK_SLOT*"), std::string::npos);
+  const std::string keys = section_of(ref, "# REDIS KEYS");
+  for (const char* name : {"{K}:slot:", "{K}:once:", "{K}:control"}) {
+    EXPECT_NE(keys.find(name), std::string::npos) << name << " is not in the REDIS KEYS section";
+  }
 }
 
 TEST(OpsReference, DocumentsEveryExitStatus) {
