@@ -33,7 +33,8 @@ constexpr const char* kMainFooter = R"(Examples:
   redisgo_task status --config job.toml --json
   redisgo_task handover --config /etc/redisgo_task/worker.toml
 
-Exit status: the child's own (oneshot); 75 the lease is held by another (busy) or was lost;
+Exit status: the child's own (oneshot); 75 the lease is held by another (busy) or was lost,
+or the once_per slot was run already;
 69 no quorum of Redis nodes reachable; 77 Redis refused the credentials or TLS verification
 failed; 124 child timed out; 78 bad configuration or command line; 70 internal error;
 0 supervise stopped on request.
@@ -52,12 +53,15 @@ constexpr const char* kHandoverFooter = R"(Example:
   redisgo_task handover --config /etc/redisgo_task/worker.toml --timeout 30s
 Asks the current holder (a supervise leader) to stop its child, release and stand back for
 step_down_hold. Exit 0 once another holder has the lease, 75 if nobody else took it within
-the timeout (default expire + 5s) or nothing was held, 69 no quorum of nodes reachable.)";
+the timeout (default expire + 5s) or nothing was held, 69 no quorum of nodes reachable,
+77 Redis refused the credentials or the control message (ACL).)";
 
 constexpr const char* kStatusFooter = R"(Example:
   redisgo_task status --config /etc/redisgo_task/backup.toml --json
 state is "held", "free" or "unknown" (--json: holder, ttl_ms and token are null when unknown).
-Exit 0 when a quorum of nodes could be read, 69 when not. Only [redis] needs to be valid.)";
+With limit > 1 every slot is shown; with once_per, the claims of the last slots.
+Exit 0 when a quorum of nodes could be read, 69 when not (77 when that is because Redis
+refused the credentials). Only [redis] needs to be valid.)";
 
 constexpr const char* kValidateFooter = R"(Example:
   redisgo_task validate --config /etc/redisgo_task/backup.toml
@@ -79,18 +83,22 @@ void print_diagnostics(const config::LoadResult& loaded) {
 /// validate and task: the command of the file must resolve to an executable and the
 /// workdir must exist (as exec would see them, for the user running this). Prints the
 /// problem at its line; false when there is one.
+/// The health check runs as the child does (same environment and workdir); it comes only
+/// from the file, so it is checked whatever command `--` gives.
+bool health_command_runnable(const config::Config& cfg) {
+  if (cfg.task.health_command.empty()) return true;
+  auto spawn = daemon::spawn_options(cfg);
+  spawn.argv = cfg.task.health_command;
+  auto bad = process::why_not_runnable(spawn);
+  if (!bad || bad->workdir) return true;  // a bad workdir is the command's error
+  std::cerr << "redisgo_task: error: "
+            << config::diagnostic_at(cfg, "task.health_command", "expected a program that exec can run, found " + bad->why).str()
+            << "\n";
+  return false;
+}
+
 bool command_runnable(const config::Config& cfg) {
-  // The health check runs as the child does (same environment and workdir).
-  if (!cfg.task.health_command.empty()) {
-    auto spawn = daemon::spawn_options(cfg);
-    spawn.argv = cfg.task.health_command;
-    if (auto bad = process::why_not_runnable(spawn); bad && !bad->workdir) {
-      std::cerr << "redisgo_task: error: "
-                << config::diagnostic_at(cfg, "task.health_command", "expected a program that exec can run, found " + bad->why).str()
-                << "\n";
-      return false;
-    }
-  }
+  if (!health_command_runnable(cfg)) return false;
   if (cfg.task.command.empty()) return true;  // comes after `--`; checked when it is run
   auto bad = process::why_not_runnable(daemon::spawn_options(cfg));
   if (!bad) return true;
@@ -284,7 +292,7 @@ int run(int argc, char** argv) {
 
   // task: a command from the file that cannot run fails here, loudly, with its line; one
   // from the command line fails as a shell's would (127/126) when it is started.
-  if (command.empty() && !command_runnable(*cfg)) return daemon::kExitConfig;
+  if (command.empty() ? !command_runnable(*cfg) : !health_command_runnable(*cfg)) return daemon::kExitConfig;
   if (!command.empty()) {
     cfg->task.command = command;
     cfg->task.command_is_shell = false;

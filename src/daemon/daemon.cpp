@@ -240,10 +240,6 @@ int Runner::run() {
   }
   subscriber_failures_.assign(subscribers_.size(), 0);
 
-  log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}{}", cfg_.redis.key, opts_.holder,
-             config::to_string(cfg_.task.mode), describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
-             format_duration(cfg_.redis.cron),
-             cfg_.task.limit > 1 ? " limit=" + std::to_string(cfg_.task.limit) : std::string());
   if (cfg_.metrics.enabled()) {
     // Fails loudly at start (an address in use, a directory that cannot be written), not
     // silently at the first scrape.
@@ -254,6 +250,12 @@ int Runner::run() {
       log_->error("cannot start [metrics]: {}; nothing was started", e.what());
       return kExitConfig;
     }
+  }
+  log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}{}", cfg_.redis.key, opts_.holder,
+             config::to_string(cfg_.task.mode), describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
+             format_duration(cfg_.redis.cron),
+             cfg_.task.limit > 1 ? " limit=" + std::to_string(cfg_.task.limit) : std::string());
+  if (exporter_) {
     log_->info("metrics:{}{}", cfg_.metrics.listen.empty() ? "" : " http://" + cfg_.metrics.listen + "/metrics",
                cfg_.metrics.textfile.empty() ? "" : " textfile " + cfg_.metrics.textfile);
   }
@@ -571,8 +573,9 @@ void Runner::log_release(const lock::Release& r) {
 std::optional<int> Runner::hold_after_step_down(const std::string& why, bool planned) {
   // At least one TTL, and longer with every step-down until the child runs stably again:
   // a host that keeps failing must not keep taking the lease back (RestartTracker). A
-  // handover is no failure: step_down_hold as configured.
-  const Millis hold = planned ? config::effective_step_down_hold(cfg_)
+  // handover is no failure: step_down_hold as configured, but at least one TTL, or a
+  // step_down_hold of 0 would take the lease straight back from the standby it was for.
+  const Millis hold = planned ? std::max(config::effective_step_down_hold(cfg_), cfg_.redis.expire)
                               : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
   log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
   notifier_.status("stepped down: " + why);
@@ -649,7 +652,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
         return kExitTempFail;
       }
       log_->error("cannot claim the slot of {} (once_per): {}; not running", utc_text(once_slot_s_), claim.error);
-      return kExitUnavailable;
+      return claim.refused ? kExitNoPerm : kExitUnavailable;
     }
     log_->info("claimed the slot of {} (once_per {})", utc_text(once_slot_s_), format_duration(*task.once_per));
   }
@@ -663,6 +666,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   if (task.mode == Mode::kSupervise) {
     for (const auto& node : lease_opts_.nodes) control.push_back(std::make_unique<redis::Subscriber>(node, keys_.control));
   }
+  std::vector<int> control_failures(control.size(), 0);
 
   std::optional<process::Child> child;
   StopCause cause = StopCause::kNone;
@@ -729,8 +733,9 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     cause = why;
     stop_kill_at = kill_at;
     stop_began = clock_.now();
-    // A planned stop is no warning; a stop forced by the lease or a timeout is.
-    if (why == StopCause::kShutdown) {
+    // A planned stop (shutdown, handover) is no warning; a stop forced by the lease, a
+    // timeout or a failing host is.
+    if (why == StopCause::kShutdown || (why == StopCause::kStepDown && step_down_cause == "handover")) {
       log_->info("stopping child pid={} with {}: {}", child->pid(), config::signal_name(sig), reason);
     } else {
       log_->warn("stopping child pid={} with {}: {}", child->pid(), config::signal_name(sig), reason);
@@ -879,6 +884,14 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       auto& c = control[i];
       if (fds[first_control + i].revents != 0) c->on_ready(fds[first_control + i].revents);
       c->maintain(redis::SteadyClock::now());
+      if (c->failures() > control_failures[i]) {
+        // A leader that cannot hear handover requests (an ACL user without the control
+        // channel) says so once; nothing else depends on it.
+        control_failures[i] = c->failures();
+        if (c->last_fault() == redis::Fault::kAuth || c->last_fault() == redis::Fault::kReply) {
+          subscribe_log_.failure(c->describe() + " control", c->last_error() + " (handover requests are not heard)");
+        }
+      }
       for (const auto& message : c->take_payloads()) {
         if (message != opts_.holder && message != "any") continue;
         if (step_down_reason.empty()) {

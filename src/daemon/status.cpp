@@ -365,19 +365,19 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, st
   // The leader acts on a message naming its own id, so a leader that took over meanwhile
   // is never asked by mistake. Sent again every second: a leader whose subscription was
   // down for a moment hears the next one.
-  auto ask = [&] {
-    long long receivers = 0;
-    const int accepted = backend->publish(keys.control, leader, receivers);
-    return std::make_pair(accepted, receivers);
-  };
-  auto [accepted, receivers] = ask();
-  if (accepted < 0) {
-    err << "redisgo_task: handover: no node accepted the control message on " << keys.control << "\n";
-    return kExitUnavailable;
+  auto ask = [&] { return backend->publish(keys.control, leader); };
+  const lock::Published first = ask();
+  if (first.accepted == 0) {
+    // Refused by an ACL (the user lacks the channel or PUBLISH): the config's credentials
+    // are the problem, as with a refused AUTH (77); otherwise nobody could be reached.
+    err << "redisgo_task: handover: no node accepted the control message on " << keys.control << ": "
+        << log::printable(first.error)
+        << (first.refused ? " (grant it with ACL SETUSER <user> &" + keys.control + " +publish)" : "") << "\n";
+    return first.refused ? kExitNoPerm : kExitUnavailable;
   }
   out << "asked " << log::printable(leader) << " to step down (key " << log::printable(config.redis.key) << ", token "
       << before.token << ")\n";
-  if (receivers == 0) {
+  if (first.receivers == 0) {
     err << "redisgo_task: handover: warning: nobody is listening on " << keys.control
         << " yet (a oneshot holder ignores handover; a supervise leader subscribes as it starts); asking again\n";
   }

@@ -161,7 +161,16 @@ struct Claim {
     kFailed,       ///< neither: too few nodes answered, or the lease was gone
   } kind = Kind::kFailed;
   ClaimRecord previous;
-  std::string error;  ///< kFailed: why
+  std::string error;     ///< kFailed: why
+  bool refused = false;  ///< kFailed: a node refused our credentials or the script (ACL): exit 77
+};
+
+/// The outcome of publishing a control message.
+struct Published {
+  int accepted = 0;          ///< nodes that took it
+  long long receivers = 0;   ///< subscribers that received it, over every node
+  bool refused = false;      ///< a node refused it (ACL: the user lacks the channel)
+  std::string error;         ///< why a node did not take it (the first one)
 };
 
 /// The seam between the daemon and Redis (a fake implements it in daemon tests).
@@ -196,12 +205,10 @@ class LeaseBackend {
   virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) {
     return std::vector<std::optional<ClaimRecord>>(claim_keys.size());
   }
-  /// PUBLISH `message` on `channel` on every node; returns how many nodes accepted it
-  /// (-1: none reachable) and adds up the subscribers that received it in `receivers`.
-  virtual int publish(const std::string& channel, const std::string& message, long long& receivers) {
+  /// PUBLISH `message` on `channel` on every node.
+  virtual Published publish(const std::string& channel, const std::string& message) {
     (void)channel, (void)message;
-    receivers = 0;
-    return -1;
+    return {};
   }
 };
 

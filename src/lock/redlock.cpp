@@ -657,6 +657,7 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
     } else if (r.kind == ClaimReply::Kind::kNotOurs) {
       errors.push_back(nodes_[i].name + ": the lease is no longer ours");
     } else if (calls[i]->done()) {
+      out.refused = out.refused || calls[i]->fault() == Fault::kAuth;
       errors.push_back(calls[i]->ok() ? nodes_[i].name + ": unexpected reply to the claim script" : calls[i]->error());
     }
   }
@@ -703,18 +704,21 @@ std::vector<std::optional<ClaimRecord>> RedlockBackend::read_claims(const std::v
   return out;
 }
 
-int RedlockBackend::publish(const std::string& channel, const std::string& message, long long& receivers) {
-  receivers = 0;
+Published RedlockBackend::publish(const std::string& channel, const std::string& message) {
+  Published out;
   auto calls = round(redis::kPublish, {}, {channel, message}, true);
-  int accepted = 0;
   for (const auto& c : calls) {
-    if (!c || !c->ok()) continue;
-    if (auto v = redis::as_integer(c->reply().get())) {
-      ++accepted;
-      receivers += *v;
+    if (!c || !c->done()) continue;
+    auto v = c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
+    if (v) {
+      ++out.accepted;
+      out.receivers += *v;
+      continue;
     }
+    out.refused = out.refused || c->fault() == Fault::kAuth;
+    if (out.error.empty()) out.error = c->ok() ? "unexpected reply to PUBLISH" : c->error();
   }
-  return accepted == 0 ? -1 : accepted;
+  return out;
 }
 
 }  // namespace redisgo::lock

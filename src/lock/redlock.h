@@ -68,7 +68,7 @@ class RedlockBackend final : public LeaseBackend {
   Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) override;
   void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
   std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
-  int publish(const std::string& channel, const std::string& message, long long& receivers) override;
+  Published publish(const std::string& channel, const std::string& message) override;
 
   const LeaseKeys& keys() const { return keys_; }
 

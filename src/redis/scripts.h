@@ -125,18 +125,15 @@ return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) 
 /// The first free slot is taken with SET NX PX and the fence raised as kAcquire does
 /// (one counter for every slot of the key): {1, "<token>", "<slot key>"}. Every slot
 /// busy: {0, "<holder of the slot that frees first>", its pttl}. The fence is checked
-/// before any SET, so a bad counter takes nothing. A holder that already has a slot gets
-/// none more (no re-entrancy, as kAcquire).
+/// before any SET, so a bad counter takes nothing. A miss costs 2 x slots + 2 commands.
+/// A waiter holds no slot (it released before contending), so there is no re-entrancy
+/// check; a leftover slot of ours whose release did not arrive only expires.
 inline const Script kAcquireSlot{R"lua(
 local fence = redis.pcall('GET', KEYS[1])
 if type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991)) then
   return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer below 2^53-1 (fix or delete it)')
 end
-for i = 2, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
-    return {0, ARGV[1], redis.call('PTTL', KEYS[i])}
-  end
-end
+local first, best = 2, -1
 for i = 2, #KEYS do
   if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
     local t = redis.call('TIME')
@@ -148,19 +145,12 @@ for i = 2, #KEYS do
     redis.call('SET', KEYS[1], string.format('%.0f', token), 'PX', ARGV[3])
     return {1, string.format('%.0f', token), KEYS[i]}
   end
-end
-local holder, best = '', -1
-for i = 2, #KEYS do
   local ttl = redis.call('PTTL', KEYS[i])
   if ttl >= 0 and (best < 0 or ttl < best) then
-    best = ttl
-    holder = redis.call('GET', KEYS[i]) or ''
+    first, best = i, ttl
   end
 end
-if best < 0 then
-  holder = redis.call('GET', KEYS[2]) or ''
-end
-return {0, holder, best}
+return {0, redis.call('GET', KEYS[first]) or '', best}
 )lua"};
 
 /// Claim a once_per slot (SPEC "Modes"), while holding the lease. KEYS: lease key, claim
