@@ -609,6 +609,10 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       lock::LeaseOptions o = lease_opts_;
       o.cancel_fd = cancel_fd;
       o.slot = slot;
+      if (once_key_) {
+        o.claim_key = *once_key_;
+        o.claim_ttl = *cfg_.task.once_per * 2;
+      }
       return lock::make_redis_backend(o, clock_);
     };
     // A node that fails while we lead is reported once per cause, then summarised.

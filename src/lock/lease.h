@@ -69,6 +69,10 @@ struct LeaseOptions {
   /// The slot that renew(), release() and inspect() act on until acquire() takes one
   /// (the renewal thread's backend is told the slot its lease is on).
   int slot = 0;
+  /// once_per: a claim of this holder's that every renewal keeps for claim_ttl from then
+  /// (empty = none).
+  std::string claim_key;
+  Millis claim_ttl{0};
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its

@@ -442,7 +442,13 @@ Renewal RedlockBackend::renew() {
   const int q = quorum();
   Renewal rn;
   const auto start = clock_.now();
-  auto calls = send(redis::kRenew, {held_key()}, {options_.holder, ttl_arg_}, {}, Send::kRespectBackoff);
+  std::vector<std::string> renew_keys{held_key()};
+  std::vector<std::string> renew_args{options_.holder, ttl_arg_};
+  if (!options_.claim_key.empty()) {
+    renew_keys.push_back(options_.claim_key);
+    renew_args.push_back(std::to_string(options_.claim_ttl.count()));
+  }
+  auto calls = send(redis::kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
   auto vote = [&](std::size_t i) -> int {  // 1 renewed, 0 not ours, -1 no answer/failure
     const auto& c = calls[i];
     if (!c || !c->done() || !c->ok()) return -1;
@@ -469,7 +475,7 @@ Renewal RedlockBackend::renew() {
       again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
     if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(redis::kRenew, {held_key()}, {options_.holder, ttl_arg_}, again, Send::kAlways);
+      auto retried = send(redis::kRenew, renew_keys, renew_args, again, Send::kAlways);
       for (std::size_t i = 0; i < n; ++i) {
         if (again[i] && retried[i]) calls[i] = retried[i];
       }

@@ -48,11 +48,18 @@ redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
 return {1, string.format('%.0f', token)}
 )lua"};
 
-/// Renew. KEYS: lease key. ARGV: holder, ttl in ms.
+/// Renew. KEYS: lease key [, once_per claim]. ARGV: holder, ttl in ms [, claim ttl in ms].
 /// Compare-and-PEXPIRE: 1 if the key is ours and was extended, else 0 (nothing changed).
+/// With a claim that names this holder, the claim is kept for its ttl from now too: a run
+/// longer than the claim's 2 x once_per must not let a host that waited for the lease
+/// find the slot unclaimed (pcall: a claim key of another type is no claim of ours).
 inline const Script kRenew{R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  local renewed = redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if KEYS[2] and redis.pcall('HGET', KEYS[2], 'holder') == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
+  return renewed
 end
 return 0
 )lua"};
