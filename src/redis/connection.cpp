@@ -79,7 +79,9 @@ Fault classify_error_reply(std::string_view text) {
   if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) return Fault::kAuth;
   // Redis 7 reports an ACL refusal inside a script as a plain ERR: still our credentials'
   // rights, not a broken node.
-  if (text.find("user executing the script can't run this command") != std::string_view::npos ||
+  // ("can't run this command", "can't access at least one of the keys", "can't publish
+  // to the channel").
+  if (text.find("user executing the script can't") != std::string_view::npos ||
       text.find("No permissions to access") != std::string_view::npos) {
     return Fault::kAuth;
   }

@@ -842,3 +842,58 @@ TEST_F(TaskCoordinator, ValidateRejectsCoordinatorKeysWhereTheyCannotApply) {
 }
 
 }  // namespace
+
+// --- regressions found by reading the docs against the binary ------------------------------
+
+// An ACL user that may run the lease scripts but not the once_per claim (no HSET) or the
+// control channel: the credentials are the problem, as with a refused AUTH: 77, not 69
+// ("no quorum"). And a leader that cannot hear handover requests says so.
+TEST(TaskCoordinatorAcl, RefusedClaimOrControlMessageIs77AndADeafLeaderSaysSo) {
+  RedisServer redis(with_acl_user("user jobs on >jobs-Pw ~* +@all -hset resetchannels &{k-acl}:released"));
+  TempDir dir;
+  const std::map<std::string, std::string> env{{"RGT_JOBS_PW", "jobs-Pw"}};
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  spec.key = "k-acl";
+  spec.log_level = "info";
+  spec.extra_redis = "username = \"jobs\"\npassword_env = \"RGT_JOBS_PW\"\n";
+  ConfigSpec once = spec;
+  once.extra_task = "once_per = \"60s\"\n";
+  auto r = run_task_binary({"task", "--config", dir.write("once.toml", make_config(once)), "--", "true"}, 10s, env);
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_NE(r.err.find("cannot claim the slot"), std::string::npos) << r.err;
+  EXPECT_EQ(redis.cli({"EXISTS", "k-acl"}), "0") << "the lease was released";
+
+  ConfigSpec sup = spec;
+  sup.mode = "supervise";
+  const auto cfg = dir.write("sup.toml", make_config(sup));
+  TaskProcess leader(dir.path(), "leader", {"task", "--config", cfg, "--", "sleep", "30"}, env);
+  ASSERT_TRUE(leader.wait_for_log("child started", 10s)) << leader.err();
+  ASSERT_TRUE(leader.wait_for_log("handover requests are not heard", 5s)) << leader.err();
+  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "1s"}, 10s, env);
+  EXPECT_EQ(h.code, 77) << h.err;
+  EXPECT_NE(h.err.find("ACL SETUSER"), std::string::npos) << h.err;
+  leader.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
+}
+
+// step_down_hold = 0 let a handed-over leader take the lease straight back from the
+// standby it was handed to (it won 8 times in a row): a handover holds at least one TTL.
+TEST_F(TaskCoordinator, AHandoverWithStepDownHoldZeroStillLetsTheStandbyLead) {
+  auto cfg = config(supervise("step_down_hold = \"0s\"\n"));
+  auto a = recorded("a", cfg);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  auto b = recorded("b", cfg);
+  ASSERT_TRUE(b->wait_for_log("waiting for key=", 10s)) << b->err();
+  auto h = run_task_binary({"handover", "--config", cfg}, 15s);
+  EXPECT_EQ(h.code, 0) << h.out << h.err;
+  ASSERT_TRUE(b->wait_for_log("child started", 5s)) << b->err();
+  EXPECT_NE(a->err().find("not contending for 1500ms"), std::string::npos) << a->err();
+  // The handover's stop is planned: no warning for stopping the child.
+  EXPECT_EQ(a->err().find("warn  [daemon] stopping child"), std::string::npos) << a->err();
+  a->signal(SIGTERM);
+  b->signal(SIGTERM);
+  EXPECT_EQ(a->wait_for(10s), 0) << a->err();
+  EXPECT_EQ(b->wait_for(10s), 0) << b->err();
+  expect_no_overlap();
+}
