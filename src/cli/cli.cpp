@@ -1,6 +1,8 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <iostream>
@@ -97,8 +99,29 @@ bool health_command_runnable(const config::Config& cfg) {
   return false;
 }
 
+/// [metrics] textfile: a file in an existing directory (the exporter writes a temporary
+/// file beside it and renames it over), so that `validate` refuses what `task` would.
+bool textfile_writable(const config::Config& cfg) {
+  const std::string& path = cfg.metrics.textfile;
+  if (path.empty()) return true;
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  std::string why;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    why = "expected a file path, found the directory '" + path + "'";
+  } else if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    why = "expected a file in an existing directory, found no directory '" + dir + "'";
+  } else if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    why = "expected a directory this user can write, found '" + dir + "' not writable";
+  }
+  if (why.empty()) return true;
+  std::cerr << "redisgo_task: error: " << config::diagnostic_at(cfg, "metrics.textfile", why).str() << "\n";
+  return false;
+}
+
 bool command_runnable(const config::Config& cfg) {
-  if (!health_command_runnable(cfg)) return false;
+  if (!health_command_runnable(cfg) || !textfile_writable(cfg)) return false;
   if (cfg.task.command.empty()) return true;  // comes after `--`; checked when it is run
   auto bad = process::why_not_runnable(daemon::spawn_options(cfg));
   if (!bad) return true;
@@ -249,9 +272,16 @@ int run(int argc, char** argv) {
   }
 
   std::optional<std::chrono::milliseconds> timeout;
+  if (*handover && handover_timeout.empty() && app.get_subcommand("handover")->count("--timeout") > 0) {
+    std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\", found an empty string\n";
+    return daemon::kExitConfig;
+  }
   if (*handover && !handover_timeout.empty()) {
     std::string why;
-    timeout = parse_duration(handover_timeout, &why);
+    // As in the config file, a bare integer is seconds.
+    const bool digits = handover_timeout.size() <= 9 &&
+                        handover_timeout.find_first_not_of("0123456789") == std::string::npos;
+    timeout = parse_duration(digits ? handover_timeout + "s" : handover_timeout, &why);
     if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
       std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
                 << log::printable(handover_timeout) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
@@ -292,7 +322,9 @@ int run(int argc, char** argv) {
 
   // task: a command from the file that cannot run fails here, loudly, with its line; one
   // from the command line fails as a shell's would (127/126) when it is started.
-  if (command.empty() ? !command_runnable(*cfg) : !health_command_runnable(*cfg)) return daemon::kExitConfig;
+  if (command.empty() ? !command_runnable(*cfg) : !health_command_runnable(*cfg) || !textfile_writable(*cfg)) {
+    return daemon::kExitConfig;
+  }
   if (!command.empty()) {
     cfg->task.command = command;
     cfg->task.command_is_shell = false;

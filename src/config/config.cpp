@@ -520,7 +520,7 @@ class Loader {
   /// A problem of a section the command does not use (Scope::kRedis: [task], [backoff]).
   bool out_of_scope(const Diagnostic& d) const {
     if (scope_ == Scope::kAll) return false;
-    for (std::string_view section : {"task", "backoff"}) {
+    for (std::string_view section : {"task", "backoff", "metrics"}) {
       if (d.key == section || d.key.rfind(std::string(section) + ".", 0) == 0) return true;
     }
     return false;

@@ -179,8 +179,8 @@ struct LoadResult {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup process_env();
 
-/// What a command needs of the file. `status` needs only [redis] (and [log]): a broken
-/// [task] or [backoff] is not its business (SPEC "Command line").
+/// What a command needs of the file. `status` and `handover` need only [redis] (and
+/// [log]): a broken [task], [backoff] or [metrics] is not their business (SPEC "Command line").
 enum class Scope { kAll, kRedis };
 
 /// Reads and validates a file. A file that cannot be read is one error.

@@ -136,6 +136,10 @@ class Runner {
   std::optional<int> hold_after_step_down(const std::string& why, bool planned);
   /// once_per: before contending, whether this run's slot was run already (exit 75 then).
   std::optional<int> slot_already_run();
+  /// once_per: how long a claim is kept, from its writing and from every renewal of its
+  /// run's lease: 2 x once_per (SPEC), and never less than 2 x expire, so that it outlives
+  /// the gap between two renewals and a dead holder's lease.
+  Millis claim_ttl() const { return std::max(*cfg_.task.once_per, cfg_.redis.expire) * 2; }
   /// The node health seen in a round, for redisgo_task_node_up.
   void note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors);
   // --- shared ---
@@ -611,7 +615,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       o.slot = slot;
       if (once_key_) {
         o.claim_key = *once_key_;
-        o.claim_ttl = *cfg_.task.once_per * 2;
+        o.claim_ttl = claim_ttl();
       }
       return lock::make_redis_backend(o, clock_);
     };
@@ -644,7 +648,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   }
   if (once_key_) {
     // once_per: the slot is claimed under the lease, before the child can start.
-    const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, *task.once_per * 2);
+    const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, claim_ttl());
     if (claim.kind != lock::Claim::Kind::kClaimed) {
       renewer->stop();
       log_release(backend_->release());
@@ -815,6 +819,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       // stopped or wedged (SIGSTOP of the daemon alone).
       keeper_deadline = sched.kill_at;
       child->set_deadline(keeper_deadline.time_since_epoch().count());
+      health.set_deadline(keeper_deadline.time_since_epoch().count());
     }
     if (running && cause != StopCause::kNone && !sigkill_sent && now >= std::min(stop_kill_at, sched.kill_at)) {
       log_->warn("child pid={} still running {} after {}; sending SIGKILL to its tree", child->pid(),

@@ -28,6 +28,28 @@ std::string last_line(const std::string& text) {
 HealthCheck::HealthCheck(const config::TaskConfig& task, std::shared_ptr<spdlog::logger> log, const Clock& clock)
     : task_(task), log_(std::move(log)), clock_(clock) {}
 
+void HealthCheck::log_failure(const std::string& what) {
+  const auto now = clock_.now();
+  if (failures_ <= kLoggedFailures || failures_ >= task_.health_fall) {
+    log_->warn("health check failed ({}/{}): {}", failures_, task_.health_fall, what);
+    last_summary_ = now;
+    unreported_ = 0;
+    return;
+  }
+  ++unreported_;
+  if (now - last_summary_ >= std::chrono::seconds(30)) {
+    log_->warn("health check still failing ({}/{}; {} more failure(s) in the last {}): {}", failures_,
+               task_.health_fall, unreported_, format_duration(std::chrono::duration_cast<Millis>(now - last_summary_)),
+               what);
+    last_summary_ = now;
+    unreported_ = 0;
+  }
+}
+
+void HealthCheck::set_deadline(std::int64_t kill_at_ns) noexcept {
+  if (running_ && running_->running()) running_->set_deadline(kill_at_ns);
+}
+
 HealthCheck::~HealthCheck() { disarm(); }
 
 void HealthCheck::arm(const process::SpawnOptions& spawn) {
@@ -101,7 +123,7 @@ void HealthCheck::start(std::int64_t kill_at_ns) {
     buffer_ = e.what();
     next_ = clock_.now() + task_.health_interval;
     ++failures_;
-    log_->warn("health check failed ({}/{}): {}", failures_, task_.health_fall, e.what());
+    log_failure(e.what());
   }
 }
 
@@ -123,7 +145,7 @@ std::optional<std::string> HealthCheck::finish(int code, bool timed_out) {
   const std::string what = timed_out ? "timed out after " + format_duration(task_.health_timeout) + " and was killed"
                                      : "exited with status " + std::to_string(code);
   const std::string line = last_line(output);
-  log_->warn("health check failed ({}/{}): {}{}", failures_, task_.health_fall, what, line.empty() ? "" : ": " + line);
+  log_failure(what + (line.empty() ? "" : ": " + line));
   if (failures_ < task_.health_fall) return std::nullopt;
   return "the health check failed " + std::to_string(failures_) + " times in a row (health_fall " +
          std::to_string(task_.health_fall) + "; last: " + what + ")";

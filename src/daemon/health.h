@@ -52,6 +52,9 @@ class HealthCheck {
   /// `kill_at_ns` is the lease's kill deadline (the check must not outlive the lease).
   /// Returns the reason to step down once health_fall checks in a row failed.
   std::optional<std::string> service(const std::vector<pollfd>& fds, std::int64_t kill_at_ns);
+  /// The lease's kill deadline moved (a renewal): a running check's keeper follows it, as
+  /// the child's does. Never throws.
+  void set_deadline(std::int64_t kill_at_ns) noexcept;
   /// Consecutive failures so far.
   int failures() const { return failures_; }
 
@@ -64,6 +67,13 @@ class HealthCheck {
   const config::TaskConfig& task_;
   std::shared_ptr<spdlog::logger> log_;
   const Clock& clock_;
+  /// Logs a failure: each of the first kLoggedFailures of a streak and the one that makes
+  /// it step down at warn, the others in a summary at most every 30 s (SPEC invariant 7: a
+  /// check every 100 ms with a high health_fall must not write ten warnings a second).
+  void log_failure(const std::string& what);
+  static constexpr int kLoggedFailures = 3;
+  Clock::time_point last_summary_{};
+  int unreported_ = 0;
   std::optional<process::SpawnOptions> spawn_;  // set while armed
   std::optional<process::Child> running_;
   UniqueFd output_;                             // read end of the running check's output

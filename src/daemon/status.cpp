@@ -2,10 +2,12 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "daemon/daemon.h"
 #include "daemon/servers.h"
@@ -180,13 +182,49 @@ std::string json_number(const std::string& text) {
 }
 
 /// The semaphore's other slots (limit > 1; slot 0 is the key itself, shown above them).
-void write_slots(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
-  if (config.task.limit <= 1) return;
-  if (json) out << ",\"limit\":" << config.task.limit << ",\"slots\":[";
-  if (!json) out << "limit:  " << config.task.limit << " slots\n";
-  for (int i = 0; i < config.task.limit; ++i) {
+/// Each slot's view (limit > 1; empty otherwise). Slot 0 is `first`, already read.
+std::vector<QuorumView> slot_views(lock::LeaseBackend& backend, const config::Config& config, const QuorumView& first) {
+  std::vector<QuorumView> views;
+  if (config.task.limit <= 1) return views;
+  views.push_back(first);
+  for (int i = 1; i < config.task.limit; ++i) {
     backend.select_slot(i);
-    const QuorumView q = quorum_view(backend.inspect(), backend.quorum());
+    views.push_back(quorum_view(backend.inspect(), backend.quorum()));
+  }
+  backend.select_slot(0);
+  return views;
+}
+
+/// A semaphore as a whole: held while any slot is held (by the lowest held slot's holder),
+/// free when every slot is free, else unknown.
+QuorumView overall(const std::vector<QuorumView>& slots, QuorumView first) {
+  if (slots.empty()) return first;
+  QuorumView q = first;
+  q.state = State::kFree;
+  for (const auto& s : slots) {
+    if (s.state == State::kHeld) {
+      if (q.state != State::kHeld) {
+        q.state = State::kHeld;
+        q.holder = s.holder;
+        q.votes = s.votes;
+        q.ttl_ms = s.ttl_ms;
+      }
+    } else if (s.state == State::kUnknown && q.state == State::kFree) {
+      q.state = State::kUnknown;
+    }
+  }
+  return q;
+}
+
+void write_slots(const std::vector<QuorumView>& views, const config::Config& config, bool json, std::ostream& out) {
+  if (views.empty()) return;
+  if (json) out << ",\"limit\":" << config.task.limit << ",\"slots\":[";
+  if (!json) {
+    const auto held = std::count_if(views.begin(), views.end(), [](const QuorumView& v) { return v.state == State::kHeld; });
+    out << "limit:  " << config.task.limit << " slots, " << held << " held\n";
+  }
+  for (int i = 0; i < static_cast<int>(views.size()); ++i) {
+    const QuorumView& q = views[static_cast<std::size_t>(i)];
     if (json) {
       out << (i ? "," : "") << "{\"slot\":" << i << ",\"state\":\"" << to_string(q.state) << "\",\"holder\":"
           << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
@@ -200,7 +238,6 @@ void write_slots(lock::LeaseBackend& backend, const config::Config& config, bool
       }
     }
   }
-  backend.select_slot(0);
   if (json) out << "]";
 }
 
@@ -258,7 +295,9 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
   auto backend = lock::make_redis_backend(lease_options(config, "status"));
   std::vector<lock::NodeView> nodes = backend->inspect();
   const int quorum = backend->quorum();
-  const QuorumView q = quorum_view(nodes, quorum);
+  const QuorumView first = quorum_view(nodes, quorum);
+  const std::vector<QuorumView> slots = slot_views(*backend, config, first);
+  const QuorumView q = overall(slots, first);
   const bool quorum_reachable = q.reachable >= quorum;
   const bool known = q.state != State::kUnknown;
   const bool here = q.state == State::kHeld && head_of(q.holder) == holder_head(config.redis.value);
@@ -291,7 +330,7 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       out << "}";
     }
     out << "]";
-    write_slots(*backend, config, json, out);
+    write_slots(slots, config, json, out);
     write_claims(*backend, config, json, out);
     write_topology_json(topology, out);
     out << "}\n";
@@ -323,7 +362,7 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
       if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
     }
-    write_slots(*backend, config, json, out);
+    write_slots(slots, config, json, out);
     write_claims(*backend, config, json, out);
     write_topology_text(topology, out);
   }
@@ -346,13 +385,18 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, st
     auto nodes = backend->inspect();
     QuorumView q = quorum_view(nodes, quorum);
     int refused = 0;
-    for (const auto& n : nodes) refused += n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls ? 1 : 0;
-    return std::make_pair(q, refused);
+    std::string error;
+    for (const auto& n : nodes) {
+      refused += n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls ? 1 : 0;
+      if (error.empty()) error = n.error;
+    }
+    return std::make_tuple(q, refused, error);
   };
-  auto [before, refused] = look();
+  auto [before, refused, first_error] = look();
   if (before.reachable < quorum) {
     err << "redisgo_task: handover: no quorum of nodes could be read (" << before.reachable << "/"
-        << backend->node_count() << " reachable, quorum " << quorum << ")\n";
+        << backend->node_count() << " reachable, quorum " << quorum << ")"
+        << (first_error.empty() ? "" : ": " + log::printable(first_error)) << "\n";
     return refused > 0 ? kExitNoPerm : kExitUnavailable;
   }
   if (before.state != State::kHeld) {
@@ -384,20 +428,25 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, st
   const auto deadline = steady_clock::now() + limit;
   auto last_ask = steady_clock::now();
   QuorumView now_view = before;
+  // Asked again while it still holds the lease (a message it missed), never once it let
+  // go: a leader back from its step_down_hold with no standby about must not be sent off
+  // a second time.
+  bool let_go = false;
   while (steady_clock::now() < deadline) {
     ::poll(nullptr, 0, 100);  // a status read every 100 ms: a few commands per second
-    now_view = look().first;
+    now_view = std::get<0>(look());
     if (now_view.state == State::kHeld && now_view.holder != leader) {
       out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
           << ")\n";
       return output_ok(out) ? 0 : 74;
     }
-    if (now_view.state == State::kHeld && steady_clock::now() - last_ask >= std::chrono::seconds(1)) {
+    let_go = let_go || now_view.state != State::kHeld || now_view.holder != leader;
+    if (!let_go && steady_clock::now() - last_ask >= std::chrono::seconds(1)) {
       ask();
       last_ask = steady_clock::now();
     }
   }
-  if (now_view.state == State::kHeld && now_view.holder == leader) {
+  if (!let_go) {
     err << "redisgo_task: handover: " << log::printable(leader) << " did not step down within " << format_duration(limit)
         << " (a oneshot holder, or one that cannot hear the control channel)\n";
   } else {

@@ -162,14 +162,18 @@ return {0, redis.call('GET', KEYS[first]) or '', best}
 
 /// Claim a once_per slot (SPEC "Modes"), while holding the lease. KEYS: lease key, claim
 /// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms.
-/// The lease not ours: {-1}. Already claimed: {0, holder, token, start, status or ""}.
+/// The lease not ours: {-1}. Already claimed: {0, holder, token, start, status or ""};
+/// something else at the claim key (another type) counts as claimed too: at most once.
 /// Else HSET holder/token/start with PEXPIRE: {1}.
 inline const Script kClaim{R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {-1}
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  local c = redis.call('HMGET', KEYS[2], 'holder', 'token', 'start', 'status')
+  local c = redis.pcall('HMGET', KEYS[2], 'holder', 'token', 'start', 'status')
+  if c.err then
+    return {0, '(not a claim: ' .. redis.call('TYPE', KEYS[2]).ok .. ')', '', '', ''}
+  end
   return {0, c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
 end
 redis.call('HSET', KEYS[2], 'holder', ARGV[1], 'token', ARGV[2], 'start', ARGV[3])

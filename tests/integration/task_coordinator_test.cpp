@@ -897,3 +897,77 @@ TEST_F(TaskCoordinator, AHandoverWithStepDownHoldZeroStillLetsTheStandbyLead) {
   EXPECT_EQ(b->wait_for(10s), 0) << b->err();
   expect_no_overlap();
 }
+
+// --- regressions found by the attack on the coordinator features ---------------------------
+
+// A health check ran behind a keeper armed with the lease's kill deadline of the moment it
+// started, and the deadline never followed the renewals: a check still well within
+// health_timeout was SIGKILLed (status 137) and a healthy leader stepped down.
+TEST_F(TaskCoordinator, AHealthCheckWithinItsTimeoutOutlivesTheLeaseDeadlineItStartedUnder) {
+  // Lease 1500 ms, kill_grace 300 ms: the kill deadline at the check's start is ~1.1 s
+  // away; the check takes 1.6 s, within its 2 s timeout.
+  auto cfg = config(supervise("health_command = \"sleep 1.6\"\nhealth_interval = \"2500ms\"\n"
+                              "health_timeout = \"2s\"\nhealth_fall = 1\n"));
+  auto a = recorded("a", cfg);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  // Two checks' worth (2.5 s + 1.6 s, twice) with nothing failing.
+  std::this_thread::sleep_for(4500ms);  // the observation window itself
+  EXPECT_EQ(a->err().find("health check failed"), std::string::npos) << a->err();
+  EXPECT_EQ(a->err().find("stepped down"), std::string::npos) << a->err();
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait_for(10s), 0) << a->err();
+}
+
+// handover with no standby asked the old leader again each time it came back from its
+// hold, so the service was stopped again and again for the whole --timeout.
+TEST_F(TaskCoordinator, AHandoverWithNoStandbyStepsTheLeaderDownOnce) {
+  auto cfg = config(supervise("step_down_hold = \"1500ms\"\n"));
+  auto a = recorded("a", cfg);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "5"}, 15s);  // bare seconds, as in the file
+  EXPECT_EQ(h.code, 75) << h.out << h.err;
+  EXPECT_NE(h.err.find("no other holder took the lease"), std::string::npos) << h.err;
+  EXPECT_EQ(occurrences(a->err(), "stepped down: handover requested"), 1u) << a->err();
+  EXPECT_GE(occurrences(a->err(), "child started"), 2u) << "it leads again after its hold\n" << a->err();
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait_for(10s), 0) << a->err();
+}
+
+// status of a semaphore said "free" while a slot other than 0 was held; a claim key of
+// another type made a once_per run exit 69 ("no quorum").
+TEST_F(TaskCoordinator, StatusOfASemaphoreIsHeldWhileAnySlotIsAndAForeignClaimKeyIsAClaim) {
+  ConfigSpec spec;
+  spec.extra_task = "limit = 3\n";
+  const auto cfg = config(spec);
+  redis_.cli({"SET", "{" + key() + "}:slot:2", "someone:1:abc", "PX", "20000"});
+  auto r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("state:  held by someone:1:abc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("slot 2: held by someone:1:abc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 slots, 1 held"), std::string::npos) << r.out;
+  r = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_NE(r.out.find("\"state\":\"held\""), std::string::npos) << r.out;
+
+  ConfigSpec once;
+  once.key = key() + "-once";
+  once.extra_task = "once_per = \"3600s\"\n";
+  const auto once_cfg = config(once);
+  const long long slot = (wall_ms() + 1'800'000) / 3'600'000 * 3600;
+  redis_.cli({"RPUSH", "{" + once.key + "}:once:" + std::to_string(slot), "x"});
+  r = run_task_binary({"task", "--config", once_cfg, "--", "true"}, 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_NE(r.err.find("not a claim: list"), std::string::npos) << r.err;
+}
+
+// validate passed a textfile in a missing directory, or a directory, that task refused.
+TEST_F(TaskCoordinator, ValidateRefusesATextfileTaskCouldNotWrite) {
+  for (const std::string& textfile : {std::string("/nonexistent-dir/x.prom"), dir_.path()}) {
+    const auto cfg = config(ConfigSpec{}, "\n[metrics]\ntextfile = \"" + textfile + "\"\n");
+    auto r = run_task_binary({"validate", "--config", cfg}, 10s);
+    EXPECT_EQ(r.code, 78) << textfile << "\n" << r.err;
+    EXPECT_NE(r.err.find("metrics.textfile"), std::string::npos) << r.err;
+  }
+  // status needs only [redis]: a broken [metrics] is not its business.
+  const auto cfg = config(ConfigSpec{}, "\n[metrics]\nlisten = \"nonsense\"\n");
+  EXPECT_EQ(run_task_binary({"status", "--config", cfg}, 10s).code, 0);
+}
