@@ -767,12 +767,12 @@ TEST_F(TaskCoordinator, MetricsAddressInUseFailsAtStartWith78AndContendsForNothi
   EXPECT_EQ(redis_.cli({"EXISTS", key(), "{" + key() + "}:fence"}), "0") << "it contended";
   EXPECT_EQ(script_calls(redis_), 0) << "it contended";
 
-  // A textfile whose directory does not exist: the same.
+  // A textfile whose directory does not exist: refused before anything starts, at its line.
   const auto cfg_tf = config(supervise(), metrics_section(0, path("no-such-dir/x.prom")));
   r = run_task_binary({"task", "--config", cfg_tf, "--", "/bin/sh", "-c", "touch " + marker + "; sleep 30"}, 10s);
   EXPECT_EQ(r.code, 78) << r.err;
-  EXPECT_NE(r.err.find("cannot start [metrics]"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(path("no-such-dir/x.prom")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("metrics.textfile: expected a file in an existing directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(path("no-such-dir")), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the child ran";
   EXPECT_EQ(script_calls(redis_), 0) << "it contended";
 }
