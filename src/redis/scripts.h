@@ -12,6 +12,7 @@
 /// Each script runs as EVAL on its first use on a connection, by SHA after
 /// (redis::AsyncConnection); kLeaseScripts lists them.
 
+#include <string>
 #include <vector>
 
 #include "redis/connection.h"
@@ -29,24 +30,40 @@ namespace redisgo::redis {
 /// There is no re-entrancy: a holder that acquires a key it already holds gets 0 like
 /// anyone else (its lease is not silently extended, and no token is issued that the
 /// resource could confuse with the running one).
-inline const Script kAcquire{R"lua(
+/// The fence counter's rules, shared by both acquire scripts: a counter that is not a
+/// decimal integer below 2^53 - 1 is refused (bad_fence, fence_error), and a token is
+/// issued as max(counter + 1, server TIME in µs), stored with the fence TTL (issue).
+inline const std::string kFenceFunctions = R"lua(
+local function bad_fence(fence)
+  return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
+end
+local function fence_error(key)
+  return redis.error_reply('fence counter ' .. key .. ' is not an integer below 2^53-1 (fix or delete it)')
+end
+local function issue(key, fence, ttl)
+  local t = redis.call('TIME')
+  local token = (tonumber(fence) or 0) + 1
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if token < now_us then
+    token = now_us
+  end
+  redis.call('SET', key, string.format('%.0f', token), 'PX', ttl)
+  return string.format('%.0f', token)
+end
+)lua";
+
+inline const std::string kAcquireSource = kFenceFunctions + R"lua(
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
 end
 local fence = redis.pcall('GET', KEYS[2])
-if type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991)) then
+if bad_fence(fence) then
   redis.call('DEL', KEYS[1])
-  return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not an integer below 2^53-1 (fix or delete it)')
+  return fence_error(KEYS[2])
 end
-local t = redis.call('TIME')
-local token = (tonumber(fence) or 0) + 1
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if token < now_us then
-  token = now_us
-end
-redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[3])
-return {1, string.format('%.0f', token)}
-)lua"};
+return {1, issue(KEYS[2], fence, ARGV[3])}
+)lua";
+inline const Script kAcquire{kAcquireSource};
 
 /// Renew. KEYS: lease key [, once_per claim]. ARGV: holder, ttl in ms [, claim ttl in ms].
 /// Compare-and-PEXPIRE: 1 if the key is ours and was extended, else 0 (nothing changed).
@@ -135,22 +152,15 @@ return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) 
 /// before any SET, so a bad counter takes nothing. A miss costs 2 x slots + 2 commands.
 /// A waiter holds no slot (it released before contending), so there is no re-entrancy
 /// check; a leftover slot of ours whose release did not arrive only expires.
-inline const Script kAcquireSlot{R"lua(
+inline const std::string kAcquireSlotSource = kFenceFunctions + R"lua(
 local fence = redis.pcall('GET', KEYS[1])
-if type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991)) then
-  return redis.error_reply('fence counter ' .. KEYS[1] .. ' is not an integer below 2^53-1 (fix or delete it)')
+if bad_fence(fence) then
+  return fence_error(KEYS[1])
 end
 local first, best = 2, -1
 for i = 2, #KEYS do
   if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    local t = redis.call('TIME')
-    local token = (tonumber(fence) or 0) + 1
-    local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    if token < now_us then
-      token = now_us
-    end
-    redis.call('SET', KEYS[1], string.format('%.0f', token), 'PX', ARGV[3])
-    return {1, string.format('%.0f', token), KEYS[i]}
+    return {1, issue(KEYS[1], fence, ARGV[3]), KEYS[i]}
   end
   local ttl = redis.call('PTTL', KEYS[i])
   if ttl >= 0 and (best < 0 or ttl < best) then
@@ -158,7 +168,8 @@ for i = 2, #KEYS do
   end
 end
 return {0, redis.call('GET', KEYS[first]) or '', best}
-)lua"};
+)lua";
+inline const Script kAcquireSlot{kAcquireSlotSource};
 
 /// Claim a once_per slot (SPEC "Modes"), while holding the lease. KEYS: lease key, claim
 /// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms.
