@@ -220,7 +220,10 @@ TEST_F(TlsTask, TheReadmesManagedRedisRecipeIsEnough) {
   const std::string cfg = config(server.address(), "tls = true\ntls_ca_file = \"" + test_certificates().ca +
                                                         "\"\nusername = \"redisgo\"\npassword_file = \"" + pass + "\"\n");
   const std::string log = dir_.path() + "/intervals";
-  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.5")});
+  // A's job outlasts B's start-up also on a loaded machine under a sanitizer (0.5 s did not:
+  // B found the key free and never waited), and ends before B's wait on the TTL (expire 2 s,
+  // renewed every 500 ms) would: B is woken by the release message.
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "1.5")});
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
   TaskProcess b(dir_.path(), "b", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.1")});
   ASSERT_TRUE(b.wait_for_log("subscribed to the release channel", 10s)) << b.err();

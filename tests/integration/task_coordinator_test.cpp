@@ -286,9 +286,11 @@ TEST_F(TaskCoordinator, OncePerRunsEachSlotOnceForHostsUpToHalfAPeriodApartEvenI
   std::cout << "slot S = " << utc(s / 1000) << ", " << s - wall_ms() << " ms away\n";
 
   // Slot S: hosts at S - 0.45P, S - 0.2P (while the first one's child still runs), S + 0.2P
-  // and S + 0.45P (after it). Exactly one run.
+  // and S + 0.3P (after it). Exactly one run. (Not later than 0.3P after S: under a
+  // sanitizer a daemon's start can lag its fork by most of a second, which would carry a
+  // host fired at 0.45P into the next slot.)
   std::vector<std::unique_ptr<TaskProcess>> slot_s;
-  for (long long offset : {-kP * 45 / 100, -kP * 20 / 100, kP * 20 / 100, kP * 45 / 100}) {
+  for (long long offset : {-kP * 45 / 100, -kP * 20 / 100, kP * 20 / 100, kP * 30 / 100}) {
     sleep_until_wall_ms(s + offset);
     slot_s.push_back(host("s" + std::to_string(slot_s.size()), cfg, job("S", "sleep 1.5")));
   }
@@ -393,7 +395,8 @@ TEST_F(TaskCoordinator, OncePerHostsWaitingForTheLeaseFindTheSlotClaimedUnderIt)
   // Not near a half-period (where two hosts started a moment apart could name two slots).
   const long long phase = wall_ms() % 4000;
   if (phase > 1500 && phase < 2500) sleep_until_wall_ms(wall_ms() + 2700 - phase);
-  redis_.cli({"SET", key(), "someone-else:1:abc", "PX", "800"});
+  // Long enough for both hosts to start and pass the pre-check, also under a sanitizer.
+  redis_.cli({"SET", key(), "someone-else:1:abc", "PX", "2500"});
   auto a = host("a", cfg, "echo \"$REDISGO_TASK_TOKEN $$\" >> " + runs + "; sleep 0.3");
   auto b = host("b", cfg, "echo \"$REDISGO_TASK_TOKEN $$\" >> " + runs + "; sleep 0.3");
   auto ca = a->wait_for(10s), cb = b->wait_for(10s);
@@ -422,8 +425,10 @@ TEST_F(TaskCoordinator, OncePerRunOutlastingTwicePeriodIsNotRepeatedByAHostThatW
   const std::string runs = path("runs");
   const long long phase = wall_ms() % 1000;
   if (phase > 300 && phase < 700) sleep_until_wall_ms(wall_ms() + 800 - phase);
-  redis_.cli({"SET", key(), "someone-else:1:abc", "PX", "500"});  // both pass the pre-check, then wait
-  const std::string job = "echo \"$REDISGO_TASK_TOKEN $$\" >> " + runs + "; sleep 2.5";  // > 2 x once_per
+  redis_.cli({"SET", key(), "someone-else:1:abc", "PX", "1000"});  // both pass the pre-check, then wait
+  // Longer than the claim's own lifetime, 2 x max(once_per, expire) = 4 s: only the
+  // renewals keep the claim.
+  const std::string job = "echo \"$REDISGO_TASK_TOKEN $$\" >> " + runs + "; sleep 4.5";
   auto a = host("a", cfg, job);
   auto b = host("b", cfg, job);
   auto ca = a->wait_for(15s), cb = b->wait_for(15s);

@@ -194,7 +194,8 @@ TEST_F(TaskRunner, StandbyIsWokenByTheReleaseNotAFallbackPoll) {
   spec.backoff = "strategy = \"constant\"\ninitial = \"20s\"\nmax = \"20s\"\njitter = \"none\"\n";
   auto cfg = config(spec);
   std::string marks = dir_.path() + "/marks";
-  TaskProcess a(dir_.path(), "a", task(cfg, "echo a-start >> " + marks + "; sleep 0.5; echo a-end >> " + marks));
+  // 2 s: the standby must find the lease busy also when a sanitizer slows its start.
+  TaskProcess a(dir_.path(), "a", task(cfg, "echo a-start >> " + marks + "; sleep 2; echo a-end >> " + marks));
   ASSERT_TRUE(wait_until([&] { return read_file(marks).find("a-start") != std::string::npos; }, 10s)) << a.err();
   TaskProcess b(dir_.path(), "b", task(cfg, "echo b-start >> " + marks));
   ASSERT_TRUE(b.wait_for_log("lease busy", 10s)) << b.err();
