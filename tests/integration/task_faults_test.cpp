@@ -712,7 +712,8 @@ TEST_F(TaskFaults, AnAclUserWithoutTheChannelReleasesAndSaysWhyNobodyIsWoken) {
   spec.log_level = "info";
   auto cfg = config(spec, {redis.address()});
   const std::map<std::string, std::string> env{{"RGT_JOBS_PW", "jobs-Pw"}};
-  TaskProcess a(dir_.path(), "a", task(cfg, "sleep 0.5"), env);
+  // 2 s: the holder still runs when B has started, also under a sanitizer on a loaded machine.
+  TaskProcess a(dir_.path(), "a", task(cfg, "sleep 2"), env);
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
   TaskProcess b(dir_.path(), "b", task(cfg, "true"), env);
   ASSERT_TRUE(b.wait_for_log("subscribe: redis", 5s)) << b.err();  // the refusal, logged
