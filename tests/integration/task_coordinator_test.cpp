@@ -221,23 +221,8 @@ class TaskCoordinator : public ::testing::Test {
         std::vector<std::string>{"task", "--config", cfg, "--", recorder_binary(), records_, std::to_string(run_ms)});
   }
   RecordCheck records(int limit = 1) const { return check_records(records_, {}, limit); }
-  void expect_no_overlap(int limit = 1) const {
-    auto check = records(limit);
-    for (const auto& p : check.problems) ADD_FAILURE() << p;
-    EXPECT_EQ(check.overlaps, 0);
-  }
-  /// A supervise config for leader/standby tests: 1500 ms lease, fast restarts.
-  static ConfigSpec supervise(const std::string& extra_task = "") {
-    ConfigSpec s;
-    s.mode = "supervise";
-    s.expire = "1500ms";
-    s.cron = "300ms";
-    s.kill_grace = "300ms";
-    s.io_timeout = "250ms";
-    s.log_level = "info";
-    s.extra_task = "restart = \"always\"\nrestart_delay = \"100ms\"\n" + extra_task;
-    return s;
-  }
+  void expect_no_overlap(int limit = 1) const { expect_exclusive_records(records_, {}, limit); }
+  static ConfigSpec supervise(const std::string& extra_task = "") { return leader_standby_spec(extra_task); }
   static std::string metrics_section(int port, const std::string& textfile) {
     std::string s = "\n[metrics]\n";
     if (port > 0) s += "listen = \"127.0.0.1:" + std::to_string(port) + "\"\n";

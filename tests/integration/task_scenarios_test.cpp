@@ -87,22 +87,8 @@ class TaskScenarios : public ::testing::Test {
   /// The children that have started so far.
   std::size_t started() const { return check_records(records_).children.size(); }
   /// No overlap and tokens in order; prints the problems.
-  void expect_exclusive(const std::vector<Freeze>& freezes = {}) {
-    auto check = check_records(records_, freezes);
-    for (const auto& p : check.problems) ADD_FAILURE() << p;
-    EXPECT_EQ(check.overlaps, 0);
-  }
-  static ConfigSpec supervise() {
-    ConfigSpec s;
-    s.mode = "supervise";
-    s.expire = "1500ms";
-    s.cron = "300ms";
-    s.kill_grace = "300ms";
-    s.io_timeout = "250ms";
-    s.log_level = "info";
-    s.extra_task = "restart = \"always\"\nrestart_delay = \"100ms\"\n";
-    return s;
-  }
+  void expect_exclusive(const std::vector<Freeze>& freezes = {}) { expect_exclusive_records(records_, freezes); }
+  static ConfigSpec supervise() { return leader_standby_spec(); }
 
   TempDir dir_;
   std::string records_ = dir_.path() + "/records";

@@ -177,6 +177,24 @@ ConfigSpec fault_config_spec() {
   return spec;
 }
 
+ConfigSpec leader_standby_spec(const std::string& extra_task) {
+  ConfigSpec s;
+  s.mode = "supervise";
+  s.expire = "1500ms";
+  s.cron = "300ms";
+  s.kill_grace = "300ms";
+  s.io_timeout = "250ms";
+  s.log_level = "info";
+  s.extra_task = "restart = \"always\"\nrestart_delay = \"100ms\"\n" + extra_task;
+  return s;
+}
+
+void expect_exclusive_records(const std::string& records, const std::vector<Freeze>& freezes, int limit) {
+  auto check = check_records(records, freezes, limit);
+  for (const auto& p : check.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(check.overlaps, 0);
+}
+
 void expect_child_stopped_before_lease_ends(const std::string& dir, const std::string& config,
                                             const std::function<void()>& fault, std::chrono::milliseconds fault_for,
                                             const std::function<void()>& heal) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "support/records.h"
+
 namespace redisgo::testing {
 
 class TaskProcess {
@@ -80,6 +82,14 @@ std::string make_config(const ConfigSpec& spec);
 /// `heal`, and expects a new child under a higher token; then stops the daemon.
 /// The config must come from fault_config_spec().
 ConfigSpec fault_config_spec();
+
+/// The leader/standby scenarios' supervise config: 1500 ms lease, cron 300 ms, kill_grace
+/// 300 ms, 250 ms timeouts, info logs, restart always after 100 ms; `extra_task` appended.
+ConfigSpec leader_standby_spec(const std::string& extra_task = "");
+
+/// Checks the children's records (support/records.h) through GoogleTest: no overlap per
+/// slot, tokens in order; every problem is reported.
+void expect_exclusive_records(const std::string& records, const std::vector<Freeze>& freezes = {}, int limit = 1);
 void expect_child_stopped_before_lease_ends(const std::string& dir, const std::string& config,
                                             const std::function<void()>& fault, std::chrono::milliseconds fault_for,
                                             const std::function<void()>& heal);
