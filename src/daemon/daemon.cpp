@@ -503,7 +503,11 @@ std::optional<int> Runner::contend() {
           log_->debug("release message received; trying now");
           break;
         }
-        wake_at = std::min(wake_at, soon);
+        if (soon < wake_at) {
+          // Said once per wait: a flood of messages must not flood the log either.
+          log_->debug("release message received; trying in {}", format_duration(until(soon, clock_.now())));
+          wake_at = soon;
+        }
         continue;
       }
       if (end == WaitEnd::kSubscribed) {
