@@ -613,10 +613,11 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   renewer_wake_.clear();
   std::unique_ptr<lock::Renewer> renewer;
   try {
-    auto make = [this, slot = acquired.slot](int cancel_fd) {
+    auto make = [this, slot = acquired.slot, token = acquired.token](int cancel_fd) {
       lock::LeaseOptions o = lease_opts_;
       o.cancel_fd = cancel_fd;
       o.slot = slot;
+      o.token = token;
       if (once_key_) {
         o.claim_key = *once_key_;
         o.claim_ttl = claim_ttl();

@@ -69,6 +69,11 @@ struct LeaseOptions {
   /// The slot that renew(), release() and inspect() act on until acquire() takes one
   /// (the renewal thread's backend is told the slot its lease is on).
   int slot = 0;
+  /// The token of the lease held (acquire() sets it; the renewal thread's backend is told
+  /// it). With several
+  /// nodes, a renewal that finds the key gone from a node sets it there again and raises
+  /// that node's fence to this token (redis::kRenew). 0 = never repair.
+  std::uint64_t token = 0;
   /// once_per: a claim of this holder's that every renewal keeps for claim_ttl from then
   /// (empty = none).
   std::string claim_key;
@@ -124,6 +129,7 @@ struct Renewal {
   bool lost = false;
   Clock::time_point valid_until{};      ///< confirmed only: new local deadline
   int votes = 0;
+  int repaired = 0;                     ///< of the votes, nodes where the key was gone and is set again
   std::vector<NodeError> errors;
   std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
   Clock::duration took{};               ///< from sending the round to its outcome (metrics)

@@ -402,6 +402,7 @@ Acquisition RedlockBackend::acquire() {
   }
   a.acquired = true;
   a.slot = slot;
+  options_.token = a.token;  // what renew() sets again where the key goes missing
   return a;
 }
 
@@ -436,30 +437,51 @@ bool RedlockBackend::replicated(const std::vector<bool>& granted, std::vector<No
   return enough >= quorum();
 }
 
+NodeError RedlockBackend::set_again_error(std::size_t i) const {
+  // Said once per cause like any node's fault: the node lost data (or never had the
+  // lease), and an operator wants to know, though the lease stands there again.
+  return {nodes_[i].name + " (set again)", Fault::kReply,
+          nodes_[i].conn.describe() + ": the lease was gone from this node (key deleted or evicted, the node "
+                                      "restarted empty, or never set there); set again"};
+}
+
 Renewal RedlockBackend::renew() {
   sweep();
   const std::size_t n = nodes_.size();
   const int q = quorum();
   Renewal rn;
   const auto start = clock_.now();
-  std::vector<std::string> renew_keys{held_key()};
-  std::vector<std::string> renew_args{options_.holder, ttl_arg_};
+  // With one node there is no quorum to repair from: a key gone there is a lease lost.
+  const bool repair = n > 1 && options_.token != 0;
+  // The last round was decided without some nodes' answers; one that has come since and
+  // says the key was set again there is reported now (not a vote: that round is over).
+  for (std::size_t i = 0; i < late_renewals_.size() && i < n; ++i) {
+    const auto& c = late_renewals_[i];
+    if (c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 2) {
+      rn.errors.push_back(set_again_error(i));
+    }
+  }
+  late_renewals_.assign(n, nullptr);
+  std::vector<std::string> renew_keys{held_key(), keys_.fence};
+  std::vector<std::string> renew_args{options_.holder, ttl_arg_, repair ? std::to_string(options_.token) : "",
+                                      fence_ttl_arg_};
   if (!options_.claim_key.empty()) {
     renew_keys.push_back(options_.claim_key);
     renew_args.push_back(std::to_string(options_.claim_ttl.count()));
   }
   auto calls = send(redis::kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
-  auto vote = [&](std::size_t i) -> int {  // 1 renewed, 0 not ours, -1 no answer/failure
+  // 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no answer/failure.
+  auto vote = [&](std::size_t i) -> int {
     const auto& c = calls[i];
     if (!c || !c->done() || !c->ok()) return -1;
-    auto flag = parse_flag_reply(c->reply().get());
-    return flag ? (*flag ? 1 : 0) : -1;
+    auto v = redis::as_integer(c->reply().get());
+    return v && *v >= 0 && *v <= 2 ? static_cast<int>(*v) : -1;
   };
   auto decided = [&] {
     int yes = 0, not_ours = 0;
     for (std::size_t i = 0; i < n; ++i) {
       int v = vote(i);
-      yes += v == 1;
+      yes += v >= 1;
       not_ours += v == 0;
     }
     return yes >= q || not_ours > static_cast<int>(n) - q;
@@ -487,16 +509,25 @@ Renewal RedlockBackend::renew() {
   for (std::size_t i = 0; i < n; ++i) {
     const int v = vote(i);
     if (v >= 0) rn.answered.push_back(nodes_[i].name);  // reachable again, if it was not
-    if (v == 1) {
+    if (v == 2) {
+      // Our key was gone from this node and is set again. Said once per cause like any
+      // node's fault: the node lost data (or never had the lease), and an operator wants
+      // to know, but the lease holds on every node again.
+      ++rn.votes;
+      ++rn.repaired;
+      rn.errors.push_back(set_again_error(i));
+    } else if (v == 1) {
       ++rn.votes;
     } else if (v == 0) {
       ++not_ours;
       // Said once (a cause of its own, apart from the node's reachability), even while a
-      // quorum still holds: the key was deleted or evicted there, or the node restarted
-      // empty, and one more such node loses the lease.
+      // quorum still holds: one more such node loses the lease. With several nodes a key
+      // that was merely gone has been set again (2), so this is another holder's.
       rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
-                           nodes_[i].conn.describe() + ": the lease is gone from this node (key deleted or evicted, or "
-                                                       "the node restarted empty)"});
+                           nodes_[i].conn.describe() +
+                               (repair ? ": another holder has the key on this node"
+                                       : ": the lease is no longer ours on this node (key deleted, evicted or "
+                                         "taken, or the node restarted empty)")});
     } else if (!calls[i] || calls[i]->done()) {
       if (calls[i] && calls[i]->ok()) {
         rn.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the renew script"});
@@ -504,6 +535,9 @@ Renewal RedlockBackend::renew() {
         rn.errors.push_back(error_of(i, calls[i]));
       }
     }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (calls[i] && !calls[i]->done()) late_renewals_[i] = calls[i];
   }
   if (!finished) rn.errors.push_back({"", Fault::kCancelled, "renewal cancelled"});
   // Only nodes that answered "not yours" prove anything: an unreachable node may still

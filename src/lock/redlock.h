@@ -113,6 +113,8 @@ class RedlockBackend final : public LeaseBackend {
   /// timeouts; cancellable by cancel_fd when `cancellable`).
   std::vector<redis::CallPtr> round(const redis::Script& script, const std::vector<std::string>& keys,
                                     const std::vector<std::string>& args, bool cancellable);
+  /// renew(): node i's report that our key was gone there and is set again.
+  NodeError set_again_error(std::size_t i) const;
   const std::string& held_key() const { return slot_keys_[static_cast<std::size_t>(held_)]; }
   /// When a quorum of nodes will be past their retry times ({} = now).
   Clock::time_point quorum_available_at() const;
@@ -135,6 +137,8 @@ class RedlockBackend final : public LeaseBackend {
     int redirects = 0;
   };
   std::map<const redis::Call*, Sent> sent_;
+  /// renew(): the calls of the last round still unanswered when it was decided.
+  std::vector<redis::CallPtr> late_renewals_;
 };
 
 }  // namespace redisgo::lock

@@ -65,21 +65,40 @@ return {1, issue(KEYS[2], fence, ARGV[3])}
 )lua";
 inline const Script kAcquire{kAcquireSource};
 
-/// Renew. KEYS: lease key [, once_per claim]. ARGV: holder, ttl in ms [, claim ttl in ms].
-/// Compare-and-PEXPIRE: 1 if the key is ours and was extended, else 0 (nothing changed).
+/// Renew. KEYS: lease key, fence counter [, once_per claim]. ARGV: holder, ttl in ms,
+/// token ("" = no repair), fence ttl in ms [, claim ttl in ms].
+/// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's
+/// (nothing changed). A key that is gone from this node (deleted, evicted, the node
+/// restarted empty, or never set: a waiter woken by a release can win a quorum while the
+/// release has not yet reached this node) is set again for this holder with the ttl when
+/// a token is given, and the node's fence raised to at least that token: 2. That is an
+/// acquisition of this one node (SET NX), made while a quorum still holds the lease, so
+/// it takes nothing from anyone; without it a leader left on a bare quorum loses its
+/// lease to the next single node that fails.
 /// With a claim that names this holder, the claim is kept for its ttl from now too: a run
 /// longer than the claim's 2 x once_per must not let a host that waited for the lease
 /// find the slot unclaimed (pcall: a claim key of another type is no claim of ours).
-inline const Script kRenew{R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  local renewed = redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if KEYS[2] and redis.pcall('HGET', KEYS[2], 'holder') == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+inline const std::string kRenewSource = kFenceFunctions + R"lua(
+local held = redis.call('GET', KEYS[1])
+local renewed
+if held == ARGV[1] then
+  renewed = redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif not held and ARGV[3] ~= '' then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  local fence = redis.pcall('GET', KEYS[2])
+  if not bad_fence(fence) and (tonumber(fence) or 0) < tonumber(ARGV[3]) then
+    redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
   end
-  return renewed
+  renewed = 2
+else
+  return 0
 end
-return 0
-)lua"};
+if KEYS[3] and redis.pcall('HGET', KEYS[3], 'holder') == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
+return renewed
+)lua";
+inline const Script kRenew{kRenewSource};
 
 /// Release. KEYS: lease key. ARGV: holder, release channel. (A channel is not a key: listed
 /// in KEYS it made Redis Cluster answer TRYAGAIN while the slot migrates, since the

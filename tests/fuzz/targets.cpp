@@ -173,7 +173,7 @@ int connection(const std::uint8_t* data, std::size_t size) {
   std::vector<redis::CallPtr> calls;
   calls.push_back(conn.eval(redis::kAcquire, {"k", "{k}:fence"}, {"h", "1000", "100000"}));
   calls.push_back(conn.send({"SUBSCRIBE", "chan"}));
-  calls.push_back(conn.eval(redis::kRenew, {"k"}, {"h", "1000"}));
+  calls.push_back(conn.eval(redis::kRenew, {"k", "f"}, {"h", "1000", "", "1000"}));
   listener.drain();
   // The whole "server" answer, then EOF: every call must end, by a reply or a failure.
   std::size_t off = 0;

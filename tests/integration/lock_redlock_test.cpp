@@ -133,15 +133,60 @@ TEST_F(LockRedlock, LostWhenAMajorityNoLongerHoldsIt) {
   auto a = make_redis_backend(options("holder-a"));
   ASSERT_TRUE(a->acquire().acquired);
   servers_[0].cli({"DEL", test_key()});
-  auto one = a->renew();  // one node lost it: a quorum still confirms
+  auto one = a->renew();  // one node lost it: a quorum still confirms, and it is set again
   EXPECT_TRUE(one.confirmed);
   EXPECT_FALSE(one.lost);
-  EXPECT_EQ(one.votes, 2);
+  EXPECT_GE(one.votes, 2);  // node 0's answer may come after the quorum decided
+  EXPECT_TRUE(wait_until([&] { return get(0, test_key()) == "holder-a"; }, 2s));
+  servers_[0].cli({"SET", test_key(), "someone-else"});
   servers_[1].cli({"SET", test_key(), "someone-else"});
   auto two = a->renew();
   EXPECT_FALSE(two.confirmed);
   EXPECT_TRUE(two.lost);
   EXPECT_EQ(get(1, test_key()), "someone-else");
+}
+
+// A renewal that finds the key gone from a node sets it there again with the lease's TTL,
+// raises that node's fence to the lease's token (a node restarted empty hands out no
+// lower token), and never touches a node where another holder has the key.
+TEST_F(LockRedlock, ARenewalSetsAGoneKeyAgainWithItsFenceAndLeavesOthersKeysAlone) {
+  auto a = make_redis_backend(options("holder-a"));
+  const auto acq = a->acquire();
+  ASSERT_TRUE(acq.acquired);
+  const std::string fence = LeaseKeys::derive(test_key()).fence;
+  servers_[0].cli({"DEL", test_key(), fence});
+  servers_[1].cli({"SET", test_key(), "someone-else"});
+  auto r = a->renew();
+  EXPECT_TRUE(r.confirmed);  // nodes 0 (set again) and 2 (renewed)
+  EXPECT_EQ(r.votes, 2);
+  EXPECT_EQ(r.repaired, 1);
+  EXPECT_EQ(get(0, test_key()), "holder-a");
+  EXPECT_EQ(get(0, fence), std::to_string(acq.token));
+  EXPECT_GT(std::stoll(servers_[0].cli({"PTTL", test_key()})), 0);
+  EXPECT_GT(std::stoll(servers_[0].cli({"PTTL", fence})), 0);
+  EXPECT_EQ(get(1, test_key()), "someone-else");
+  // A fence already above the token is left where it is.
+  servers_[0].cli({"DEL", test_key()});
+  servers_[0].cli({"SET", fence, std::to_string(acq.token + 1000)});
+  EXPECT_TRUE(a->renew().confirmed);
+  EXPECT_EQ(get(0, fence), std::to_string(acq.token + 1000));
+}
+
+// One node: no quorum to repair from; a key gone there is a lease lost (an operator's
+// DEL lets the next holder in, as it always did).
+TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsALeaseLostNotSetAgain) {
+  RedisServer server;
+  LeaseOptions o;
+  o.nodes = {node(server)};
+  o.key = test_key();
+  o.holder = "holder-a";
+  o.ttl = 2s;
+  auto a = make_redis_backend(o);
+  ASSERT_TRUE(a->acquire().acquired);
+  server.cli({"DEL", test_key()});
+  auto r = a->renew();
+  EXPECT_TRUE(r.lost);
+  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");
 }
 
 // The naive protocol: SET NX + per-node INCR on each node, token = max of the replies,
