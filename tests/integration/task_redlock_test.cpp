@@ -94,10 +94,12 @@ TEST_F(TaskRedlock, LeaderLosingQuorumStopsItsChildBeforeTheDeadline) {
 TEST_F(TaskRedlock, FiveContendersStayExclusiveWhileNodesComeAndGo) {
   // Short jobs from 5 oneshot contenders while, one at a time, a node is frozen,
   // killed, or restarted empty (no sooner than one TTL after it went down).
+  // A 2 s lease: with ASan and 15 daemons on 2 cores, a child's start-up alone has taken
+  // 500 ms, and a 1 s lease then left it too little to run (stopped in time, exit 75).
   ConfigSpec spec;
-  spec.expire = "1s";
-  spec.cron = "250ms";
-  spec.kill_grace = "300ms";
+  spec.expire = "2s";
+  spec.cron = "300ms";
+  spec.kill_grace = "500ms";
   auto cfg = config(spec);
   std::string log = dir_.path() + "/intervals.log";
   std::string script = interval_job(log, "0.1");
@@ -118,12 +120,12 @@ TEST_F(TaskRedlock, FiveContendersStayExclusiveWhileNodesComeAndGo) {
         break;
       case 1:
         node.kill();
-        std::this_thread::sleep_for(1100ms);  // down for more than one TTL
+        std::this_thread::sleep_for(2100ms);  // down for more than one TTL
         node.start();                         // back empty
         break;
       default:
         node.stop();
-        std::this_thread::sleep_for(1100ms);
+        std::this_thread::sleep_for(2100ms);
         node.start();
         break;
     }
