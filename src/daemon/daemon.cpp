@@ -131,6 +131,8 @@ class Runner {
   bool spawn_child(process::SpawnOptions spawn, Clock::time_point kill_at, std::optional<process::Child>& child,
                    std::string& error, int& code);
   void log_release(const lock::Release& r);
+  /// Stops the renewals and releases, logging the outcome.
+  void release_lease(lock::Renewer& renewer);
   /// Waits out step_down_hold after stepping down; nullopt to contend again. A planned
   /// step-down (handover) holds step_down_hold as configured; a failing host longer each time.
   std::optional<int> hold_after_step_down(const std::string& why, bool planned);
@@ -560,6 +562,17 @@ bool Runner::spawn_child(process::SpawnOptions spawn, Clock::time_point kill_at,
   return false;
 }
 
+void Runner::release_lease(lock::Renewer& renewer) {
+  // Once a renewal round has gone out, the release follows it on the same connections:
+  // a round still queued at a slow node then runs before the DEL, never after it (where
+  // it would set the key again for a holder that has gone). Those connections are also
+  // the freshest (the main ones may have idled for hours). Before any round, the main
+  // ones that just acquired: the renewer's may not even be open (a short job costs no
+  // reconnect).
+  renewer.stop();  // joined: no round begins after this
+  log_release(renewer.rounds() > 0 ? renewer.stop_and_release() : backend_->release());
+}
+
 void Runner::log_release(const lock::Release& r) {
   // Counts the nodes where a lease of ours was deleted; elsewhere it had expired, was
   // taken, or the node did not answer (then it expires by its TTL).
@@ -647,16 +660,14 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   // A stop that arrived while acquiring (between the last look and now) starts no child.
   read_signals();
   if (stop_requested_) {
-    renewer->stop();
-    log_release(backend_->release());
+    release_lease(*renewer);
     return stopped_while_waiting();
   }
   if (once_key_) {
     // once_per: the slot is claimed under the lease, before the child can start.
     const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, claim_ttl());
     if (claim.kind != lock::Claim::Kind::kClaimed) {
-      renewer->stop();
-      log_release(backend_->release());
+      release_lease(*renewer);
       read_signals();
       if (stop_requested_) return stopped_while_waiting();
       if (claim.kind == lock::Claim::Kind::kTaken) {
@@ -969,15 +980,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   if (once_key_ && outcome->kind == AfterExit::Kind::kExit) {
     backend_->finish_claim(*once_key_, std::to_string(outcome->exit_code));
   }
-  // Release through whichever connections are freshest: the renewer's once it has been
-  // renewing (the main ones may have idled for hours), else the main ones that just
-  // acquired (the renewer's may not even be open yet: a short job costs no reconnect).
-  if (renewer->renewals() > 0) {
-    log_release(renewer->stop_and_release());
-  } else {
-    renewer->stop();
-    log_release(backend_->release());
-  }
+  release_lease(*renewer);
   metrics_.set_leader(false);
   metrics_.set_lease_deadline(std::nullopt);
   if (outcome->kind == AfterExit::Kind::kExit) return outcome->exit_code;

@@ -78,6 +78,7 @@ void Renewer::run() {
     }
     const auto round_start = clock_.now();
     Renewal r;
+    rounds_.fetch_add(1);
     try {
       r = backend_->renew();
     } catch (const std::exception& e) {

@@ -48,6 +48,9 @@ class Renewer {
   std::string lost_reason() const;
   /// Renewals confirmed so far.
   std::uint64_t renewals() const noexcept { return renewals_.load(); }
+  /// Renewal rounds begun so far, confirmed or not (a round may still be on its way to a
+  /// node: only a release on the same connections is sure to come after it).
+  std::uint64_t rounds() const noexcept { return rounds_.load(); }
   /// Stops renewing (idempotent) and joins. Does not release.
   void stop() noexcept;
   /// stop(), then release the lease through the renewer's own connections: they were in
@@ -68,6 +71,7 @@ class Renewer {
   std::atomic<Clock::duration::rep> valid_until_ns_;
   std::atomic<bool> lost_{false};
   std::atomic<std::uint64_t> renewals_{0};
+  std::atomic<std::uint64_t> rounds_{0};
   mutable std::mutex mu_;
   std::string lost_reason_;  // guarded by mu_
   std::thread thread_;
