@@ -172,9 +172,9 @@ TEST_F(TaskRedlock, ALeaseGoneFromOneNodeIsSaidOnceAndSetAgain) {
 // Found by the ASan suite (FiveContenders... above, 1 run in 5 under load): a waiter
 // woken by a release won a quorum while the release had not yet reached the third node,
 // so its lease stood on two nodes only, and the next node to fail took the quorum and the
-// child with it. Here the third node holds another holder's key for 300 ms when the
-// leader acquires; the leader's renewals set its key there once that one has gone, so a
-// node killed afterwards costs nothing.
+// child with it. Here the third node holds another holder's key when the leader
+// acquires; once that key is gone (its release arrives), the leader's renewals set its
+// own there, so a node killed afterwards costs nothing.
 TEST_F(TaskRedlock, ALeaseWonOnABareQuorumIsCompletedAndSurvivesTheNextNodeFailure) {
   ConfigSpec spec;
   spec.mode = "supervise";
@@ -183,11 +183,13 @@ TEST_F(TaskRedlock, ALeaseWonOnABareQuorumIsCompletedAndSurvivesTheNextNodeFailu
   spec.kill_grace = "300ms";
   spec.log_level = "info";
   auto cfg = config(spec);
-  nodes_[2]->cli({"SET", test_key(), "an-earlier-holder", "PX", "300"});
+  nodes_[2]->cli({"SET", test_key(), "an-earlier-holder", "PX", "60000"});
   const std::string marks = dir_.path() + "/marks";
   TaskProcess a(dir_.path(), "a", task(cfg, "echo up >> " + marks + "; exec sleep 60"));
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
   const std::string holder = nodes_[0]->cli({"GET", test_key()});
+  ASSERT_EQ(nodes_[2]->cli({"GET", test_key()}), "an-earlier-holder");  // led on a bare quorum
+  nodes_[2]->cli({"DEL", test_key()});                                  // the late release
   ASSERT_TRUE(wait_until([&] { return nodes_[2]->cli({"GET", test_key()}) == holder; }, 5s)) << a.err();
   ASSERT_TRUE(a.wait_for_log("set again", 5s)) << a.err();
   nodes_[1]->kill();
