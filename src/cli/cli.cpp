@@ -54,7 +54,7 @@ REDISGO_TASK_EXPIRE_MS and REDISGO_TASK_SLOT (0..limit-1) in its environment.)";
 constexpr const char* kHandoverFooter = R"(Example:
   redisgo_task handover --config /etc/redisgo_task/worker.toml --timeout 30s
 Asks the current holder (a supervise leader) to stop its child, release and stand back for
-step_down_hold. Exit 0 once another holder has the lease, 75 if nobody else took it within
+step_down_hold. With [task] limit > 1, --slot N asks the holder of slot N (default 0). Exit 0 once another holder has the lease, 75 if nobody else took it within
 the timeout (default expire + 5s) or nothing was held, 69 no quorum of nodes reachable,
 77 Redis refused the credentials or the control message (ACL).)";
 
@@ -213,6 +213,8 @@ int run(int argc, char** argv) {
   handover->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   handover->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
   handover->add_option("-t,--timeout", handover_timeout, "How long to wait for another holder (default: expire + 5s)");
+  int handover_slot = 0;
+  handover->add_option("--slot", handover_slot, "Semaphore ([task] limit > 1): ask the holder of this slot (default 0)");
   handover->footer(kHandoverFooter);
 
   auto* version = app.add_subcommand("version", "Print the version");
@@ -294,7 +296,12 @@ int run(int argc, char** argv) {
 
   if (*handover) {
     try {
-      return daemon::run_handover(*cfg, timeout, std::cout, std::cerr);
+      if (handover_slot < 0 || handover_slot >= cfg->task.limit) {
+        std::cerr << "redisgo_task: --slot: expected a slot from 0 to " << cfg->task.limit - 1
+                  << " (the key's [task] limit is " << cfg->task.limit << "), found " << handover_slot << "\n";
+        return daemon::kExitConfig;
+      }
+      return daemon::run_handover(*cfg, timeout, handover_slot, std::cout, std::cerr);
     } catch (const ConfigError& e) {
       std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
       return daemon::kExitConfig;

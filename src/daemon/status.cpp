@@ -375,11 +375,15 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
   return kExitUnavailable;
 }
 
-int run_handover(const config::Config& config, std::optional<Millis> timeout, std::ostream& out, std::ostream& err) {
+int run_handover(const config::Config& config, std::optional<Millis> timeout, int slot, std::ostream& out,
+                 std::ostream& err) {
   using std::chrono::steady_clock;
   const Millis limit = timeout.value_or(config.redis.expire + std::chrono::seconds(5));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
-  auto backend = lock::make_redis_backend(lease_options(config, "handover"));
+  lock::LeaseOptions options = lease_options(config, "handover");
+  options.slot = slot;  // what inspect() reads
+  auto backend = lock::make_redis_backend(options);
+  const std::string what = config.task.limit > 1 ? "slot " + std::to_string(slot) + " of key " : "key ";
   const int quorum = backend->quorum();
   auto look = [&] {
     auto nodes = backend->inspect();
@@ -400,7 +404,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, st
     return refused > 0 ? kExitNoPerm : kExitUnavailable;
   }
   if (before.state != State::kHeld) {
-    err << "redisgo_task: handover: key " << log::printable(config.redis.key)
+    err << "redisgo_task: handover: " << what << log::printable(config.redis.key)
         << (before.state == State::kFree ? " is not held by anyone" : " has no holder with a quorum")
         << ": nothing to hand over\n";
     return kExitTempFail;
@@ -419,7 +423,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, st
         << (first.refused ? " (grant it with ACL SETUSER <user> &" + keys.control + " +publish)" : "") << "\n";
     return first.refused ? kExitNoPerm : kExitUnavailable;
   }
-  out << "asked " << log::printable(leader) << " to step down (key " << log::printable(config.redis.key) << ", token "
+  out << "asked " << log::printable(leader) << " to step down (" << what << log::printable(config.redis.key) << ", token "
       << before.token << ")\n";
   if (first.receivers == 0) {
     err << "redisgo_task: handover: warning: nobody is listening on " << keys.control

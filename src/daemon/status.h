@@ -18,8 +18,9 @@ int run_status(const config::Config& config, bool json, std::ostream& out);
 /// naming its holder id, on the key's control channel, repeated every second) and waits
 /// until another holder has the lease. 0 once one has (within `timeout`, default
 /// expire + 5 s), 75 if nobody else took it or nothing was held, 69 (77) when no quorum
-/// of nodes could be read (credentials refused).
-int run_handover(const config::Config& config, std::optional<std::chrono::milliseconds> timeout, std::ostream& out,
-                 std::ostream& err);
+/// of nodes could be read (credentials refused). A semaphore's `slot` (0..limit-1) names
+/// whose holder is asked.
+int run_handover(const config::Config& config, std::optional<std::chrono::milliseconds> timeout, int slot,
+                 std::ostream& out, std::ostream& err);
 
 }  // namespace redisgo::daemon

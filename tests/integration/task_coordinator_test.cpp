@@ -675,6 +675,43 @@ TEST_F(TaskCoordinator, HandoverWithoutAStandbyTimesOutAndWithOneMovesTheLeaseAn
   expect_no_overlap();
 }
 
+// A semaphore's holders: `handover --slot N` asks slot N's holder only; a waiter takes
+// the slot it left, the other slot's leader runs on. A slot outside 0..limit-1 is 78.
+TEST_F(TaskCoordinator, HandoverOfASemaphoreSlotMovesThatSlotOnly) {
+  const auto cfg = config(supervise("limit = 2\nstep_down_hold = \"5s\"\n"));
+  auto a = recorded("a", cfg);
+  auto b = recorded("b", cfg);
+  ASSERT_TRUE(wait_until([&] { return records(2).children.size() == 2; }, 10s)) << a->err() << b->err();
+  auto c = recorded("c", cfg);
+  ASSERT_TRUE(c->wait_for_log("waiting for key=", 5s)) << c->err();
+  const auto before = records(2);
+  const ChildLife* on_1 = nullptr;
+  const ChildLife* on_0 = nullptr;
+  for (const auto& child : before.children) (child.slot == 1 ? on_1 : on_0) = &child;
+  ASSERT_TRUE(on_0 && on_1) << "both slots held";
+
+  auto r = run_task_binary({"handover", "--config", cfg, "--slot", "2"}, 10s);
+  EXPECT_EQ(r.code, 78) << r.out << r.err;
+  EXPECT_NE(r.err.find("--slot: expected a slot from 0 to 1"), std::string::npos) << r.err;
+
+  r = run_task_binary({"handover", "--config", cfg, "--slot", "1", "--timeout", "5s"}, 10s);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("asked " + on_1->holder + " to step down (slot 1 of key "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("handed over: " + holder_of(*c)), std::string::npos) << r.out;
+  ASSERT_TRUE(wait_until([&] { return records(2).children.size() == 3; }, 5s)) << c->err();
+  const auto after = records(2);
+  for (const auto& p : after.problems) ADD_FAILURE() << p;
+  EXPECT_EQ(after.children[2].holder, holder_of(*c));
+  EXPECT_EQ(after.children[2].slot, 1);
+  for (const auto& child : after.children) {
+    if (child.holder == on_0->holder) {
+      EXPECT_LT(child.stop, 0) << "slot 0's leader was asked too";
+    }
+  }
+  for (auto* p : {a.get(), b.get(), c.get()}) p->signal(SIGTERM);
+  for (auto* p : {a.get(), b.get(), c.get()}) EXPECT_EQ(p->wait_for(10s), 0) << p->err();
+}
+
 TEST_F(TaskCoordinator, HandoverWhenNothingIsHeldExits75AndWhenRedisIsDown69) {
   ConfigSpec spec = supervise();
   const auto cfg = config(spec);
