@@ -571,6 +571,7 @@ void Runner::release_lease(lock::Renewer& renewer) {
   // reconnect).
   renewer.stop();  // joined: no round begins after this
   log_release(renewer.rounds() > 0 ? renewer.stop_and_release() : backend_->release());
+  backend_->released_elsewhere();
 }
 
 void Runner::log_release(const lock::Release& r) {

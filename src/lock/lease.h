@@ -187,6 +187,8 @@ struct Published {
 class LeaseBackend {
  public:
   virtual ~LeaseBackend() = default;
+  /// One attempt. Keys of this holder's met while it holds no lease are undone (see
+  /// released_elsewhere()), not counted as busy.
   virtual Acquisition acquire() = 0;
   virtual Renewal renew() = 0;
   /// Compare-and-delete (publishing the release) on every node, also those that did not
@@ -200,6 +202,11 @@ class LeaseBackend {
   int quorum() const { return node_count() / 2 + 1; }
   /// The semaphore slot that renew(), release() and inspect() act on.
   virtual void select_slot(int slot) { (void)slot; }
+  /// The lease this backend acquired was released through other connections (the renewal
+  /// thread's): from now on a key of this holder's that acquire() meets is a leftover
+  /// (an attempt that ran late at a paused node, a release that did not arrive), undone
+  /// rather than waited for. While it holds a lease, acquire() refuses like anyone's.
+  virtual void released_elsewhere() {}
   /// once_per: claims `claim_key` for this holder while the lease is held. A node that
   /// already has a claim makes it kTaken (at most once per slot, whoever else claimed).
   virtual Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) {

@@ -277,6 +277,10 @@ Acquisition RedlockBackend::acquire() {
   std::vector<bool> granted(n, false);
   std::vector<std::string> taken(n);  // per node: the slot key it gave us, if any
   std::map<std::string, std::vector<std::int64_t>> busy_ttls;  // holder -> its nodes' PTTLs
+  // Per node: it holds a key of ours that this attempt did not set, an earlier attempt's
+  // SET that ran late (the node was paused past our timeout, so its undo could not
+  // follow), or a release that did not reach it. No holder to wait for: undone below.
+  std::vector<bool> leftover(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& c = calls[i];
     if (!c || !c->done() || !c->ok()) {
@@ -302,6 +306,10 @@ Acquisition RedlockBackend::acquire() {
         ++a.votes;
         break;
       case AcquireReply::Kind::kBusy:
+        if (r.holder == options_.holder && !holding_) {
+          leftover[i] = true;
+          break;
+        }
         ++a.busy;
         busy_ttls[r.holder].push_back(r.pttl_ms);
         if (a.holder.empty()) a.holder = r.holder;
@@ -386,8 +394,19 @@ Acquisition RedlockBackend::acquire() {
                               " ms needed to stop a child in time; undone"});
     }
   }
+  // Our leftovers go (compare-and-delete, nothing published), except the slot just won.
+  auto undo_leftovers = [&](int keep) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!leftover[i] || !nodes_[i].conn.connected()) continue;
+      for (std::size_t k = 0; k < slot_keys_.size(); ++k) {
+        if (static_cast<int>(k) == keep) continue;
+        nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {slot_keys_[k]}, {options_.holder}));
+      }
+    }
+  };
   if (!ok) {
     undo(calls, taken);
+    undo_leftovers(-1);
     a.votes = a.cancelled ? 0 : a.votes;
     a.token = 0;
     a.valid_until = {};
@@ -400,6 +419,8 @@ Acquisition RedlockBackend::acquire() {
       nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {taken[i]}, {options_.holder}));
     }
   }
+  undo_leftovers(slot);  // on the slot won, the key of ours is this lease's: renewed, released
+  holding_ = true;
   a.acquired = true;
   a.slot = slot;
   options_.token = a.token;  // what renew() sets again where the key goes missing
@@ -557,6 +578,7 @@ Renewal RedlockBackend::renew() {
 }
 
 Release RedlockBackend::release() noexcept {
+  holding_ = false;
   try {
     sweep();
     auto calls = send(redis::kRelease, {held_key()}, {options_.holder, keys_.channel}, {}, Send::kAlways);

@@ -65,6 +65,7 @@ class RedlockBackend final : public LeaseBackend {
   void settle(Millis limit) noexcept override;
   int node_count() const override { return static_cast<int>(nodes_.size()); }
   void select_slot(int slot) override;
+  void released_elsewhere() override { holding_ = false; }
   Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) override;
   void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
   std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
@@ -125,6 +126,7 @@ class RedlockBackend final : public LeaseBackend {
   LeaseKeys keys_;
   std::vector<std::string> slot_keys_;  // LeaseKeys::slot(0..limit-1)
   int held_ = 0;                        // the slot renew/release/inspect act on
+  bool holding_ = false;                // acquired, and not released through this backend since
   std::uint64_t rotation_ = 0;          // semaphore: the slot each attempt tries first
   std::string ttl_arg_;
   std::string fence_ttl_arg_;

@@ -172,6 +172,28 @@ TEST_F(LockRedlock, ARenewalSetsAGoneKeyAgainWithItsFenceAndLeavesOthersKeysAlon
   EXPECT_EQ(get(0, fence), std::to_string(acq.token + 1000));
 }
 
+// Attack (this last round): a standby's attempt that timed out on paused nodes
+// ran when they resumed and left keys of its own there; the standby took them for another
+// holder's and waited out their TTL. Its own keys are nobody to wait for: the attempt
+// that finds them undoes them, and the next one takes the lease.
+TEST_F(LockRedlock, KeysOfOurOwnFromALateAttemptAreUndoneNotWaitedFor) {
+  servers_[0].cli({"SET", test_key(), "holder-a", "PX", "60000"});
+  servers_[1].cli({"SET", test_key(), "holder-a", "PX", "60000"});
+  auto a = make_redis_backend(options("holder-a"));
+  const auto first = a->acquire();
+  EXPECT_FALSE(first.acquired);
+  EXPECT_EQ(first.busy, 0) << "its own keys are not another holder's";
+  EXPECT_EQ(first.holder, "");
+  ASSERT_TRUE(wait_until([&] { return get(0, test_key()).empty() && get(1, test_key()).empty(); }, 2s));
+  EXPECT_TRUE(a->acquire().acquired);
+  // Another holder's keys are waited for, as ever.
+  auto b = make_redis_backend(options("holder-b"));
+  const auto busy = b->acquire();
+  EXPECT_FALSE(busy.acquired);
+  EXPECT_EQ(busy.holder, "holder-a");
+  EXPECT_EQ(get(0, test_key()), "holder-a");
+}
+
 // One node: no quorum to repair from; a key gone there is a lease lost (an operator's
 // DEL lets the next holder in, as it always did).
 TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsALeaseLostNotSetAgain) {
