@@ -578,7 +578,8 @@ void Runner::log_release(const lock::Release& r) {
   // Counts the nodes where a lease of ours was deleted; elsewhere it had expired, was
   // taken, or the node did not answer (then it expires by its TTL).
   if (r.released > 0) {
-    log_->info("released key={} on {} of {} node(s)", cfg_.redis.key, r.released, backend_->node_count());
+    log_->info("released key={} on {} of {} node(s){}", cfg_.redis.key, r.released, backend_->node_count(),
+               r.unanswered > 0 ? " (" + std::to_string(r.unanswered) + " more sent, not waited for)" : "");
   } else {
     log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
                cfg_.redis.key);

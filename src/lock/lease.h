@@ -139,6 +139,7 @@ struct Renewal {
 struct Release {
   int released = 0;     ///< nodes where a lease of ours was deleted
   int unpublished = 0;  ///< of those, nodes that refused the release message (ACL)
+  int unanswered = 0;   ///< nodes it was sent to whose answer had not come (a quorum's had)
 };
 
 /// One node's view of the key (for `status`).

@@ -194,6 +194,17 @@ TEST_F(LockRedlock, KeysOfOurOwnFromALateAttemptAreUndoneNotWaitedFor) {
   EXPECT_EQ(get(0, test_key()), "holder-a");
 }
 
+// A release returns once a quorum answered; the nodes it did not wait for are counted
+// apart (the log said "released on 2 of 3" with every node healthy).
+TEST_F(LockRedlock, AReleaseCountsTheNodesItDidNotWaitFor) {
+  auto a = make_redis_backend(options("holder-a"));
+  ASSERT_TRUE(a->acquire().acquired);
+  const auto r = a->release();
+  EXPECT_GE(r.released, 2);
+  EXPECT_EQ(r.released + r.unanswered, 3);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(wait_until([&] { return get(i, test_key()).empty(); }, 2s)) << i;
+}
+
 // One node: no quorum to repair from; a key gone there is a lease lost (an operator's
 // DEL lets the next holder in, as it always did).
 TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsALeaseLostNotSetAgain) {
