@@ -173,6 +173,7 @@ class Runner {
   Clock::time_point last_stray_retry_{};  ///< contend(): last attempt re-run after a stray signal
   WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
   bool warned_unpublished_ = false;
+  bool warned_never_expires_ = false;
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
   log::CauseLog subscribe_log_{log::get("lock"), "subscribe"};
   metrics::Metrics metrics_;
@@ -464,6 +465,14 @@ std::optional<int> Runner::contend() {
       return lead(acq);
     }
     backoff_->observe({acq.errors.empty(), acq.holder_ttl_ms});
+    if (acq.holder_never_expires && !warned_never_expires_) {
+      // No lease of ours ever lacks a TTL: someone set this by hand. Said once; the wait
+      // goes on (it may be deleted any moment), paced as for any holder.
+      log_->warn("key {} is held by {} without an expiry (set by hand?): it will not free itself; delete it "
+                 "(redis-cli DEL) if no such holder runs",
+                 cfg_.redis.key, log::printable(acq.holder));
+      warned_never_expires_ = true;
+    }
     MissContext miss;
     miss.mode = cfg_.task.mode;
     miss.wait_flag = opts_.wait;

@@ -32,6 +32,12 @@ const char* to_string(State s) {
   return "unknown";
 }
 
+/// "ttl 3398 ms", or for a key without expiry (PTTL -1: no lease of ours, set by hand)
+/// what that means.
+std::string ttl_text(std::int64_t ttl_ms) {
+  return ttl_ms == -1 ? std::string("no expiry (not a lease of ours: set by hand?)") : "ttl " + std::to_string(ttl_ms) + " ms";
+}
+
 struct QuorumView {
   State state = State::kUnknown;
   std::string holder;        ///< kHeld only
@@ -232,7 +238,7 @@ void write_slots(const std::vector<QuorumView>& views, const config::Config& con
     } else {
       out << "slot " << i << ": ";
       if (q.state == State::kHeld) {
-        out << "held by " << log::printable(q.holder) << ", ttl " << q.ttl_ms << " ms\n";
+        out << "held by " << log::printable(q.holder) << ", " << ttl_text(q.ttl_ms) << "\n";
       } else {
         out << to_string(q.state) << "\n";
       }
@@ -339,7 +345,7 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
     switch (q.state) {
       case State::kHeld:
         out << "state:  held by " << log::printable(q.holder) << (here ? " (this host)" : "") << " (" << q.votes << "/" << nodes.size()
-            << " nodes, quorum " << quorum << "), ttl " << q.ttl_ms << " ms\n";
+            << " nodes, quorum " << quorum << "), " << ttl_text(q.ttl_ms) << "\n";
         break;
       case State::kFree:
         out << "state:  free\n";
@@ -355,7 +361,7 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       if (!n.reachable) {
         out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
       } else if (n.held) {
-        out << "held by " << log::printable(n.holder) << ", ttl " << n.pttl_ms << " ms, token " << n.token << "\n";
+        out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
       } else {
         out << "free, token " << n.token << "\n";
       }

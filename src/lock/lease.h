@@ -111,6 +111,7 @@ struct Acquisition {
   /// what the nodes answered (free, split between would-be holders, nodes unreachable).
   std::string holder;
   std::int64_t holder_ttl_ms = -1;
+  bool holder_never_expires = false;    ///< that holder's key has no TTL on a quorum (set by hand?)
   /// Not before this instant can a quorum of nodes be asked again (nodes in their retry
   /// backoff); {} = now. A waiter never tries sooner: there would be nothing to send.
   Clock::time_point not_before{};

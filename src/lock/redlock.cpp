@@ -331,6 +331,7 @@ Acquisition RedlockBackend::acquire() {
     });
     a.holder = holder;
     a.holder_ttl_ms = ttls[static_cast<std::size_t>(q - 1)];
+    a.holder_never_expires = a.holder_ttl_ms == -1;  // PTTL -1: a key without expiry
     if (a.holder_ttl_ms < 0) a.holder_ttl_ms = -1;
   }
 

@@ -421,6 +421,25 @@ TEST_F(TaskFaults, AHugeForeignValueInTheKeyIsShownCut) {
   EXPECT_NE(st.out.find("(100000 bytes)"), std::string::npos) << st.out.substr(0, 2000);
 }
 
+// Attack (issue 12's last round): a key set by hand without a TTL blocked the service
+// for ever with one quiet info line, and `status` said "ttl -1 ms". Now a warning, once,
+// that it will not free itself, and `status` says "no expiry".
+TEST_F(TaskFaults, AForeignKeyWithoutExpiryIsSaidLoudlyOnce) {
+  RedisServer redis;
+  redis.cli({"SET", test_key(), "intruder"});
+  ConfigSpec spec;
+  spec.extra_redis = "monitor_try_all = false\nretries_count = 3\n";
+  spec.log_level = "info";
+  auto cfg = config(spec, {redis.address()});
+  auto r = run_task_binary(task(cfg, "true"), 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_EQ(count_lines(r.err, "held by intruder without an expiry (set by hand?)"), 1u) << r.err;
+  EXPECT_EQ(count_lines(r.err, " warn "), 1u) << r.err;
+  auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(st.out.find("held by intruder (1/1 nodes, quorum 1), no expiry"), std::string::npos) << st.out;
+  EXPECT_EQ(redis.cli({"GET", test_key()}), "intruder");
+}
+
 TEST_F(TaskFaults, PasswordEnvNeverReachesTheChild) {
   RedisServer redis(with_password("Pw-In-Env-91"));
   ConfigSpec spec;
