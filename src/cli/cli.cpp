@@ -54,9 +54,10 @@ REDISGO_TASK_EXPIRE_MS and REDISGO_TASK_SLOT (0..limit-1) in its environment.)";
 constexpr const char* kHandoverFooter = R"(Example:
   redisgo_task handover --config /etc/redisgo_task/worker.toml --timeout 30s
 Asks the current holder (a supervise leader) to stop its child, release and stand back for
-step_down_hold. With [task] limit > 1, --slot N asks the holder of slot N (default 0). Exit 0 once another holder has the lease, 75 if nobody else took it within
-the timeout (default expire + 5s) or nothing was held, 69 no quorum of nodes reachable,
-77 Redis refused the credentials or the control message (ACL).)";
+step_down_hold. With [task] limit > 1, --slot N asks the holder of slot N (default 0).
+Exit 0 once another holder has the lease, 75 if nobody else took it within the timeout
+(default expire + 5s) or nothing was held, 69 no quorum of nodes reachable, 77 Redis
+refused the credentials or the control message (ACL).)";
 
 constexpr const char* kStatusFooter = R"(Example:
   redisgo_task status --config /etc/redisgo_task/backup.toml --json

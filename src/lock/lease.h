@@ -70,9 +70,8 @@ struct LeaseOptions {
   /// (the renewal thread's backend is told the slot its lease is on).
   int slot = 0;
   /// The token of the lease held (acquire() sets it; the renewal thread's backend is told
-  /// it). With several
-  /// nodes, a renewal that finds the key gone from a node sets it there again and raises
-  /// that node's fence to this token (redis::kRenew). 0 = never repair.
+  /// it). With several nodes, a renewal that finds the key gone from a node sets it there
+  /// again and raises that node's fence to this token (redis::kRenew). 0 = never repair.
   std::uint64_t token = 0;
   /// once_per: a claim of this holder's that every renewal keeps for claim_ttl from then
   /// (empty = none).
