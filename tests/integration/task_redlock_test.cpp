@@ -176,13 +176,7 @@ TEST_F(TaskRedlock, ALeaseGoneFromOneNodeIsSaidOnceAndSetAgain) {
 // acquires; once that key is gone (its release arrives), the leader's renewals set its
 // own there, so a node killed afterwards costs nothing.
 TEST_F(TaskRedlock, ALeaseWonOnABareQuorumIsCompletedAndSurvivesTheNextNodeFailure) {
-  ConfigSpec spec;
-  spec.mode = "supervise";
-  spec.expire = "1500ms";
-  spec.cron = "200ms";
-  spec.kill_grace = "300ms";
-  spec.log_level = "info";
-  auto cfg = config(spec);
+  auto cfg = config(leader_standby_spec());
   nodes_[2]->cli({"SET", test_key(), "an-earlier-holder", "PX", "60000"});
   const std::string marks = dir_.path() + "/marks";
   TaskProcess a(dir_.path(), "a", task(cfg, "echo up >> " + marks + "; exec sleep 60"));
