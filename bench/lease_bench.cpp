@@ -3,7 +3,7 @@
 //
 //   redisgo_lease_bench --nodes 127.0.0.1:7001,127.0.0.1:7002,... [--rounds 2000]
 //                       [--warmup 100] [--key bench:lease] [--io-timeout-ms 500]
-//                       [--samples FILE] [--renew]
+//                       [--samples FILE] [--renew] [--restart-guard-ms MS]
 //
 // Prints one JSON object: nodes, rounds, failures (rounds that did not reach a quorum),
 // median_us, p99_us, mean_us, max_us. A cycle is acquire() (SET NX PX + fence INCR on
@@ -40,13 +40,14 @@ struct Args {
   long io_timeout_ms = 500;
   std::string samples;
   bool renew = false;
+  long restart_guard_ms = 0;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "redisgo_lease_bench: %s\n"
                "usage: redisgo_lease_bench --nodes H:P[,H:P...] [--rounds N] [--warmup N] [--key K]"
-               " [--io-timeout-ms MS] [--samples FILE] [--renew]\n",
+               " [--io-timeout-ms MS] [--samples FILE] [--renew] [--restart-guard-ms MS]\n",
                why);
   std::exit(2);
 }
@@ -91,6 +92,8 @@ Args parse(int argc, char** argv) {
       a.samples = value;
     } else if (arg == "--io-timeout-ms") {
       a.io_timeout_ms = to_long(value, "bad --io-timeout-ms");
+    } else if (arg == "--restart-guard-ms") {
+      a.restart_guard_ms = to_long(value, "bad --restart-guard-ms");
     } else {
       usage("unknown option");
     }
@@ -126,6 +129,7 @@ int main(int argc, char** argv) try {
   opts.key = args.key;
   opts.holder = "lease-bench";
   opts.ttl = Millis(5000);
+  opts.restart_guard = Millis(args.restart_guard_ms);
   auto backend = redisgo::lock::make_redis_backend(opts);
 
   if (args.renew) {

@@ -174,7 +174,7 @@ const std::vector<SectionKeys>& known_keys() {
         "io_timeout", "drift_factor", "drift_fixed", "tls", "tls_ca_file", "tls_cert_file", "tls_key_file",
         "tls_server_name", "tls_skip_verify", "sentinels", "sentinel_master", "sentinel_username",
         "sentinel_password", "sentinel_password_env", "sentinel_password_file", "sentinel_wait_replicas",
-        "cluster_nodes"}},
+        "cluster_nodes", "restart_guard"}},
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",
        {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",
@@ -1041,6 +1041,9 @@ class Loader {
     if (auto n = find(sec, "redis", "monitor_try_all")) {
       if (auto b = as_bool(*n, "redis.monitor_try_all")) r.monitor_try_all = *b;
     }
+    if (auto n = find(sec, "redis", "restart_guard")) {
+      if (auto b = as_bool(*n, "redis.restart_guard")) r.restart_guard = *b;
+    }
     if (auto n = find(sec, "redis", "retries_count")) {
       if (auto i = as_integer(*n, "redis.retries_count", 1, INT_MAX)) r.retries_count = static_cast<int>(*i);
     }
@@ -1591,6 +1594,7 @@ std::string render_effective(const Config& config) {
   o << "io_timeout = " << dur(r.io_timeout) << "\n";
   o << "drift_factor = " << format_double(r.drift_factor) << "\n";
   o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
+  o << "restart_guard = " << (r.restart_guard ? "true" : "false") << "\n";
   o << "tls = " << (r.tls.enabled ? "true" : "false") << "\n";
   if (r.tls.enabled) {
     if (r.tls.ca_file.empty()) {

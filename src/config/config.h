@@ -74,6 +74,9 @@ struct RedisConfig {
   Millis io_timeout{500};
   double drift_factor = 0.01;      ///< clock drift allowance as a fraction of expire (Redlock)
   Millis drift_fixed{2};           ///< plus this constant
+  /// A server up for less than `expire` grants an absent lease key to nobody new
+  /// (docs/DESIGN.md "Restart guard"). false: off.
+  bool restart_guard = true;
   bool operator==(const RedisConfig&) const = default;
 };
 

@@ -198,7 +198,10 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   persistence.save = config_value(p.save);
   persistence.appendfsync = config_value(p.appendfsync).value_or("");
   persistence.why = !persistence.aof ? "INFO: " + info_why : why(p, p.save);
-  out.push_back(check::persistence_finding(p.name, persistence, r.expire, r.topology));
+  std::optional<std::int64_t> uptime;
+  if (const std::string up = field("uptime_in_seconds"); !up.empty()) uptime = to_int(up);
+  out.push_back(check::guard_finding(p.name, r.restart_guard, uptime, info_why));
+  out.push_back(check::persistence_finding(p.name, persistence, r.expire, r.topology, r.restart_guard && uptime));
 
   out.push_back(scripts_finding(p, keys));
 

@@ -42,10 +42,11 @@ std::string ms_field(Millis d) { return std::to_string(d.count()); }
 
 /// What a restart of a server that lost its data asks of the operator (SPEC invariant 1).
 std::string restart_hint(Millis expire, config::Topology topology) {
-  std::string hint = "keep a restarted server out of service for at least one expire (" + format_duration(expire) +
-                     ") before it serves again (redisgo_task(1), SAFETY: mutual exclusion), or turn on appendonly yes (appendfsync always loses "
-                     "nothing); fencing tokens keep increasing across the data loss only through the fence's "
-                     "server-TIME floor";
+  std::string hint = "set restart_guard = true (the default) and let the user read INFO, or keep a restarted "
+                     "server out of service for at least one expire (" + format_duration(expire) +
+                     ") before it serves again (redisgo_task(1), SAFETY: mutual exclusion), or turn on appendonly yes "
+                     "(appendfsync always loses nothing); fencing tokens keep increasing across the data loss only "
+                     "through the fence's server-TIME floor";
   if (topology == config::Topology::kRedlock) {
     hint += "; with nodes, a node that comes back empty at once can let a second holder reach a quorum";
   }
@@ -255,9 +256,36 @@ Finding memory_finding(const std::string& node, const std::string& policy, std::
   return f;
 }
 
-Finding persistence_finding(const std::string& node, const Persistence& p, Millis expire, config::Topology topology) {
+Finding guard_finding(const std::string& node, bool enabled, std::optional<std::int64_t> uptime_s,
+                      const std::string& why) {
   Finding f;
-  if (!p.aof) {
+  if (!enabled) {
+    f = make(Level::kOk, "restart_guard", node, "off (restart_guard = false)");
+  } else if (!uptime_s) {
+    f = make(Level::kWarn, "restart_guard", node,
+             "cannot apply: the server's uptime could not be read (INFO: " + why +
+                 "); a Redis restarted empty here could hand the lease to a second holder within expire",
+             "grant the ACL user +info (INFO is in @dangerous), or keep a restarted server out of service for one "
+             "expire by hand");
+  } else {
+    f = make(Level::kOk, "restart_guard", node, "on (INFO readable, up " + std::to_string(*uptime_s) + " s)");
+  }
+  f.fields.emplace_back("uptime_s", uptime_s ? std::to_string(*uptime_s) : "null");
+  return f;
+}
+
+Finding persistence_finding(const std::string& node, const Persistence& p, Millis expire, config::Topology topology,
+                            bool guarded) {
+  Finding f;
+  if (p.aof && !*p.aof && guarded) {
+    // The restart guard enforces the delayed restart: losing data costs a wait, not exclusion.
+    f = make(Level::kOk, "persistence", node,
+             p.save && !p.save->empty()
+                 ? "RDB snapshots only (save \"" + *p.save + "\"), AOF off: after a restart the restart guard "
+                   "grants nothing new for one expire (" + format_duration(expire) + ")"
+                 : "AOF off: after a restart the restart guard grants nothing new for one expire (" +
+                       format_duration(expire) + ")");
+  } else if (!p.aof) {
     f = make(Level::kWarn, "persistence", node, "could not read INFO persistence (" + p.why + ")",
              "check by hand: " + restart_hint(expire, topology));
   } else if (*p.aof) {

@@ -100,7 +100,15 @@ struct Persistence {
   std::string appendfsync;           ///< CONFIG GET appendfsync, when it answered
   std::string why;                   ///< why a part is missing
 };
-Finding persistence_finding(const std::string& node, const Persistence& p, Millis expire, config::Topology topology);
+/// `guarded`: the restart guard is on and can read this server's uptime, so a restart that
+/// loses data costs a wait of one expire, not exclusion (ok instead of warn).
+Finding persistence_finding(const std::string& node, const Persistence& p, Millis expire, config::Topology topology,
+                            bool guarded = false);
+
+/// The restart guard on one server: off, on (uptime_s from INFO server), or unable to apply
+/// (no uptime: INFO refused, `why`).
+Finding guard_finding(const std::string& node, bool enabled, std::optional<std::int64_t> uptime_s,
+                      const std::string& why);
 
 /// A server's identity (INFO server run_id), per configured node.
 struct ServerId {

@@ -13,6 +13,7 @@
 #include <climits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "backoff/backoff.h"
@@ -123,6 +124,10 @@ class Runner {
   /// SPEC: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
   int stopped_while_waiting() const;
   void report_attempt(const lock::Acquisition& acq);
+  /// The restart guard's news from an attempt (docs/DESIGN.md "Restart guard"): a node
+  /// that grants nothing yet (once per node and wait), one where the guard cannot apply
+  /// (once per node), a holder with a longer `expire` than ours (once).
+  void report_guard(const lock::Acquisition& acq);
   int give_up(const lock::Acquisition& acq, int attempts);
   // --- leading ---
   std::optional<int> lead(const lock::Acquisition& acquired);
@@ -174,6 +179,10 @@ class Runner {
   WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
   bool warned_unpublished_ = false;
   bool warned_never_expires_ = false;
+  bool warned_longer_lease_ = false;
+  bool guard_in_status_ = false;            ///< STATUS= names the restart guard's wait
+  std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
+  std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
   log::CauseLog subscribe_log_{log::get("lock"), "subscribe"};
   metrics::Metrics metrics_;
@@ -361,6 +370,36 @@ void Runner::report_attempt(const lock::Acquisition& acq) {
   note_nodes(acq.answered, acq.errors);
 }
 
+void Runner::report_guard(const lock::Acquisition& acq) {
+  for (const auto& node : acq.unguarded) {
+    if (!unguarded_said_.insert(node).second) continue;
+    log_->warn("the restart guard cannot apply on {}: INFO was refused (an ACL user without +info), so a Redis "
+               "restarted empty there could hand the lease to a second holder within expire; grant the user +info",
+               node);
+  }
+  if (acq.longer_lease_ms > 0 && !warned_longer_lease_) {
+    warned_longer_lease_ = true;
+    log_->warn("key {} is held by {} with {} left, more than our expire of {}: the daemons of this key run different "
+               "expire values; the restart guard now waits out the longer lease (give every daemon of a key one expire)",
+               cfg_.redis.key, log::printable(acq.holder), format_duration(Millis(acq.longer_lease_ms)),
+               format_duration(cfg_.redis.expire));
+  }
+  for (const auto& g : acq.guarded) {
+    if (!guard_said_.insert(g.node).second) continue;
+    log_->warn("{} has been up for less than expire ({}) and the lease key is not there: it restarted, perhaps empty, "
+               "while a holder may still run its child; it grants nothing new for {} (restart guard)",
+               g.node, format_duration(cfg_.redis.expire), format_duration(Millis(g.left_ms)));
+  }
+  if (acq.guard_wait_ms >= 0) {
+    notifier_.status("standby (restart guard: a Redis node restarted; it grants nothing new for " +
+                     format_duration(Millis(acq.guard_wait_ms)) + ")");
+    guard_in_status_ = true;
+  } else if (guard_in_status_) {
+    notifier_.status("standby");
+    guard_in_status_ = false;
+  }
+}
+
 void Runner::note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors) {
   for (const auto& node : answered) metrics_.set_node_up(node, true);
   for (const auto& e : errors) {
@@ -403,13 +442,19 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   }
   const int answered = backend_->node_count() - unreachable - refused;
   const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
-  if (code == kExitTempFail) {
+  if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
     // Busy is the normal outcome of a cron job on every host but one: info, not louder.
     log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
                acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
   } else if (code == kExitNoPerm) {
     log_->error("lease not acquired after {} attempt(s): Redis refused our credentials ({}); giving up", attempts,
                 example);
+  } else if (code == kExitTempFail) {
+    // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
+    // runs the job until it opens, and a cron job that skips for that must say why.
+    log_->warn("lease not acquired after {} attempt(s): {} restarted less than expire ago and grants nothing new for "
+               "{} (restart guard); giving up",
+               attempts, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
   } else {
     log_->error("lease not acquired after {} attempt(s): no quorum of Redis nodes ({} unreachable, {} refused: {}); "
                 "giving up",
@@ -459,12 +504,16 @@ std::optional<int> Runner::contend() {
     if (!recheck || counted) ++attempts;
     recheck = false;
     report_attempt(acq);
+    report_guard(acq);
     if (acq.acquired) {
+      guard_said_.clear();
       attempt_log_.clear();
       waiting_.done();  // before "acquired" is logged on the same terminal
       return lead(acq);
     }
-    backoff_->observe({acq.errors.empty(), acq.holder_ttl_ms});
+    // How long the lease stays out of reach: the holder's TTL, or else the restart guard's wait.
+    const std::int64_t blocked_ms = acq.holder_ttl_ms >= 0 ? acq.holder_ttl_ms : acq.guard_wait_ms;
+    backoff_->observe({acq.errors.empty(), blocked_ms});
     if (acq.holder_never_expires && !warned_never_expires_) {
       // No lease of ours ever lacks a TTL: someone set this by hand. Said once; the wait
       // goes on (it may be deleted any moment), paced as for any holder.
@@ -480,12 +529,12 @@ std::optional<int> Runner::contend() {
     miss.retries_count = cfg_.redis.retries_count;
     miss.attempts = attempts;
     miss.backoff = backoff_->next();
-    miss.holder_ttl_ms = acq.holder_ttl_ms;
+    miss.holder_ttl_ms = blocked_ms;
     miss.subscribed = std::any_of(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->active(); });
     miss.backoff_max = cfg_.backoff.max;
     AfterMiss next = after_miss(miss);
     if (next.give_up) return give_up(acq, attempts);
-    waiting_.missed(acq.holder, acq.holder_ttl_ms, attempts, began, clock_.now());
+    waiting_.missed(acq.holder, acq.holder_ttl_ms, attempts, began, clock_.now(), acq.guard_wait_ms);
     // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
     // began, and never before a quorum of nodes is out of its retry backoff (there would
     // be nothing to send). Only another holder's release cuts the wait short.
@@ -501,8 +550,8 @@ std::optional<int> Runner::contend() {
       if (end == WaitEnd::kShutdown) return stopped_while_waiting();
       if (end == WaitEnd::kTimer && clock_.now() < wake_at) {
         const auto since = std::chrono::duration_cast<Millis>(clock_.now() - started).count();
-        const std::int64_t ttl = acq.holder_ttl_ms < 0 ? -1 : std::max<std::int64_t>(0, acq.holder_ttl_ms - since);
-        waiting_.missed(acq.holder, ttl, attempts, began, clock_.now());
+        auto left = [&](std::int64_t ms) { return ms < 0 ? -1 : std::max<std::int64_t>(0, ms - since); };
+        waiting_.missed(acq.holder, left(acq.holder_ttl_ms), attempts, began, clock_.now(), left(acq.guard_wait_ms));
         continue;
       }
       if (end == WaitEnd::kReleased) {

@@ -290,6 +290,14 @@ void write_claims(lock::LeaseBackend& backend, const config::Config& config, boo
   if (!json && first) out << "no run claimed in the last slots\n";
 }
 
+/// How long (ms) the restart guard still keeps node `n` from granting the key, as JSON:
+/// "null" when it does not (the key is held, the guard is off, or the uptime unknown).
+std::string guard_ms(const config::Config& config, const lock::NodeView& n) {
+  if (n.held || !config.redis.restart_guard || n.uptime_s < 0) return "null";
+  const auto left = lock::restart_guard_left(n.uptime_s, config.redis.expire);
+  return left > Millis(0) ? std::to_string(left.count()) : "null";
+}
+
 bool output_ok(std::ostream& out) {
   out.flush();
   return static_cast<bool>(out);
@@ -326,7 +334,9 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
       if (n.reachable) {
         out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
-            << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token;
+            << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
+            << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
+            << ",\"restart_guard_ms\":" << guard_ms(config, n);
       } else {
         out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
             << "\",\"error\":" << log::json_quoted(n.error);
@@ -363,7 +373,12 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       } else if (n.held) {
         out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
       } else {
-        out << "free, token " << n.token << "\n";
+        out << "free, token " << n.token;
+        if (const auto left = guard_ms(config, n); left != "null") {
+          out << "; restarted " << n.uptime_s << " s ago: grants nothing new for " << left
+              << " ms (restart guard)";
+        }
+        out << "\n";
       }
       if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
       if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";

@@ -24,9 +24,10 @@ class WaitReporter {
   WaitReporter(std::shared_ptr<spdlog::logger> log, std::string key, int tty_fd);
 
   /// After an attempt that did not get the lease: the holder a quorum named ("" none
-  /// known), its TTL in ms (-1 unknown), attempts so far, and when the wait began.
+  /// known), its TTL in ms (-1 unknown), attempts so far, when the wait began, and how long
+  /// the restart guard still holds the lease back (-1: it does not).
   void missed(const std::string& holder, std::int64_t ttl_ms, int attempts, Clock::time_point began,
-              Clock::time_point now);
+              Clock::time_point now, std::int64_t guard_ms = -1);
   /// A terminal line is shown: redraw it every second while waiting.
   bool refreshes() const { return tty_fd_ >= 0; }
   /// The wait ended (acquired, gave up or stopped): the terminal line is cleared.
@@ -34,7 +35,7 @@ class WaitReporter {
 
   /// The text of the line (also what the log says), for tests.
   static std::string line(const std::string& key, const std::string& holder, std::int64_t ttl_ms, int attempts,
-                          std::chrono::milliseconds waited);
+                          std::chrono::milliseconds waited, std::int64_t guard_ms = -1);
 
  private:
   std::shared_ptr<spdlog::logger> log_;

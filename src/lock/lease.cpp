@@ -38,6 +38,24 @@ Millis fence_ttl(Millis lease_ttl) {
   return std::max(kWeek, lease_ttl * 100);
 }
 
+bool is_daemon_holder(const std::string& holder) {
+  constexpr std::size_t kHex = 32;
+  const auto last = holder.rfind(':');
+  if (last == std::string::npos || last == 0 || holder.size() - last - 1 != kHex) return false;
+  const auto is_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (!std::all_of(holder.begin() + static_cast<std::ptrdiff_t>(last) + 1, holder.end(), is_hex)) return false;
+  const auto pid = holder.rfind(':', last - 1);
+  if (pid == std::string::npos || pid + 1 == last) return false;
+  return std::all_of(holder.begin() + static_cast<std::ptrdiff_t>(pid) + 1,
+                     holder.begin() + static_cast<std::ptrdiff_t>(last), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+Millis restart_guard_left(std::int64_t uptime_s, Millis guard) {
+  if (guard <= Millis(0)) return Millis(0);
+  const Millis left = guard - Millis((uptime_s - 1) * 1000);
+  return std::max(Millis(0), left);
+}
+
 std::unique_ptr<LeaseBackend> make_redis_backend(const LeaseOptions& options, const Clock& clock) {
   return std::make_unique<RedlockBackend>(options, clock);
 }

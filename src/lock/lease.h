@@ -43,8 +43,20 @@ struct LeaseKeys {
 /// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
 std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 
-/// SPEC "Keys": the fence counter lives the longer of 7 days and 100 × expire.
+/// docs/DESIGN.md "Keys": the fence counter lives the longer of 7 days and 100 × expire.
 Millis fence_ttl(Millis lease_ttl);
+
+/// Whether `holder` has the shape of a daemon's holder id, "<prefix>:<pid>:<32 hex digits>"
+/// (daemon::default_holder_id). A value set by hand (a maintenance hold, a test) does not,
+/// and says nothing about another daemon's `expire`.
+bool is_daemon_holder(const std::string& holder);
+
+/// The restart guard (docs/DESIGN.md "Restart guard"): how long a server that says it has
+/// been up `uptime_s` whole seconds must still stay up before it may grant an absent lease
+/// key under a guard of `guard` (0 = open). Redis counts uptime in whole seconds of a
+/// cached clock, so a server up for 0.1 s can already say 1: one second less is counted.
+/// The acquire scripts (redis/scripts.h guard_left) do the same arithmetic in Lua.
+Millis restart_guard_left(std::int64_t uptime_s, Millis guard);
 
 struct LeaseOptions {
   std::vector<redis::ConnectionOptions> nodes;  ///< 1 = single instance; N = Redlock, quorum N/2+1
@@ -77,6 +89,12 @@ struct LeaseOptions {
   /// (empty = none).
   std::string claim_key;
   Millis claim_ttl{0};
+  /// The restart guard: a node where the key is absent and that has been up for less than
+  /// this grants nothing to a new holder (redis::kAcquire). The daemon passes `expire`
+  /// (restart_guard = true) or 0 (off). A busy lease seen with more TTL left than this
+  /// (another daemon of the key runs a longer `expire`) raises it to that TTL for the
+  /// rest of the process: the guard must outlast the longest lease.
+  Millis restart_guard{0};
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
@@ -119,6 +137,23 @@ struct Acquisition {
   /// Per node, in LeaseOptions::nodes order: the token that node's acquire script
   /// returned (before the quorum raise), 0 where it did not grant.
   std::vector<std::uint64_t> node_tokens;
+  /// Restart guard: nodes where the key was free but whose server has been up for less
+  /// than the guard (they granted nothing), with how long each must still stay up.
+  struct Guarded {
+    std::string node;
+    std::int64_t left_ms = 0;
+  };
+  std::vector<Guarded> guarded;
+  /// Not acquired, no holder with a quorum, and guarded nodes in the way: how long (ms)
+  /// until enough of them open for a quorum to be possible. -1 otherwise.
+  std::int64_t guard_wait_ms = -1;
+  /// Nodes that granted although the guard could not apply there (INFO refused: an ACL
+  /// user without +info).
+  std::vector<std::string> unguarded;
+  /// Restart guard on: another daemon's lease (is_daemon_holder) seen with more TTL left
+  /// (ms) than the guard (our ttl, or a longer lease seen before): daemons of this key run
+  /// different `expire`s, and the guard now covers the longer one. -1: none seen.
+  std::int64_t longer_lease_ms = -1;
 };
 
 /// Outcome of one renewal round.
@@ -152,6 +187,7 @@ struct NodeView {
   std::string holder;
   std::int64_t pttl_ms = -2; ///< as PTTL: -2 no key, -1 no expiry
   std::uint64_t token = 0;   ///< current fence counter (0 = none)
+  std::int64_t uptime_s = -1;  ///< the server's uptime (-1: INFO refused or not said)
   /// The server that answered, when found by Sentinel or Cluster ("10.0.0.5:6379"); and
   /// with TLS, its certificate ("TLS TLSv1.3, certificate /CN=..., expires ...").
   std::string server;

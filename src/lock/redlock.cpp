@@ -239,7 +239,8 @@ Acquisition RedlockBackend::acquire() {
     for (std::size_t j = 0; j < slot_keys_.size(); ++j) acquire_keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
   }
   auto calls = send(semaphore ? redis::kAcquireSlot : redis::kAcquire, acquire_keys,
-                    {options_.holder, ttl_arg_, fence_ttl_arg_}, {}, Send::kRespectBackoff);
+                    {options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())}, {},
+                    Send::kRespectBackoff);
 
   auto reply_of = [&](std::size_t i) {
     const auto& c = calls[i];
@@ -301,6 +302,7 @@ Acquisition RedlockBackend::acquire() {
           break;
         }
         a.node_tokens[i] = r.token;
+        if (r.unguarded) a.unguarded.push_back(nodes_[i].name);
         granted[i] = true;
         taken[i] = slot_keys_[static_cast<std::size_t>(slot)];
         ++a.votes;
@@ -313,6 +315,13 @@ Acquisition RedlockBackend::acquire() {
         ++a.busy;
         busy_ttls[r.holder].push_back(r.pttl_ms);
         if (a.holder.empty()) a.holder = r.holder;
+        if (options_.restart_guard > Millis(0) && r.pttl_ms > options_.restart_guard.count() &&
+            a.longer_lease_ms < r.pttl_ms && is_daemon_holder(r.holder)) {
+          a.longer_lease_ms = r.pttl_ms;
+        }
+        break;
+      case AcquireReply::Kind::kGuarded:
+        a.guarded.push_back({nodes_[i].name, r.guard_ms});
         break;
       case AcquireReply::Kind::kInvalid:
         if (r.set_key) taken[i] = semaphore ? r.slot_key : keys_.key;  // we may hold it there: the undo covers it
@@ -335,6 +344,18 @@ Acquisition RedlockBackend::acquire() {
     if (a.holder_ttl_ms < 0) a.holder_ttl_ms = -1;
   }
 
+  // A holder that runs a longer `expire` than ours: after a restart its child may run that
+  // long, so our guard must last that long too (from now on, for this process).
+  if (a.longer_lease_ms > 0) options_.restart_guard = std::max(options_.restart_guard, Millis(a.longer_lease_ms));
+  // The guard in the way: the wait until enough guarded nodes open for a quorum (with the
+  // nodes that granted this time) to be possible.
+  if (a.votes < q && a.holder_ttl_ms < 0 && !a.guarded.empty()) {
+    std::vector<std::int64_t> left;
+    for (const auto& g : a.guarded) left.push_back(g.left_ms);
+    std::sort(left.begin(), left.end());
+    const auto need = static_cast<std::size_t>(std::max(1, q - a.votes));
+    a.guard_wait_ms = left[std::min(need, left.size()) - 1];
+  }
   bool ok = !a.cancelled && a.votes >= q;
   if (ok) held_ = slot;
   if (ok) {
@@ -473,8 +494,11 @@ Renewal RedlockBackend::renew() {
   const int q = quorum();
   Renewal rn;
   const auto start = clock_.now();
-  // With one node there is no quorum to repair from: a key gone there is a lease lost.
-  const bool repair = n > 1 && options_.token != 0;
+  // A key of ours gone from a node is set again while the lease is held (the caller only
+  // renews before its local deadline). With several nodes a quorum still holds it; with
+  // one, the node restarted empty or the key was deleted, and the restart guard keeps
+  // anyone else from taking it first (docs/DESIGN.md "Restart guard").
+  const bool repair = options_.token != 0;
   // The last round was decided without some nodes' answers; one that has come since and
   // says the key was set again there is reported now (not a vote: that round is over).
   for (std::size_t i = 0; i < late_renewals_.size() && i < n; ++i) {
@@ -669,6 +693,7 @@ std::vector<NodeView> RedlockBackend::inspect() {
     v.holder = r->holder;
     v.pttl_ms = r->pttl_ms;
     v.token = r->token;
+    v.uptime_s = r->uptime_s;
   }
   return views;
 }

@@ -25,11 +25,13 @@
 /// attempt a connect timeout, and what the attempt set there expires by its TTL.
 ///
 /// A node that comes back empty (restarted without persistence) cannot break exclusion
-/// if it returns no sooner than one TTL after it went down: by then every lease it had
+/// if it grants nothing new until one TTL after it went down: by then every lease it had
 /// granted has expired on the clock of every holder too (validity subtracts the drift).
-/// Sooner, it could give a second holder a quorum; that restart delay is the operator's
-/// side of the Redlock contract. Its fence counter restarts from its TIME floor
-/// (lock/fencing.h).
+/// The Redlock design leaves that delayed restart to the operator; the restart guard
+/// enforces it (LeaseOptions::restart_guard, docs/DESIGN.md "Restart guard"): a node up
+/// for less than the guard does not grant an absent key, while the holder whose key
+/// vanished sets it again at its next renewal. Its fence counter restarts from its TIME
+/// floor (lock/fencing.h).
 
 #include <cstdint>
 #include <functional>

@@ -43,12 +43,15 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
     auto t = text(element(r, 1));
     auto token = t ? parse_token(*t) : std::nullopt;
     const std::uint64_t value = token.value_or(0);
-    auto slot_key = r->elements == 3 ? text(element(r, 2)) : std::nullopt;
-    const bool shape = r->elements == 2 || (r->elements == 3 && slot_key && !slot_key->empty());
+    auto slot_key = r->elements >= 3 ? text(element(r, 2)) : std::nullopt;
+    auto note = r->elements == 4 ? text(element(r, 3)) : std::nullopt;
+    const bool shape = r->elements == 2 || (r->elements == 3 && slot_key && !slot_key->empty()) ||
+                       (r->elements == 4 && slot_key && note == "noinfo");
     if (shape && value > 0) {
       out.kind = AcquireReply::Kind::kGranted;
       out.token = value;
       if (slot_key) out.slot_key = *slot_key;
+      out.unguarded = note.has_value();
     } else {
       out.why = "granted without a valid token";
     }
@@ -63,6 +66,16 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
       out.pttl_ms = *pttl;
     } else {
       out.why = "busy without a holder and a TTL";
+    }
+    return out;
+  }
+  if (flag == 2) {
+    auto left = redis::as_integer(element(r, 1));
+    if (r->elements == 2 && left && *left > 0) {
+      out.kind = AcquireReply::Kind::kGuarded;
+      out.guard_ms = *left;
+    } else {
+      out.why = "held back by the restart guard without a positive wait";
     }
     return out;
   }
@@ -86,17 +99,19 @@ std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
 }
 
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4) return std::nullopt;
+  if (!r || r->type != REDIS_REPLY_ARRAY || (r->elements != 4 && r->elements != 5)) return std::nullopt;
   auto exists = redis::as_integer(element(r, 0));
   auto holder = text(element(r, 1));
   auto pttl = redis::as_integer(element(r, 2));
   auto fence = text(element(r, 3));
-  if (!exists || (*exists != 0 && *exists != 1) || !holder || !pttl || !fence) return std::nullopt;
+  auto uptime = r->elements == 5 ? redis::as_integer(element(r, 4)) : std::optional<std::int64_t>(-1);
+  if (!exists || (*exists != 0 && *exists != 1) || !holder || !pttl || !fence || !uptime) return std::nullopt;
   InspectReply out;
   out.held = *exists == 1;
   out.holder = shown_holder(*holder);
   out.pttl_ms = *pttl;
   out.token = parse_token(*fence).value_or(0);
+  out.uptime_s = *uptime < 0 ? -1 : *uptime;
   return out;
 }
 

@@ -12,9 +12,12 @@
 
 namespace redisgo::lock {
 
-/// The acquire script: {1, "<token>"} or {0, "<holder>", pttl}.
+/// The acquire script: {1, "<token>"} (the slot script adds "<slot key>"; either adds
+/// "noinfo" after the slot key, "" for the plain script, when the restart guard could not
+/// apply), {0, "<holder>", pttl}, or {2, ms}: the key was free, but the restart guard
+/// keeps this server from granting it for that long.
 struct AcquireReply {
-  enum class Kind { kGranted, kBusy, kInvalid };
+  enum class Kind { kGranted, kBusy, kGuarded, kInvalid };
   Kind kind = Kind::kInvalid;
   std::uint64_t token = 0;    ///< kGranted: a positive token
   std::string holder;         ///< kBusy: who holds it ("" if unknown)
@@ -24,6 +27,10 @@ struct AcquireReply {
   bool set_key = false;
   /// kGranted by the semaphore's script: the slot key it took ("" from the plain script).
   std::string slot_key;
+  /// kGranted: the restart guard could not apply on this server (INFO refused).
+  bool unguarded = false;
+  /// kGuarded: how long (ms, > 0) the server must still stay up before it grants.
+  std::int64_t guard_ms = 0;
 };
 AcquireReply parse_acquire_reply(const redisReply* r);
 
@@ -38,12 +45,14 @@ struct ReleaseReply {
 };
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
 
-/// The inspect script: {exists 0/1, holder or "", pttl, fence or ""}.
+/// The inspect script: {exists 0/1, holder or "", pttl, fence or "", uptime in s or -1}.
+/// (A reply without the uptime, from a script of an older version, is read as -1.)
 struct InspectReply {
   bool held = false;
   std::string holder;
   std::int64_t pttl_ms = -2;
   std::uint64_t token = 0;  ///< 0: no counter (or one that is not a token)
+  std::int64_t uptime_s = -1;
 };
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r);
 

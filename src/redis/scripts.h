@@ -1,5 +1,6 @@
 #pragma once
-/// The Lua scripts of the lease (SPEC.md invariants 3, 4 and 10). Every ownership check
+/// The Lua scripts of the lease (docs/DESIGN.md: owned renewal and release, fencing, keys,
+/// the restart guard). Every ownership check
 /// runs inside Redis, atomically with the write it guards: a holder never extends,
 /// deletes or raises the fence of a lease that is not its own.
 ///
@@ -19,20 +20,35 @@
 
 namespace redisgo::redis {
 
-/// Acquire. KEYS: lease key, fence counter. ARGV: holder, ttl in ms, fence ttl in ms.
+/// Acquire. KEYS: lease key, fence counter. ARGV: holder, ttl in ms, fence ttl in ms,
+/// restart guard in ms ("0": off).
 /// SET key holder NX PX ttl and, only if that succeeded, raise the fence counter to
-/// max(counter + 1, server TIME in µs), give it the fence TTL (SPEC "Keys": a retired key
-/// leaves nothing behind; the TIME floor keeps tokens increasing after it expires), and
-/// return {1, "<token>"}. Not acquired: {0, "<current holder>" or "", pttl}, so a waiter
-/// learns how long the current lease has left. A miss costs the server four commands. A
-/// fence counter that is not a number (or not even a string) undoes the SET in the same
-/// script: a half-done acquisition must not hold the key for its TTL.
+/// max(counter + 1, server TIME in µs), give it the fence TTL (docs/DESIGN.md "Keys": a
+/// retired key leaves nothing behind; the TIME floor keeps tokens increasing after it
+/// expires), and return {1, "<token>"}. Not acquired: {0, "<current holder>" or "", pttl},
+/// so a waiter learns how long the current lease has left. A miss costs the server four
+/// commands. A fence counter that is not a number (or not even a string) undoes the SET in
+/// the same script: a half-done acquisition must not hold the key for its TTL.
+/// Restart guard: a key that was absent on a server up for less than the guard is not
+/// granted (the SET is undone in the same script, so nobody ever sees it): {2, ms left}.
+/// A guard that could not be read (INFO refused) grants as before, and says so:
+/// {1, "<token>", "", "noinfo"}. Only a SET that succeeded asks INFO: a miss still costs
+/// four commands, a grant one more.
 /// There is no re-entrancy: a holder that acquires a key it already holds gets 0 like
 /// anyone else (its lease is not silently extended, and no token is issued that the
 /// resource could confuse with the running one).
 /// The fence counter's rules, shared by both acquire scripts: a counter that is not a
 /// decimal integer below 2^53 - 1 is refused (bad_fence, fence_error), and a token is
 /// issued as max(counter + 1, server TIME in µs), stored with the fence TTL (issue).
+///
+/// The restart guard (docs/DESIGN.md "Restart guard"), shared by both too: guard_left(ms)
+/// is how long this server must still stay up before it may grant a lease key that is
+/// absent, from `INFO server`'s uptime_in_seconds. That count is whole seconds of the
+/// server's cached clock, so a server up for 0.1 s can already say 1: the script counts one
+/// second less than it says (lock/guard.h does the same arithmetic). 0: open (or guard_ms
+/// is 0, the guard off); -1: INFO was refused (an ACL user without +info) or said no
+/// uptime, so the guard cannot apply here and the grant goes ahead as it would without it.
+/// INFO goes through pcall: a refusal must not fail the script as refused credentials.
 inline const std::string kFenceFunctions = R"lua(
 local function bad_fence(fence)
   return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
@@ -50,16 +66,39 @@ local function issue(key, fence, ttl)
   redis.call('SET', key, string.format('%.0f', token), 'PX', ttl)
   return string.format('%.0f', token)
 end
+local function guard_left(guard_ms)
+  if guard_ms <= 0 then
+    return 0
+  end
+  local info = redis.pcall('INFO', 'server')
+  local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  if not up then
+    return -1
+  end
+  local left = guard_ms - (up - 1) * 1000
+  if left > 0 then
+    return left
+  end
+  return 0
+end
 )lua";
 
 inline const std::string kAcquireSource = kFenceFunctions + R"lua(
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
 end
+local left = guard_left(tonumber(ARGV[4]) or 0)
+if left > 0 then
+  redis.call('DEL', KEYS[1])
+  return {2, left}
+end
 local fence = redis.pcall('GET', KEYS[2])
 if bad_fence(fence) then
   redis.call('DEL', KEYS[1])
   return fence_error(KEYS[2])
+end
+if left < 0 then
+  return {1, issue(KEYS[2], fence, ARGV[3]), '', 'noinfo'}
 end
 return {1, issue(KEYS[2], fence, ARGV[3])}
 )lua";
@@ -151,7 +190,9 @@ return 1
 )lua"};
 
 /// Inspect. KEYS: lease key, fence counter. No ARGV. Read-only, one consistent snapshot:
-/// {exists 0/1, holder or "", pttl (as PTTL: -2 none, -1 no expiry), fence or ""}.
+/// {exists 0/1, holder or "", pttl (as PTTL: -2 none, -1 no expiry), fence or "",
+/// server uptime in s (-1: INFO refused)}: with the key absent, the uptime tells whether
+/// the restart guard holds the node closed.
 inline const Script kInspect{R"lua(
 local holder = redis.call('GET', KEYS[1])
 local exists = 1
@@ -159,16 +200,21 @@ if not holder then
   exists = 0
   holder = ''
 end
-return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or ''}
+local info = redis.pcall('INFO', 'server')
+local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1
+return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', up}
 )lua"};
 
 /// Acquire one slot of a semaphore (limit > 1). KEYS: fence counter, then the slot keys in
 /// the order to try them (the caller rotates the order, the same for every node of one
-/// attempt). ARGV: holder, ttl in ms, fence ttl in ms.
+/// attempt). ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms ("0": off).
 /// The first free slot is taken with SET NX PX and the fence raised as kAcquire does
 /// (one counter for every slot of the key): {1, "<token>", "<slot key>"}. Every slot
 /// busy: {0, "<holder of the slot that frees first>", its pttl}. The fence is checked
 /// before any SET, so a bad counter takes nothing. A miss costs 2 x slots + 2 commands.
+/// Restart guard, per slot key: a free slot on a server up for less than the guard is not
+/// taken (undone in the script); every free slot is then guarded alike: {2, ms left}. INFO
+/// refused: {1, "<token>", "<slot key>", "noinfo"}.
 /// A waiter holds no slot (it released before contending), so there is no re-entrancy
 /// check; a leftover slot of ours whose release did not arrive only expires.
 inline const std::string kAcquireSlotSource = kFenceFunctions + R"lua(
@@ -179,6 +225,14 @@ end
 local first, best = 2, -1
 for i = 2, #KEYS do
   if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    local left = guard_left(tonumber(ARGV[4]) or 0)
+    if left > 0 then
+      redis.call('DEL', KEYS[i])
+      return {2, left}
+    end
+    if left < 0 then
+      return {1, issue(KEYS[1], fence, ARGV[3]), KEYS[i], 'noinfo'}
+    end
     return {1, issue(KEYS[1], fence, ARGV[3]), KEYS[i]}
   end
   local ttl = redis.call('PTTL', KEYS[i])

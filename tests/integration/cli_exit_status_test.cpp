@@ -33,7 +33,7 @@ std::string hostname() {
 std::string config_for(const TempDir& dir, const std::string& name, const std::string& nodes,
                        const std::string& extra_redis = "", const std::string& task = "command = [\"/bin/true\"]\n") {
   return dir.write(name, "[redis]\n" + nodes + "\nkey = \"rgt:exit\"\nexpire = \"5s\"\nconnect_timeout = \"300ms\"\n" +
-                             "io_timeout = \"300ms\"\n" + extra_redis + "[task]\n" + task);
+                             "io_timeout = \"300ms\"\nrestart_guard = false\n" + extra_redis + "[task]\n" + task);
 }
 
 // ---- task: one exit status per cause ------------------------------------------------------
@@ -135,16 +135,16 @@ TEST(CliExitStatus, ValidateChecksTheCommandAndWorkdirAsExecWould) {
     const char* says;
   };
   const std::vector<Case> cases = {
-      {"not on PATH", "command = [\"rgt-no-such-program\"]\n", 8, "task.command", "not found on PATH"},
-      {"absolute path missing", "command = [\"/nonexistent/prog\"]\n", 8, "task.command", "No such file"},
-      {"not executable", "command = [\"" + script + "\"]\n", 8, "task.command", "not executable"},
-      {"a directory", "command = [\"/tmp\"]\n", 8, "task.command", "not a regular file"},
-      {"workdir missing", "command = [\"/bin/true\"]\nworkdir = \"/nonexistent/dir\"\n", 9, "task.workdir", "No such file"},
-      {"workdir a file", "command = [\"/bin/true\"]\nworkdir = \"" + script + "\"\n", 9, "task.workdir",
+      {"not on PATH", "command = [\"rgt-no-such-program\"]\n", 9, "task.command", "not found on PATH"},
+      {"absolute path missing", "command = [\"/nonexistent/prog\"]\n", 9, "task.command", "No such file"},
+      {"not executable", "command = [\"" + script + "\"]\n", 9, "task.command", "not executable"},
+      {"a directory", "command = [\"/tmp\"]\n", 9, "task.command", "not a regular file"},
+      {"workdir missing", "command = [\"/bin/true\"]\nworkdir = \"/nonexistent/dir\"\n", 10, "task.workdir", "No such file"},
+      {"workdir a file", "command = [\"/bin/true\"]\nworkdir = \"" + script + "\"\n", 10, "task.workdir",
        "not a directory"},
-      {"PATH from [task] env", "command = [\"true\"]\nenv = { PATH = \"/nonexistent\" }\n", 8, "task.command",
+      {"PATH from [task] env", "command = [\"true\"]\nenv = { PATH = \"/nonexistent\" }\n", 9, "task.command",
        "not found on PATH (/nonexistent)"},
-      {"relative to workdir", "command = [\"./job.sh\"]\nworkdir = \"" + dir.path() + "\"\n", 8, "task.command",
+      {"relative to workdir", "command = [\"./job.sh\"]\nworkdir = \"" + dir.path() + "\"\n", 9, "task.command",
        "not executable"},
       {"found on PATH", "command = [\"sh\", \"-c\", \"exit 0\"]\n", 0, "", ""},
       {"shell string", "command = \"exit 0\"\n", 0, "", ""},

@@ -25,7 +25,7 @@ namespace {
 
 std::string config_text(const RedisServer& redis) {
   return "[redis]\nhost = \"" + redis.address() +
-         "\"\nkey = \"rgt:tty\"\nexpire = \"5s\"\n[backoff]\ninitial = \"20ms\"\nmax = \"200ms\"\n"
+         "\"\nkey = \"rgt:tty\"\nexpire = \"5s\"\nrestart_guard = false\n[backoff]\ninitial = \"20ms\"\nmax = \"200ms\"\n"
          "[task]\ncommand = [\"/bin/true\"]\n";
 }
 
@@ -112,6 +112,11 @@ TEST(WaitReporterLine, SaysHolderTtlAttemptsAndTimeWaited) {
   using redisgo::daemon::WaitReporter;
   EXPECT_EQ(WaitReporter::line("k", "h:1:x", 1500, 3, 12'300ms), "waiting for key=k: held by h:1:x, ttl 1500ms; attempt 3, waited 12s");
   EXPECT_EQ(WaitReporter::line("k", "", -1, 1, 0ms), "waiting for key=k: no holder with a quorum; attempt 1, waited 0ms");
+  // The restart guard says why nobody can have the lease, and for how long.
+  EXPECT_EQ(WaitReporter::line("k", "", -1, 2, 1000ms, 2500),
+            "waiting for key=k: a Redis node restarted, no lease granted for 2500ms (restart guard); attempt 2, waited 1s");
+  // A holder with a quorum comes first.
+  EXPECT_EQ(WaitReporter::line("k", "h", 900, 2, 1000ms, 2500), "waiting for key=k: held by h, ttl 900ms; attempt 2, waited 1s");
 }
 
 }  // namespace

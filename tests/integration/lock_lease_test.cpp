@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -316,6 +317,119 @@ TEST(LockRenewer, TakenOverKeyIsReportedLost) {
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));
   EXPECT_NE(renewer.lost_reason().find("no longer ours"), std::string::npos) << renewer.lost_reason();
   EXPECT_EQ(server.cli({"GET", test_key()}), "intruder");  // never overwritten by renew
+}
+
+}  // namespace
+}  // namespace redisgo::lock
+
+namespace redisgo::lock {
+namespace {
+
+std::int64_t uptime_s(const RedisServer& s) {
+  const std::string info = s.cli({"INFO", "server"});
+  const auto at = info.find("uptime_in_seconds:");
+  return at == std::string::npos ? -1 : std::stoll(info.substr(at + 18));
+}
+
+/// A 2 s lease under a 1 s restart guard: a server grants an absent key once it says it has
+/// been up for 2 s.
+LeaseOptions guarded(const RedisServer& server, const std::string& holder) {
+  LeaseOptions o = options(server, holder, 2s);
+  o.restart_guard = 1000ms;
+  return o;
+}
+
+TEST(LockRestartGuard, AFreshServerGrantsAnAbsentKeyOnlyOnceUpForTheGuard) {
+  RedisServer server;  // just started: up 0 or 1 s
+  auto a = make_redis_backend(guarded(server, "holder-a"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto first = a->acquire();
+  ASSERT_FALSE(first.acquired);
+  ASSERT_EQ(first.guarded.size(), 1u);
+  EXPECT_GT(first.guarded[0].left_ms, 0);
+  EXPECT_LE(first.guarded[0].left_ms, 2000);  // (uptime - 1) s must reach the guard
+  EXPECT_EQ(first.guard_wait_ms, first.guarded[0].left_ms);
+  EXPECT_EQ(first.busy, 0);
+  EXPECT_TRUE(first.errors.empty());
+  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");  // the SET was undone in the script
+  // Paced as a waiter would be (the guard's wait is the hint): granted once it opens.
+  Acquisition got;
+  ASSERT_TRUE(wait_until([&] { return (got = a->acquire()).acquired; }, 5s, 100ms));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_LE(waited, 2500ms);
+  EXPECT_GE(uptime_s(server), 2);
+  EXPECT_TRUE(got.unguarded.empty());
+  std::cout << "first use of a key on a fresh server waited "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms (guard 1000 ms)\n";
+}
+
+TEST(LockRestartGuard, AServerUpLongerThanTheGuardGrantsAtOnceAndAHeldKeyIsBusyNotGuarded) {
+  RedisServer server;
+  ASSERT_TRUE(wait_until([&] { return uptime_s(server) >= 2; }, 5s, 100ms));
+  auto a = make_redis_backend(guarded(server, "holder-a"));
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);  // first use of the key: no wait
+  EXPECT_TRUE(got.guarded.empty());
+  // After an empty restart the holder's key is busy for nobody: the guard holds others off...
+  server.kill();
+  server.start();
+  auto b = make_redis_backend(guarded(server, "holder-b"));
+  auto miss = b->acquire();
+  ASSERT_FALSE(miss.acquired) << "a second holder got the lease of a restarted server";
+  EXPECT_EQ(miss.guarded.size(), 1u);
+  // ...while the holder sets its key again at its next renewal.
+  Renewal r;
+  ASSERT_TRUE(wait_until([&] { return (r = a->renew()).confirmed; }, 3s, 50ms));
+  EXPECT_EQ(r.repaired, 1);
+  miss = b->acquire();
+  EXPECT_FALSE(miss.acquired);
+  EXPECT_EQ(miss.busy, 1);
+  EXPECT_TRUE(miss.guarded.empty());
+  EXPECT_EQ(miss.holder, "holder-a");
+}
+
+TEST(LockRestartGuard, AUserWithoutInfoIsGrantedAsBeforeAndToldTheGuardCannotApply) {
+  RedisServer server(testing::with_acl_user("user noinfo on >pw ~* &* +@all -info"));
+  LeaseOptions o = guarded(server, "holder-a");
+  o.nodes[0].username = "noinfo";
+  o.nodes[0].password = "pw";
+  auto a = make_redis_backend(o);
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired) << (got.errors.empty() ? "" : got.errors[0].message);
+  ASSERT_EQ(got.unguarded.size(), 1u);
+  EXPECT_TRUE(got.guarded.empty());
+  // inspect() says the uptime is unknown rather than failing.
+  auto views = a->inspect();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_TRUE(views[0].reachable) << views[0].error;
+  EXPECT_EQ(views[0].uptime_s, -1);
+}
+
+TEST(LockRestartGuard, AHolderWithALongerLeaseRaisesTheGuard) {
+  RedisServer server;
+  ASSERT_TRUE(wait_until([&] { return uptime_s(server) >= 2; }, 5s, 100ms));
+  auto a = make_redis_backend(guarded(server, "holder-a"));
+  // A value set by hand with a long TTL (a maintenance hold) is no daemon's lease: it says
+  // nothing about another expire, and deleting it lets the job run at once.
+  server.cli({"SET", test_key(), "maintenance", "PX", "600000"});
+  auto miss = a->acquire();
+  ASSERT_FALSE(miss.acquired);
+  EXPECT_EQ(miss.longer_lease_ms, -1);
+  server.cli({"DEL", test_key()});
+  auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  a->release();
+  // Another daemon's lease with 8 s left: it runs a longer expire.
+  server.cli({"SET", test_key(), "web-2:77:0123456789abcdef0123456789abcdef", "PX", "8000"});
+  miss = a->acquire();
+  ASSERT_FALSE(miss.acquired);
+  EXPECT_GT(miss.longer_lease_ms, 2000);
+  // The holder's key vanishes (a restart would do it): our guard now covers its 8 s lease.
+  server.cli({"DEL", test_key()});
+  miss = a->acquire();
+  ASSERT_FALSE(miss.acquired) << "a 1 s guard on a server up 2 s would have granted";
+  ASSERT_EQ(miss.guarded.size(), 1u);
+  EXPECT_GT(miss.guarded[0].left_ms, 4000);
 }
 
 }  // namespace

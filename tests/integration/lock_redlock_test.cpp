@@ -207,7 +207,10 @@ TEST_F(LockRedlock, AReleaseCountsTheNodesItDidNotWaitFor) {
 
 // One node: no quorum to repair from; a key gone there is a lease lost (an operator's
 // DEL lets the next holder in, as it always did).
-TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsALeaseLostNotSetAgain) {
+TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsSetAgainWithItsFenceButAnothersKeyIsALeaseLost) {
+  // The holder renews before its local deadline only; a key gone from the only node (it
+  // restarted empty, or the key was deleted) is set again, and the restart guard keeps
+  // newcomers from taking it first (docs/DESIGN.md "Restart guard").
   RedisServer server;
   LeaseOptions o;
   o.nodes = {node(server)};
@@ -215,11 +218,20 @@ TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsALeaseLostNotSetAgain) {
   o.holder = "holder-a";
   o.ttl = 2s;
   auto a = make_redis_backend(o);
-  ASSERT_TRUE(a->acquire().acquired);
-  server.cli({"DEL", test_key()});
+  const auto got = a->acquire();
+  ASSERT_TRUE(got.acquired);
+  const std::string fence = "{" + test_key() + "}:fence";
+  server.cli({"DEL", test_key(), fence});
   auto r = a->renew();
+  EXPECT_TRUE(r.confirmed);
+  EXPECT_EQ(r.repaired, 1);
+  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-a");
+  EXPECT_EQ(server.cli({"GET", fence}), std::to_string(got.token));  // the next token is higher
+  // Another holder's key there: lost, and left alone.
+  server.cli({"SET", test_key(), "holder-b", "PX", "2000"});
+  r = a->renew();
   EXPECT_TRUE(r.lost);
-  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");
+  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-b");
 }
 
 // The naive protocol: SET NX + per-node INCR on each node, token = max of the replies,

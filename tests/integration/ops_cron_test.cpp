@@ -132,6 +132,23 @@ TEST_F(OpsCron, BusyLeaseIsASilentSuccess) {
   }
 }
 
+TEST_F(OpsCron, ARestartGuardRefusalIsNoSilentSkip) {
+  // The fixture's server started a moment ago: a Redis that may have lost a lease. Nobody
+  // runs the job until its guard opens, and the mail says why.
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis_.address() + "\"";
+  spec.key = test_key();
+  spec.expire = "5s";
+  spec.log_level = "info";
+  spec.restart_guard = true;
+  const auto cfg = dir_.write("guarded.toml", make_config(spec));
+  auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "echo job-ran"});
+  EXPECT_EQ(code, 75) << mail;
+  EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("(restart guard); giving up"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("exit status 75"), std::string::npos) << mail;
+}
+
 TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {
   auto cfg = config();
   auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo job-output; exit 3"});

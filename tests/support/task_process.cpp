@@ -228,7 +228,8 @@ void expect_child_stopped_before_lease_ends(const std::string& dir, const std::s
 std::string make_config(const ConfigSpec& spec) {
   std::ostringstream s;
   s << "[redis]\n" << spec.nodes << "\nkey = \"" << spec.key << "\"\nexpire = \"" << spec.expire << "\"\ncron = \""
-    << spec.cron << "\"\nconnect_timeout = \"" << spec.io_timeout << "\"\nio_timeout = \"" << spec.io_timeout << "\"\n" << spec.extra_redis << "\n"
+    << spec.cron << "\"\nconnect_timeout = \"" << spec.io_timeout << "\"\nio_timeout = \"" << spec.io_timeout << "\"\nrestart_guard = " << (spec.restart_guard ? "true" : "false") << "\n"
+    << spec.extra_redis << "\n"
     << "[backoff]\n" << spec.backoff << "\n"
     << "[task]\nmode = \"" << spec.mode << "\"\nkill_grace = \"" << spec.kill_grace << "\"\n" << spec.extra_task << "\n"
     << "[log]\nlevel = \"" << spec.log_level << "\"\n";

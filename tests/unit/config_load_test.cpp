@@ -66,6 +66,7 @@ TEST(ConfigDefaults, MinimalFileGetsEveryDefault) {
   EXPECT_EQ(c.redis.io_timeout, 500ms);
   EXPECT_DOUBLE_EQ(c.redis.drift_factor, 0.01);
   EXPECT_EQ(c.redis.drift_fixed, 2ms);
+  EXPECT_TRUE(c.redis.restart_guard);
   EXPECT_EQ(c.backoff.strategy, Strategy::kExponential);
   EXPECT_EQ(c.backoff.initial, 30ms);
   EXPECT_EQ(c.backoff.max, 1s);
@@ -321,6 +322,7 @@ const std::vector<Malformed> kMalformed = {
     {"drift_factor_half", base_with("drift_factor = 0.5\n"), "redis.drift_factor", 4, {"0.5", "found 0.5"}},
     {"drift_factor_negative", base_with("drift_factor = -0.1\n"), "redis.drift_factor", 4, {"found -0.1"}},
     {"drift_fixed_bool", base_with("drift_fixed = false\n"), "redis.drift_fixed", 4, {"a duration", "found boolean"}},
+    {"restart_guard_string", base_with("restart_guard = \"yes\"\n"), "redis.restart_guard", 4, {"found string"}},
     {"username_without_password", base_with("username = \"app\"\n"), "redis.username", 4, {"password", "found none"}},
     {"username_type", base_with("username = 5\n"), "redis.username", 4, {"found integer"}},
     // passwords
@@ -982,3 +984,14 @@ TEST(ConfigExample, ShippedFileValidatesWithoutWarnings) {
 }
 
 }  // namespace
+
+TEST(ConfigRestartGuard, OnByDefaultOffWhenSaidAndRenderedBack) {
+  auto off = load("[redis]\nkey = \"k\"\nhost = \"127.0.0.1:6379\"\nrestart_guard = false\n");
+  ASSERT_TRUE(off.config) << all_diagnostics(off);
+  EXPECT_FALSE(off.config->redis.restart_guard);
+  const std::string shown = render_effective(*off.config);
+  EXPECT_NE(shown.find("restart_guard = false"), std::string::npos) << shown;
+  auto again = load(shown);
+  ASSERT_TRUE(again.config) << all_diagnostics(again);
+  EXPECT_EQ(again.config->redis, off.config->redis);
+}

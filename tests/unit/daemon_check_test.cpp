@@ -185,6 +185,30 @@ TEST(CheckPersistence, AofIsOkAnythingLessWarns) {
             Level::kWarn);
 }
 
+TEST(CheckPersistence, NoPersistenceIsOkWhileTheRestartGuardCanApply) {
+  auto none = persistence_finding("n", {false, "", "", ""}, 5s, Topology::kSingle, true);
+  EXPECT_EQ(none.level, Level::kOk);
+  EXPECT_NE(none.message.find("restart guard"), std::string::npos) << none.message;
+  EXPECT_EQ(persistence_finding("n", {false, "3600 1", "", ""}, 5s, Topology::kSingle, true).level, Level::kOk);
+  // Unknown durability still warns: the guard does not make an unread setting known.
+  EXPECT_EQ(persistence_finding("n", {std::nullopt, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle, true).level,
+            Level::kWarn);
+  // Without the guard the hint names it first.
+  EXPECT_NE(persistence_finding("n", {false, "", "", ""}, 5s, Topology::kSingle).hint.find("restart_guard"),
+            std::string::npos);
+}
+
+TEST(CheckRestartGuard, OnOffOrCannotApply) {
+  auto on = guard_finding("n", true, 120, "");
+  EXPECT_EQ(on.level, Level::kOk);
+  EXPECT_NE(on.message.find("up 120 s"), std::string::npos) << on.message;
+  EXPECT_EQ(guard_finding("n", false, std::nullopt, "").level, Level::kOk);
+  auto refused = guard_finding("n", true, std::nullopt, "NOPERM this user has no permissions to run the 'info' command");
+  EXPECT_EQ(refused.level, Level::kWarn);
+  EXPECT_NE(refused.message.find("NOPERM"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.hint.find("+info"), std::string::npos) << refused.hint;
+}
+
 TEST(CheckDuplicates, EqualRunIdsAreOneServer) {
   EXPECT_TRUE(duplicate_findings({{"a:1", "r1"}, {"b:1", "r2"}, {"c:1", ""}, {"d:1", ""}}, 3).empty());
   auto f = duplicate_findings({{"127.0.0.1:7000", "r1"}, {"10.0.0.2:7000", "r2"}, {"localhost:7000", "r1"}}, 2);

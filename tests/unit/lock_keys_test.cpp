@@ -169,3 +169,71 @@ TEST(Replies, AClaimIsClaimedTakenNotOursOrNotUnderstood) {
   EXPECT_EQ((*many)[1].status, "");
   EXPECT_FALSE(redisgo::lock::parse_read_claims_reply(reply_of("*1\r\n:1\r\n").get(), 1));
 }
+
+TEST(RestartGuard, CountsOneSecondLessThanRedisSays) {
+  using redisgo::lock::restart_guard_left;
+  // Redis's uptime_in_seconds is whole seconds of a cached clock: "1" may mean 0.1 s.
+  EXPECT_EQ(restart_guard_left(0, 3000ms), 4000ms);
+  EXPECT_EQ(restart_guard_left(1, 3000ms), 3000ms);
+  EXPECT_EQ(restart_guard_left(3, 3000ms), 1000ms);
+  EXPECT_EQ(restart_guard_left(4, 3000ms), 0ms);
+  EXPECT_EQ(restart_guard_left(86400, 3000ms), 0ms);
+  EXPECT_EQ(restart_guard_left(2, 1500ms), 500ms);
+  EXPECT_EQ(restart_guard_left(3, 1500ms), 0ms);
+  EXPECT_EQ(restart_guard_left(0, 0ms), 0ms);  // off
+}
+
+TEST(Replies, TheRestartGuardHoldsBackOrCannotApply) {
+  using redisgo::lock::AcquireReply;
+  auto g = redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:2\r\n:1500\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGuarded);
+  EXPECT_EQ(g.guard_ms, 1500);
+  EXPECT_FALSE(g.set_key);
+  // A wait that is not positive, or of the wrong shape, is not understood.
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:2\r\n:0\r\n").get()).kind, AcquireReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*1\r\n:2\r\n").get()).kind, AcquireReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:2\r\n:5\r\n:5\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+  // Granted where INFO was refused: the plain script's "" slot key, the semaphore's slot key.
+  g = redisgo::lock::parse_acquire_reply(reply_of("*4\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n$6\r\nnoinfo\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
+  EXPECT_TRUE(g.unguarded);
+  EXPECT_EQ(g.slot_key, "");
+  g = redisgo::lock::parse_acquire_reply(
+      reply_of("*4\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:2\r\n$6\r\nnoinfo\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
+  EXPECT_TRUE(g.unguarded);
+  EXPECT_EQ(g.slot_key, "{k}:slot:2");
+  g = redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:1\r\n$2\r\n17\r\n").get());
+  EXPECT_FALSE(g.unguarded);
+  // Any other note is not understood (but the key may be ours: the undo covers it).
+  g = redisgo::lock::parse_acquire_reply(reply_of("*4\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n$3\r\nodd\r\n").get());
+  EXPECT_EQ(g.kind, AcquireReply::Kind::kInvalid);
+  EXPECT_TRUE(g.set_key);
+}
+
+TEST(Replies, InspectCarriesTheUptimeWhenItHasIt) {
+  auto i = redisgo::lock::parse_inspect_reply(reply_of("*5\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n:7\r\n").get());
+  ASSERT_TRUE(i);
+  EXPECT_EQ(i->uptime_s, 7);
+  i = redisgo::lock::parse_inspect_reply(reply_of("*5\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n:-1\r\n").get());
+  ASSERT_TRUE(i);
+  EXPECT_EQ(i->uptime_s, -1);  // INFO refused
+  i = redisgo::lock::parse_inspect_reply(reply_of("*4\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n").get());
+  ASSERT_TRUE(i);
+  EXPECT_EQ(i->uptime_s, -1);
+  EXPECT_FALSE(redisgo::lock::parse_inspect_reply(reply_of("*5\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n$1\r\nx\r\n").get()));
+}
+
+TEST(RestartGuard, OnlyADaemonsHolderIdSpeaksForAnotherExpire) {
+  using redisgo::lock::is_daemon_holder;
+  EXPECT_TRUE(is_daemon_holder("web-1:4242:0123456789abcdef0123456789abcdef"));
+  EXPECT_TRUE(is_daemon_holder("a:b:c:1:0123456789abcdef0123456789abcdef"));  // a prefix with colons
+  EXPECT_FALSE(is_daemon_holder("maintenance"));
+  EXPECT_FALSE(is_daemon_holder("held-by-redis-cli"));
+  EXPECT_FALSE(is_daemon_holder("web-1:4242:0123456789abcdef0123456789abcde"));    // 31 hex digits
+  EXPECT_FALSE(is_daemon_holder("web-1:4242:0123456789ABCDEF0123456789ABCDEF"));   // not ours: lower case
+  EXPECT_FALSE(is_daemon_holder("web-1:42x2:0123456789abcdef0123456789abcdef"));
+  EXPECT_FALSE(is_daemon_holder("web-1::0123456789abcdef0123456789abcdef"));
+  EXPECT_FALSE(is_daemon_holder(":0123456789abcdef0123456789abcdef"));
+}
