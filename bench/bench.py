@@ -461,7 +461,7 @@ class Bench:
             # from here a release wakes B.
             wait_until("the standby to find the lease busy and subscribe",
                        lambda: file_has(b_log, "lease busy") and file_has(b_log, "subscribed to the release channel"))
-            # Attempts are paced (SPEC invariant 7): a release within 100 ms of the standby's
+            # Attempts are paced (docs/DESIGN.md, invariant 7): a release within 100 ms of the standby's
             # last attempt is acted on once that gap is over. B makes two attempts 100 ms
             # apart, then sleeps until the TTL; a job holds longer than that, so the release
             # comes 300 ms after B subscribed, as it would in use.
@@ -1385,7 +1385,7 @@ def report(r, m, build_type):
     w("starts standby B (`oneshot`, same key) whose child is `redisgo_bench_stamp b_start`, and")
     w("waits for B's debug lines \"lease busy\" and \"subscribed to the release channel\" (B has")
     w("failed its attempt and sleeps until the holder's TTL, a release waking it). 300 ms later (B's attempts are")
-    w("paced 100 ms apart, SPEC invariant 7, and a release sooner than 100 ms after B's last attempt waits out")
+    w("paced 100 ms apart, docs/DESIGN.md, invariant 7, and a release sooner than 100 ms after B's last attempt waits out")
     w("that gap: measured 50 ms after B subscribed, the median was 50 ms) the script writes to the FIFO: A's")
     w("child writes `CLOCK_REALTIME` as its last act and exits; B's child writes it as its first")
     w("act. Handover = b_start − a_end, so it includes A reaping its child, the release script")
@@ -1761,7 +1761,7 @@ def report(r, m, build_type):
     w("")
     w("Renewals go out on the `cron` ticks, so the first one on the new master comes at the first tick after")
     w("the sentinels announce `+switch-master` (which follows the promotion by the sentinels' own")
-    w("reconfiguration time): up to one `cron` after the announcement, as SPEC asks. No renewal failed")
+    w("reconfiguration time): up to one `cron` after the announcement, as the manual promises. No renewal failed")
     w("in any round; the leader never lost its lease or restarted its child.")
     w("")
     w("| failovers | promotion → renewing there (median / max) | SENTINEL FAILOVER → renewing there (median / max) | leases lost |")

@@ -172,7 +172,7 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
 
 int run(int argc, char** argv) {
   // Before any thread exists, so every thread inherits the mask and signals reach only
-  // the daemon's signalfd (STYLE.md "Child process").
+  // the daemon's signalfd (docs/DESIGN.md "Processes and threads").
   process::block_handled_signals();
   process::set_program_args(argc, argv);
 
@@ -350,7 +350,7 @@ int run(int argc, char** argv) {
               << " sets mode = \"supervise\", which contends forever\n";
     return daemon::kExitConfig;
   }
-  // `value` is only a prefix: the id is unique per process (SPEC invariant 9).
+  // `value` is only a prefix: the id is unique per process (docs/DESIGN.md, invariant 9).
   options.holder = daemon::default_holder_id(options.config.redis.value);
   log::set_context(options.config.redis.key, options.holder);
   try {

@@ -1,10 +1,10 @@
 #pragma once
-/// Command line (SPEC.md "Command line"): task / status / validate / version.
+/// Command line (redisgo_task(1), COMMANDS): task / status / validate / version.
 
 namespace redisgo::cli {
 
-/// Parses argv, runs the subcommand and returns the process exit status (SPEC.md
-/// "Exit status"). Blocks the daemon's signals first thing, before any thread starts.
+/// Parses argv, runs the subcommand and returns the process exit status
+/// (redisgo_task(1), EXIT STATUS). Blocks the daemon's signals first thing, before any thread starts.
 int run(int argc, char** argv);
 
 }  // namespace redisgo::cli

@@ -41,7 +41,7 @@ constexpr const char* kMask = "********";
 /// A password file larger than this is certainly not a password (e.g. a wrong path to a
 /// log or a binary); refusing it avoids reading something huge into memory.
 constexpr std::size_t kMaxPasswordFile = 64 * 1024;
-/// SPEC.md: 16 databases, Redis's default `databases` setting.
+/// 16 databases, Redis's default `databases` setting (the manual's *db*).
 constexpr std::int64_t kMaxDb = 15;
 constexpr std::int64_t kMaxWaitReplicas = 100;
 
@@ -544,8 +544,8 @@ class Loader {
 
   // ---- unknown keys -------------------------------------------------------------------
 
-  /// Unknown keys are errors (SPEC "Config file"): a misspelt `expire` or `tls` must not
-  /// fall back silently to a default. Keys of SPEC's features that this version does not
+  /// Unknown keys are errors (redisgo_task(1), CONFIGURATION): a misspelt `expire` or `tls` must not
+  /// fall back silently to a default. Keys of the manual's features that this version does not
   /// have yet are refused by name: silently running without TLS would send the password
   /// in clear.
   void check_unknown(const toml::table& root) {
@@ -1056,7 +1056,7 @@ class Loader {
     if (!given("redis.cron")) r.cron = Millis(r.expire.count() / 3);
     if (given("redis.cron") && !bad_.count("redis.cron") && r.cron < kMinCron) {
       // A renewal costs a node three commands; faster than this, one idle holder alone
-      // would break the 50 commands/s a daemon may send a node (SPEC invariant 7).
+      // would break the 50 commands/s a daemon may send a node (docs/DESIGN.md, invariant 7).
       error(where("redis.cron"), "redis.cron",
             "expected a renewal interval of at least " + format_duration(kMinCron) + ", found " +
                 format_duration(r.cron));

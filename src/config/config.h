@@ -1,5 +1,5 @@
 #pragma once
-/// TOML configuration -> validated structs (SPEC.md "Config file").
+/// TOML configuration -> validated structs (redisgo_task(1), CONFIGURATION).
 ///
 /// load_file() never throws for bad input: it returns every error of the file at once
 /// (each naming file, line, column, key, what was expected and what was found) and the
@@ -20,7 +20,7 @@ using Millis = std::chrono::milliseconds;
 
 enum class PasswordSource { kNone, kInline, kEnv, kFile };
 
-/// Where the lease lives (SPEC "Production Redis"): exactly one of `host`, `nodes`,
+/// Where the lease lives (redisgo_task(1), PRODUCTION REDIS): exactly one of `host`, `nodes`,
 /// `sentinels` (+ `sentinel_master`) or `cluster_nodes` in the file.
 enum class Topology {
   kSingle,    ///< host: one server
@@ -121,7 +121,7 @@ struct TaskConfig {
   /// (REDISGO_TASK_SLOT = 0..limit-1). 1 = the plain lease.
   int limit = 1;
   /// oneshot: at most one run per slot of this length since the Unix epoch, cluster-wide
-  /// (SPEC "Modes"). nullopt = no slots.
+  /// (redisgo_task(1), MODES). nullopt = no slots.
   std::optional<Millis> once_per;
   /// supervise: run while leader every health_interval, killed after health_timeout;
   /// health_fall consecutive failures make the leader step down. Empty = no health check.
@@ -183,7 +183,7 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup process_env();
 
 /// What a command needs of the file. `status` and `handover` need only [redis] (and
-/// [log]): a broken [task], [backoff] or [metrics] is not their business (SPEC "Command line").
+/// [log]): a broken [task], [backoff] or [metrics] is not their business (redisgo_task(1), COMMANDS).
 enum class Scope { kAll, kRedis };
 
 /// Reads and validates a file. A file that cannot be read is one error.
@@ -200,7 +200,7 @@ Diagnostic diagnostic_at(const Config& config, const std::string& dotted_key, st
 /// "********" with where it came from noted in a comment. For `validate`.
 std::string render_effective(const Config& config);
 
-/// SPEC maxima: every duration at most one year, expire at most one day (deadlines and
+/// The manual's maxima: every duration at most one year, expire at most one day (deadlines and
 /// poll timeouts stay far from any overflow), a key at most 512 bytes.
 inline constexpr Millis kMaxDuration{365LL * 24 * 3600 * 1000};
 inline constexpr Millis kMaxExpire{24LL * 3600 * 1000};

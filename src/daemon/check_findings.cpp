@@ -40,7 +40,7 @@ std::string and_list(const std::vector<std::string>& parts) {
 
 std::string ms_field(Millis d) { return std::to_string(d.count()); }
 
-/// What a restart of a server that lost its data asks of the operator (SPEC invariant 1).
+/// What a restart of a server that lost its data asks of the operator (docs/DESIGN.md, invariant 1).
 std::string restart_hint(Millis expire, config::Topology topology) {
   std::string hint = "set restart_guard = true (the default) and let the user read INFO, or keep a restarted "
                      "server out of service for at least one expire (" + format_duration(expire) +

@@ -121,7 +121,7 @@ class Runner {
   WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
   /// Reads and discards what the subscriptions received while nobody listened.
   void drain_subscriptions();
-  /// SPEC: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
+  /// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
   int stopped_while_waiting() const;
   void report_attempt(const lock::Acquisition& acq);
   /// The restart guard's news from an attempt (docs/DESIGN.md "Restart guard"): a node
@@ -144,7 +144,7 @@ class Runner {
   /// once_per: before contending, whether this run's slot was run already (exit 75 then).
   std::optional<int> slot_already_run();
   /// once_per: how long a claim is kept, from its writing and from every renewal of its
-  /// run's lease: 2 x once_per (SPEC), and never less than 2 x expire, so that it outlives
+  /// run's lease: 2 x once_per (redisgo_task(1), MODES), and never less than 2 x expire, so that it outlives
   /// the gap between two renewals and a dead holder's lease.
   Millis claim_ttl() const { return std::max(*cfg_.task.once_per, cfg_.redis.expire) * 2; }
   /// The node health seen in a round, for redisgo_task_node_up.
@@ -280,7 +280,7 @@ int Runner::run() {
     log_->warn("tls_skip_verify = true: the Redis server's certificate is NOT verified (tests only)");
   }
   if (cfg_.redis.topology == config::Topology::kSentinel || cfg_.redis.topology == config::Topology::kCluster) {
-    // SPEC "Production Redis": said once, at start, where an operator looks.
+    // redisgo_task(1), PRODUCTION REDIS: said once, at start, where an operator looks.
     log_->info("note: Redis replicates asynchronously, so a failover can lose the lease key and let a second "
                "holder in while the first still runs; REDISGO_TASK_TOKEN keeps increasing across it (the fence's "
                "TIME floor): have the protected resource reject lower tokens{}",
@@ -386,8 +386,8 @@ void Runner::report_guard(const lock::Acquisition& acq) {
   }
   for (const auto& g : acq.guarded) {
     if (!guard_said_.insert(g.node).second) continue;
-    log_->warn("{} has been up for less than expire ({}) and the lease key is not there: it restarted, perhaps empty, "
-               "while a holder may still run its child; it grants nothing new for {} (restart guard)",
+    log_->warn("{} has been up for less than expire ({}) and the lease key is not there: if it restarted empty, a "
+               "holder may still run its child, so it grants nothing new for {} (restart guard)",
                g.node, format_duration(cfg_.redis.expire), format_duration(Millis(g.left_ms)));
   }
   if (acq.guard_wait_ms >= 0) {
@@ -452,7 +452,7 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   } else if (code == kExitTempFail) {
     // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
     // runs the job until it opens, and a cron job that skips for that must say why.
-    log_->warn("lease not acquired after {} attempt(s): {} restarted less than expire ago and grants nothing new for "
+    log_->warn("lease not acquired after {} attempt(s): {} started less than expire ago and grants nothing new for "
                "{} (restart guard); giving up",
                attempts, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
   } else {
@@ -712,7 +712,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     renewer = std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.started, acquired.valid_until,
                                               renewer_wake_, clock_, observe);
   } catch (const std::exception& e) {
-    // No renewal means no safe child: release first, then report the bug (SPEC 70).
+    // No renewal means no safe child: release first, then report the bug (exit 70, redisgo_task(1), EXIT STATUS).
     log_->error("cannot start the renewal thread: {}; releasing", e.what());
     log_release(backend_->release());
     return kExitSoftware;
@@ -829,7 +829,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     if (sig != SIGCONT && sig != SIGKILL) child->signal_group(SIGCONT);
   };
   // The lease comes first: stop the child when the renewer lost the lease or the local
-  // deadline is within kill_grace (SPEC invariant 2), or when it ran past its timeout.
+  // deadline is within kill_grace (docs/DESIGN.md, invariant 2), or when it ran past its timeout.
   auto check_lease = [&](Clock::time_point now) {
     if (!child || !child->running() || cause != StopCause::kNone) return;
     const auto deadline = renewer->valid_until();
@@ -859,7 +859,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
     if (task.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
       // The child ended by itself: a crash loop restarts with a growing delay, then the
-      // leader steps down (SPEC "Stepping down").
+      // leader steps down (redisgo_task(1), MODES).
       auto delay = restarts_.on_exit(clock_.now());
       if (!delay) {
         outcome = Outcome{AfterExit::Kind::kRecontend, 0, Millis(0),
@@ -1065,7 +1065,7 @@ process::SpawnOptions spawn_options(const config::Config& config) {
   // A child that speaks sd_notify would otherwise report READY/STATUS/WATCHDOG as if it
   // were the service, and with WATCHDOG_PID absent it would even feed the watchdog.
   spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
-  // The child never sees the Redis password (SPEC "What the child gets"), unless the
+  // The child never sees the Redis password (redisgo_task(1), ENVIRONMENT), unless the
   // operator hands it over on purpose through [task] env.
   if (config.redis.password_source == config::PasswordSource::kEnv) spawn.unset_env.push_back(config.redis.password_origin);
   if (config.redis.sentinel_password_source == config::PasswordSource::kEnv) {

@@ -1,6 +1,6 @@
 #pragma once
 /// The task runner: contend for the lease, run the child while holding it, stop it before
-/// the lease can expire, release (SPEC.md "Modes", "Safety invariants").
+/// the lease can expire, release (redisgo_task(1), MODES, SAFETY).
 ///
 /// One thread runs the event loop over a signalfd, the keeper's pidfd, the renewer's wake
 /// fd, a CLOCK_BOOTTIME timerfd for every deadline, and the release-channel subscribers;
@@ -25,7 +25,7 @@ struct TaskOptions {
   std::string holder;
 };
 
-/// Runs until the task ends and returns the exit status of SPEC.md. The handled signals
+/// Runs until the task ends and returns the exit status of redisgo_task(1), EXIT STATUS. The handled signals
 /// must already be blocked in every thread (process::block_handled_signals in main).
 int run_task(const TaskOptions& options);
 
@@ -37,8 +37,8 @@ process::SpawnOptions spawn_options(const config::Config& config);
 std::string holder_head(const std::string& prefix);
 
 /// "<prefix>:<pid>:<32 hex digits from getrandom>", prefix = `value` or else the
-/// hostname: unique per process even when every host shares one config (SPEC
-/// invariant 9), so two daemons never renew or release each other's lease.
+/// hostname: unique per process even when every host shares one config
+/// (docs/DESIGN.md, invariant 9), so two daemons never renew or release each other's lease.
 std::string default_holder_id(const std::string& prefix = "");
 
 }  // namespace redisgo::daemon

@@ -1,5 +1,5 @@
 #pragma once
-/// The leader's health check (SPEC "Stepping down"; keepalived's vrrp_script, with the
+/// The leader's health check (redisgo_task(1), MODES; keepalived's vrrp_script, with the
 /// service as it runs under the lease): while the child runs, `health_command` runs every
 /// `health_interval`, is killed when it overruns `health_timeout` (a failure), and
 /// `health_fall` failures in a row make the leader step down. Its output (stdout and
@@ -68,7 +68,7 @@ class HealthCheck {
   std::shared_ptr<spdlog::logger> log_;
   const Clock& clock_;
   /// Logs a failure: each of the first kLoggedFailures of a streak and the one that makes
-  /// it step down at warn, the others in a summary at most every 30 s (SPEC invariant 7: a
+  /// it step down at warn, the others in a summary at most every 30 s (docs/DESIGN.md, invariant 7: a
   /// check every 100 ms with a high health_fall must not write ten warnings a second).
   void log_failure(const std::string& what);
   static constexpr int kLoggedFailures = 3;

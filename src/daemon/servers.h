@@ -1,6 +1,6 @@
 #pragma once
 /// From the [redis] section to the redis and lock modules' options: the nodes of each
-/// mode (SPEC "Production Redis"), TLS, and the locators that find a Sentinel master or
+/// mode (redisgo_task(1), PRODUCTION REDIS), TLS, and the locators that find a Sentinel master or
 /// a Cluster slot owner. One place, so `task`, `status` and `check` reach the same servers.
 
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
-/// The daemon's decisions as pure functions of its state (STYLE.md: pure transitions,
+/// The daemon's decisions as pure functions of its state (pure transitions,
 /// carried out by daemon.cpp's event loop). Nothing here touches Redis, processes or
-/// clocks, so every rule of SPEC.md "Modes" and "Exit status" is unit-tested directly.
+/// clocks, so every rule of redisgo_task(1), MODES and EXIT STATUS is unit-tested directly.
 ///
 ///   Idle -> Acquiring -> (Waiting -> Acquiring)* -> Running -> Draining -> Releasing
 ///        -> Running (restart) | Waiting (supervise) | Stopped (exit code)
@@ -19,7 +19,7 @@ namespace redisgo::daemon {
 
 using Millis = std::chrono::milliseconds;
 
-/// sysexits codes and conventions of SPEC.md "Exit status".
+/// sysexits codes and conventions of redisgo_task(1), EXIT STATUS.
 inline constexpr int kExitTempFail = 75;     ///< lease not acquired, or lost
 inline constexpr int kExitConfig = 78;       ///< bad configuration or command line
 inline constexpr int kExitUnavailable = 69;  ///< status: no node reachable
@@ -28,7 +28,7 @@ inline constexpr int kExitNoPerm = 77;       ///< Redis refused our credentials 
 inline constexpr int kExitSoftware = 70;     ///< internal error (a bug); the lease is released first
 
 /// Least time between the starts of two acquisition attempts of one waiter, whatever its
-/// backoff says ("zero" included), unless a release message woke it (SPEC invariant 7):
+/// backoff says ("zero" included), unless a release message woke it (docs/DESIGN.md, invariant 7):
 /// a miss costs a node four commands, so no waiter sends a node more than ~40/s.
 inline constexpr Millis kMinAttemptGap{100};
 
@@ -63,13 +63,13 @@ struct MissContext {
 /// are counted (oneshot, monitor_try_all = false), wait the backoff, capped at that expiry. A "stop" strategy gives up in oneshot; in supervise it waits backoff_max.
 AfterMiss after_miss(const MissContext& c);
 
-/// The exit status of a oneshot run that gives up waiting, from its last attempt (SPEC
-/// "Exit status"): 75 when another holder has the lease (`busy` nodes said so), else 77
+/// The exit status of a oneshot run that gives up waiting, from its last attempt
+/// (redisgo_task(1), EXIT STATUS): 75 when another holder has the lease (`busy` nodes said so), else 77
 /// when a node refused our credentials, else 69 when fewer than a quorum answered, else
 /// 75 (a split vote, a lease that came too late).
 int give_up_code(int busy, bool auth_refused, int answered, int quorum);
 
-/// Crash-loop accounting of a supervise leader (SPEC "Stepping down"; issue 8 item 8):
+/// Crash-loop accounting of a supervise leader (redisgo_task(1), MODES; issue 8 item 8):
 ///  - every child exit is recorded; more than `limit` exits within `window`: step down;
 ///  - the delay before a restart grows with the exits since the child last ran stably
 ///    (kStableRun): restart_delay for the first, then from max(restart_delay, kRestartStep)
@@ -124,7 +124,7 @@ struct ExitContext {
 /// and contend again after restart_delay.
 AfterExit after_exit(const ExitContext& c);
 
-/// Local lease deadline arithmetic (SPEC.md invariant 2). The child must be dead before
+/// Local lease deadline arithmetic (docs/DESIGN.md, invariant 2). The child must be dead before
 /// `deadline`: SIGKILL goes at deadline - margin, kill_signal kill_grace earlier.
 struct StopSchedule {
   Clock::time_point term_at;  ///< send kill_signal when reached without a renewal

@@ -1,5 +1,5 @@
 #pragma once
-/// Fencing tokens (SPEC.md invariant 4; issue 4 "Fencing across quorums").
+/// Fencing tokens (docs/DESIGN.md, invariant 4; issue 4 "Fencing across quorums").
 ///
 /// On one node the acquire script (redis/scripts.h kAcquire) issues
 /// token = max(counter + 1, server TIME in µs) atomically with SET NX PX, so tokens on

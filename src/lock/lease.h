@@ -1,6 +1,6 @@
 #pragma once
 /// The lease as the daemon sees it: acquire / renew / release / inspect over one or more
-/// independent Redis nodes (SPEC.md invariants 2-4, 7, 8, 10).
+/// independent Redis nodes (docs/DESIGN.md, invariants 2-4, 7, 8, 10).
 ///
 /// Every ownership check runs inside Lua (redis/scripts.h): acquire is SET NX PX plus the
 /// fence counter in one script, renew is compare-and-PEXPIRE, release is compare-and-DEL
@@ -39,7 +39,7 @@ struct LeaseKeys {
   std::string claim(std::int64_t slot_start_s) const;
 };
 
-/// once_per (SPEC "Modes"): the start (seconds since the Unix epoch) of the slot of length
+/// once_per (redisgo_task(1), MODES): the start (seconds since the Unix epoch) of the slot of length
 /// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
 std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 

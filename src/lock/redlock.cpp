@@ -646,7 +646,7 @@ Release RedlockBackend::release() noexcept {
     }
     return out;
   } catch (...) {
-    // Release never throws (STYLE.md "Errors"); the caller logs the count.
+    // Release never throws ; the caller logs the count.
     return {};
   }
 }

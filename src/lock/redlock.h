@@ -7,7 +7,7 @@
 /// bounded by its own connect and reply timeouts, and the round ends as soon as its
 /// outcome is decided — a quorum granted or renewed, or too many refused for one to be
 /// possible. So a minority of nodes that accept TCP and never answer cost a renewal
-/// nothing (SPEC invariant 8), and neither does a node that must reconnect first: its
+/// nothing (docs/DESIGN.md, invariant 8), and neither does a node that must reconnect first: its
 /// connect, AUTH, SELECT and SCRIPT LOAD run concurrently with the others' requests.
 /// Requests still in flight when a round ends stay on their connections; their replies
 /// are read (and their nodes' health accounted) at the start of the next round.

@@ -10,8 +10,8 @@ namespace {
 
 // After an unconfirmed (but not lost) round, retry sooner than the normal tick (the
 // deadline is approaching), but never more often than every kMinRetry: a node that
-// answers every renewal with an error must not get more requests for it (SPEC
-// invariant 7). A tick shorter than that is the operator's explicit choice.
+// answers every renewal with an error must not get more requests for it
+// (docs/DESIGN.md, invariant 7). A tick shorter than that is the operator's explicit choice.
 constexpr Millis kMinRetry{100};
 
 Millis retry_interval(Millis interval) { return std::min(interval, std::max(kMinRetry, interval / 4)); }

@@ -1,5 +1,5 @@
 #pragma once
-/// The renewal thread (STYLE.md "Time"): renews every `interval` through its own
+/// The renewal thread (docs/DESIGN.md "Processes and threads"): renews every `interval` through its own
 /// backend (its own connections), moving the local lease deadline forward only on a
 /// quorum-confirmed renewal, measured from when the renewal was sent. A lost lease is an
 /// event, not an exception: lost() becomes true and `wake` is triggered.

@@ -1,5 +1,5 @@
 #pragma once
-/// Repeated failures, logged by cause (SPEC invariant 7; issue 8 item 9). A cause is a
+/// Repeated failures, logged by cause (docs/DESIGN.md, invariant 7). A cause is a
 /// stable key such as "127.0.0.1:7001 connect" — never message text, which carries
 /// countdowns and errno details that change from one attempt to the next.
 ///

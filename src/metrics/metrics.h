@@ -1,5 +1,5 @@
 #pragma once
-/// Prometheus metrics of one daemon (SPEC.md "[metrics]"; issue 12 item 5).
+/// Prometheus metrics of one daemon (redisgo_task(1), METRICS; issue 12 item 5).
 ///
 /// Metrics is a fixed set of series updated by the main loop and the renewal thread and
 /// read by the exporter: every update is an atomic or a short critical section, never I/O,

@@ -1,5 +1,5 @@
 #pragma once
-/// One Redis node as a non-blocking state machine (STYLE.md "Redis"; issue 8 item 4):
+/// One Redis node as a non-blocking state machine (docs/DESIGN.md "Layers"):
 ///
 ///   idle -> resolving -> connecting -> handshake (TLS) -> open
 ///
@@ -75,7 +75,7 @@ class TransportFactory {
 
 class Locator;
 
-/// Settings of one node's connection (defaults as in SPEC.md).
+/// Settings of one node's connection (defaults as in the manual).
 struct ConnectionOptions {
   Endpoint endpoint;            ///< the server; unused when `locator` is set
   /// Sentinel / Cluster (redis/topology.h): asked for the server at every connect; a

@@ -1,7 +1,7 @@
 #pragma once
 /// One poll() loop over many AsyncConnections (ninja's SubprocessSet shape): every node
 /// advances on its own readiness and its own deadlines, so a slow node never delays
-/// reading the others (SPEC invariant 8), and a stop fd ends the wait at once.
+/// reading the others (docs/DESIGN.md, invariant 8), and a stop fd ends the wait at once.
 
 #include <functional>
 #include <vector>

@@ -143,7 +143,7 @@ inline const Script kRenew{kRenewSource};
 /// in KEYS it made Redis Cluster answer TRYAGAIN while the slot migrates, since the
 /// "key" never exists on either side.)
 /// Compare-and-DEL; on success PUBLISHes the holder id on the channel (wakes standbys,
-/// SPEC invariant 5; a waiter ignores its own id) and returns 1, or 2 when the PUBLISH was
+/// docs/DESIGN.md, invariant 5; a waiter ignores its own id) and returns 1, or 2 when the PUBLISH was
 /// refused (an ACL user without the channel: Redis 7's default for new users) — the lease
 /// is released all the same, only nobody is woken. Not ours: 0, nothing changed, nothing
 /// published.
@@ -162,7 +162,7 @@ return 0
 /// Undo a failed acquisition. KEYS: lease key. ARGV: holder.
 /// Compare-and-DEL that publishes nothing: a partial acquisition was never a lease, and
 /// waking the standbys for it is how a waiter ended up waking itself at 27,000 commands/s
-/// (SPEC invariant 7).
+/// (docs/DESIGN.md, invariant 7).
 inline const Script kUndo{R"lua(
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -244,7 +244,7 @@ return {0, redis.call('GET', KEYS[first]) or '', best}
 )lua";
 inline const Script kAcquireSlot{kAcquireSlotSource};
 
-/// Claim a once_per slot (SPEC "Modes"), while holding the lease. KEYS: lease key, claim
+/// Claim a once_per slot (redisgo_task(1), MODES), while holding the lease. KEYS: lease key, claim
 /// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms.
 /// The lease not ours: {-1}. Already claimed: {0, holder, token, start, status or ""};
 /// something else at the claim key (another type) counts as claimed too: at most once.

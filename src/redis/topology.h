@@ -1,5 +1,5 @@
 #pragma once
-/// Where the key lives (STYLE.md "redis/topology"; SPEC "Production Redis"): a fixed node
+/// Where the key lives (redisgo_task(1), PRODUCTION REDIS): a fixed node
 /// needs nothing here (ConnectionOptions::endpoint); a Sentinel-managed master and the
 /// Cluster master that owns the key's hash slot are found by a Locator, which every
 /// connection of the process asks at connect time (ConnectionOptions::locator).
@@ -14,7 +14,7 @@
 ///
 /// Queries are paced (a failure doubles the delay, 100 ms up to 2 s), so connections that
 /// keep reporting a dead master cost the sentinels or seeds one query per delay, never a
-/// storm (SPEC invariant 7).
+/// storm (docs/DESIGN.md, invariant 7).
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 /// Byte streams to a Redis node, all non-blocking and close-on-exec from birth, so that
-/// one poll() loop can drive every node at once (STYLE.md "Redis"): name resolution off
+/// one poll() loop can drive every node at once (docs/DESIGN.md "Layers"): name resolution off
 /// the caller's thread, a non-blocking connect, and a Transport that reads and writes
 /// without blocking and says which poll event it waits for. A TLS transport plugs in
 /// under the same interface (its handshake is one more step before the stream is ready).

@@ -1,4 +1,4 @@
-// The operator contract of the command line (SPEC "Exit status", "Command line"): every
+// The operator contract of the command line (redisgo_task(1), EXIT STATUS, COMMANDS): every
 // cause of a failed `task` has its own exit status, so a cron wrapper can stay silent on
 // "busy" (75) and be loud on "nobody could run it" (69, 77); `status` tells held, free and
 // unknown apart for a monitor; mistakes on the command line and in the command or workdir

@@ -1,4 +1,4 @@
-// The daemon as systemd sees it (SPEC.md "systemd"): the real binary in supervise mode
+// The daemon as systemd sees it (redisgo_task(1), SYSTEMD): the real binary in supervise mode
 // with NOTIFY_SOCKET and WATCHDOG_USEC pointing at a socket this test owns, path and
 // abstract. It must report READY=1, then STATUS= standby -> leader token=N -> lease lost
 // (when Redis goes away), WATCHDOG=1 at half of WATCHDOG_USEC from its own pid, and

@@ -1,7 +1,7 @@
 // End-to-end tests of the coordinator features (issue 12): once_per slots, the limit = N
 // semaphore, health-driven step-down, `handover`, and [metrics] — the real binary run
 // as several processes (several hosts) against a real redis-server, every wait bounded.
-// Each fault scenario also checks the storm bounds (SPEC invariant 7) with StormMeter.
+// Each fault scenario also checks the storm bounds (docs/DESIGN.md, invariant 7) with StormMeter.
 
 #include <gtest/gtest.h>
 
@@ -403,7 +403,7 @@ TEST_F(TaskCoordinator, OncePerHostsWaitingForTheLeaseFindTheSlotClaimedUnderIt)
 // written and nothing extended it while the run went on. A host that fired in the same
 // slot and passed the pre-check before the claim existed waited for the lease; when the
 // run lasted longer than 2 x P, it found no claim and ran the slot a second time. Every
-// renewal now keeps the claim for 2 x P from then. SPEC "Modes": "At most once per slot".
+// renewal now keeps the claim for 2 x P from then. redisgo_task(1), MODES: "At most once per slot".
 TEST_F(TaskCoordinator, OncePerRunOutlastingTwicePeriodIsNotRepeatedByAHostThatWaitedForTheLease) {
   ConfigSpec spec;
   spec.log_level = "info";

@@ -1,6 +1,5 @@
 // End-to-end tests of `redisgo_task task` and `status`: the real binary, a real
-// redis-server, real child processes (SPEC.md "Modes", "Exit status", "What the child
-// gets", "Safety invariants"). Every wait is bounded.
+// redis-server, real child processes (redisgo_task(1), MODES, EXIT STATUS, ENVIRONMENT, SAFETY). Every wait is bounded.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -312,7 +311,7 @@ TEST_F(TaskRunner, KilledLeaderTakesItsChildAlongAndAStandbyTakesOver) {
   EXPECT_TRUE(wait_until([&] { return !process_alive(child_a); }, 5s)) << "PDEATHSIG took the child along";
   ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
   auto takeover = std::chrono::steady_clock::now() - t0;
-  // SPEC invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus scheduling slack.
+  // docs/DESIGN.md, invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus scheduling slack.
   EXPECT_LT(takeover, 2500ms);
   std::cout << "takeover after SIGKILL of the leader: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms\n";
@@ -330,7 +329,7 @@ TEST_F(TaskRunner, RedisPausedPastTheTtlStopsTheChildBeforeTheDeadline) {
 }
 
 TEST_F(TaskRunner, FrozenHolderStopsItsStaleChildAtOnceOnResume) {
-  // SPEC invariant 1/2: the whole holder tree frozen past the TTL (as a VM pause does).
+  // docs/DESIGN.md, invariant 1/2: the whole holder tree frozen past the TTL (as a VM pause does).
   // No daemon can prevent the overlap while it is frozen; on resume the holder checks its
   // deadline first and kills the stale child at once, and the new holder's token is higher.
   ConfigSpec spec;

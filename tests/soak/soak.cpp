@@ -21,7 +21,7 @@
 //
 // The checker reads the records: an overlap is a child writing after another child
 // (another token) started and before that one stopped — alive together. A child whose
-// whole tree was frozen is excused until 100 ms after its SIGCONT (SPEC invariant 1: no
+// whole tree was frozen is excused until 100 ms after its SIGCONT (docs/DESIGN.md, invariant 1: no
 // daemon can prevent that; the stale child must be stopped at once on resume).
 // The storm meter samples every node's INFO each second (commands/s per daemon) and
 // every daemon's info-or-louder log lines (lines/s over 10 s windows). Oneshot runs last

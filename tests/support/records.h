@@ -14,7 +14,7 @@
 namespace redisgo::testing {
 
 /// A daemon's whole tree was frozen (SIGSTOP) from..to (realtime ns; to = 0: not yet
-/// thawed). SPEC invariant 1: no daemon can prevent an overlap then; its stale child's
+/// thawed). docs/DESIGN.md, invariant 1: no daemon can prevent an overlap then; its stale child's
 /// writes are excused until 100 ms after the thaw.
 struct Freeze {
   pid_t daemon_pid = -1;

@@ -1,5 +1,5 @@
 #pragma once
-/// A real redis-server for integration tests (STYLE.md "Testing"): started on a free
+/// A real redis-server for integration tests : started on a free
 /// loopback port in its own temp dir with no persistence, stopped by pid. Faults:
 /// pause()/resume() send SIGSTOP/SIGCONT, kill() is SIGKILL, restart() comes back on the
 /// same port with an empty dataset.

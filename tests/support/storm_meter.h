@@ -1,5 +1,5 @@
 #pragma once
-/// What a scenario costs the cluster (SPEC invariant 7, issue 8): commands/s each Redis
+/// What a scenario costs the cluster (docs/DESIGN.md, invariant 7, issue 8): commands/s each Redis
 /// node processed, per daemon, and log lines/s at info or louder, per daemon. Every
 /// fault test measures a window with it and checks the bounds: a daemon never sends a
 /// node more than 50 commands/s and never logs more than 5 lines/s, in any state.

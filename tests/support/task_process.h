@@ -51,9 +51,9 @@ RunResult run_task_binary(const std::vector<std::string>& args, std::chrono::mil
                           const std::map<std::string, std::string>& env = {});
 
 /// A minimal config file text for a single node.
-/// SPEC's bound on a stop (SIGTERM to exit, in every state): 100 ms. Under a sanitizer the
+/// The manual's bound on a stop (SIGTERM to exit, in every state): 100 ms. Under a sanitizer the
 /// exit itself includes LeakSanitizer's scan and every instruction is instrumented, so the
-/// wall-clock bound there is 300 ms; the plain build holds the SPEC's figure.
+/// wall-clock bound there is 300 ms; the plain build holds the manual's figure.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr std::chrono::milliseconds kStopBound{300};
 #else
