@@ -2,6 +2,7 @@
 #include <exception>
 
 #include "cli/cli.h"
+#include "util/exit_status.h"
 
 int main(int argc, char** argv) {
   try {
@@ -11,5 +12,5 @@ int main(int argc, char** argv) {
   } catch (...) {
     std::fprintf(stderr, "redisgo_task: fatal: unknown exception\n");
   }
-  return 70;  // EX_SOFTWARE
+  return redisgo::exit_status(redisgo::Outcome::kBug);
 }

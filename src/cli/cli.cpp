@@ -20,6 +20,7 @@
 #include "process/signals.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/exit_status.h"
 
 #ifndef REDISGO_VERSION
 #define REDISGO_VERSION "unknown"
@@ -139,7 +140,26 @@ int output_written(int code) {
   std::cout.flush();
   if (std::cout) return code;
   std::cerr << "redisgo_task: cannot write the report to standard output\n";
-  return 74;
+  return exit_status(Outcome::kOutputFailed);
+}
+
+/// Runs a subcommand and turns what escapes it into its exit status, in one place: a
+/// config problem found late (a TLS file that does not load) is 78; any other failure of
+/// ours is `on_error` (check, status and handover could not reach Redis: 69; the daemon:
+/// a bug, 70), said on stderr under `what`.
+template <class Run>
+int guarded(const std::string& what, const std::string& config_path, Outcome on_error, Run run) {
+  try {
+    return run();
+  } catch (const ConfigError& e) {
+    std::cerr << "redisgo_task: " << config_path << ": " << e.what()
+              << (on_error == Outcome::kBug ? "; nothing was started" : "") << "\n";
+    return exit_status(Outcome::kBadConfig);
+  } catch (const Error& e) {
+    if (on_error == Outcome::kBug) throw;
+    std::cerr << "redisgo_task: " << what << ": " << e.what() << "\n";
+    return exit_status(on_error);
+  }
 }
 
 /// Loads the file and applies command-line overrides. Prints problems; nullopt on error.
@@ -230,7 +250,7 @@ int run(int argc, char** argv) {
       std::cerr << "\nCommands:";
       for (auto n : names) std::cerr << " " << n;
       std::cerr << "\nRun 'redisgo_task --help' for more.\n";
-      return daemon::kExitConfig;
+      return kExitConfig;
     }
   }
 
@@ -244,7 +264,7 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message and the usage hint
-    return daemon::kExitConfig;
+    return kExitConfig;
   }
 
   if (*version) {
@@ -264,11 +284,11 @@ int run(int argc, char** argv) {
     print_diagnostics(loaded);
     if (!loaded.config) {
       std::cerr << "redisgo_task: " << config_path << ": " << loaded.errors.size() << " error(s)\n";
-      return daemon::kExitConfig;
+      return kExitConfig;
     }
     if (!command_runnable(*loaded.config)) {
       std::cerr << "redisgo_task: " << config_path << ": 1 error(s)\n";
-      return daemon::kExitConfig;
+      return kExitConfig;
     }
     std::cout << "# " << config_path << ": valid\n" << config::render_effective(*loaded.config);
     return output_written(0);
@@ -277,7 +297,7 @@ int run(int argc, char** argv) {
   std::optional<std::chrono::milliseconds> timeout;
   if (*handover && handover_timeout.empty() && app.get_subcommand("handover")->count("--timeout") > 0) {
     std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\", found an empty string\n";
-    return daemon::kExitConfig;
+    return kExitConfig;
   }
   if (*handover && !handover_timeout.empty()) {
     std::string why;
@@ -288,50 +308,35 @@ int run(int argc, char** argv) {
     if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
       std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
                 << log::printable(handover_timeout) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
-      return daemon::kExitConfig;
+      return kExitConfig;
     }
   }
   auto cfg = load(config_path, key, *status || *handover ? config::Scope::kRedis : config::Scope::kAll);
-  if (!cfg) return daemon::kExitConfig;
+  if (!cfg) return kExitConfig;
   log::setup(cfg->log.level, cfg->log.format);
 
   if (*handover) {
-    try {
-      if (handover_slot < 0 || handover_slot >= cfg->task.limit) {
-        std::cerr << "redisgo_task: --slot: expected a slot from 0 to " << cfg->task.limit - 1
-                  << " (the key's [task] limit is " << cfg->task.limit << "), found " << handover_slot << "\n";
-        return daemon::kExitConfig;
-      }
-      return daemon::run_handover(*cfg, timeout, handover_slot, std::cout, std::cerr);
-    } catch (const ConfigError& e) {
-      std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
-      return daemon::kExitConfig;
-    } catch (const Error& e) {
-      std::cerr << "redisgo_task: handover: " << e.what() << "\n";
-      return daemon::kExitUnavailable;
+    if (handover_slot < 0 || handover_slot >= cfg->task.limit) {
+      std::cerr << "redisgo_task: --slot: expected a slot from 0 to " << cfg->task.limit - 1
+                << " (the key's [task] limit is " << cfg->task.limit << "), found " << handover_slot << "\n";
+      return kExitConfig;
     }
+    return guarded("handover", config_path, Outcome::kUnavailable,
+                   [&] { return daemon::run_handover(*cfg, timeout, handover_slot, std::cout, std::cerr); });
   }
 
   // check and status read Redis and report; a TLS file that does not load is the config's
   // fault (78), anything else that stops them is "could not reach" (69).
   if (*check || *status) {
-    const char* name = *check ? "check" : "status";
-    try {
-      const int code = *check ? daemon::run_check(*cfg, json, std::cout) : daemon::run_status(*cfg, json, std::cout);
-      return output_written(code);
-    } catch (const ConfigError& e) {
-      std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "\n";
-      return daemon::kExitConfig;
-    } catch (const Error& e) {
-      std::cerr << "redisgo_task: " << name << ": " << e.what() << "\n";
-      return daemon::kExitUnavailable;
-    }
+    return guarded(*check ? "check" : "status", config_path, Outcome::kUnavailable, [&] {
+      return output_written(*check ? daemon::run_check(*cfg, json, std::cout) : daemon::run_status(*cfg, json, std::cout));
+    });
   }
 
   // task: a command from the file that cannot run fails here, loudly, with its line; one
   // from the command line fails as a shell's would (127/126) when it is started.
   if (command.empty() ? !command_runnable(*cfg) : !health_command_runnable(*cfg) || !textfile_writable(*cfg)) {
-    return daemon::kExitConfig;
+    return kExitConfig;
   }
   if (!command.empty()) {
     cfg->task.command = command;
@@ -340,7 +345,7 @@ int run(int argc, char** argv) {
   if (cfg->task.command.empty()) {
     std::cerr << "redisgo_task: " << config_path
               << ": no command: set [task] command or give one after -- (redisgo_task task --config F -- CMD ARGS)\n";
-    return daemon::kExitConfig;
+    return kExitConfig;
   }
   daemon::TaskOptions options;
   options.config = std::move(*cfg);
@@ -348,19 +353,16 @@ int run(int argc, char** argv) {
   if (no_wait && options.config.task.mode == config::Mode::kSupervise) {
     std::cerr << "redisgo_task: --no-wait applies to mode = \"oneshot\" only; " << config_path
               << " sets mode = \"supervise\", which contends forever\n";
-    return daemon::kExitConfig;
+    return kExitConfig;
   }
   // `value` is only a prefix: the id is unique per process (docs/DESIGN.md, invariant 9).
   options.holder = daemon::default_holder_id(options.config.redis.value);
   log::set_context(options.config.redis.key, options.holder);
   try {
-    return daemon::run_task(options);
-  } catch (const ConfigError& e) {
-    std::cerr << "redisgo_task: " << config_path << ": " << e.what() << "; nothing was started\n";
-    return daemon::kExitConfig;
+    return guarded("task", config_path, Outcome::kBug, [&] { return daemon::run_task(options); });
   } catch (const std::exception& e) {
     log::get("daemon")->error("fatal: {}", e.what());
-    return daemon::kExitSoftware;
+    return exit_status(Outcome::kBug);
   }
 }
 

@@ -607,10 +607,14 @@ bool Runner::spawn_child(process::SpawnOptions spawn, Clock::time_point kill_at,
     return true;
   } catch (const process::SpawnError& e) {
     error = e.what();
-    code = e.exit_code();
+    switch (e.cause()) {
+      case process::SpawnError::Cause::kNotFound: code = exit_status(Outcome::kNotFound); break;
+      case process::SpawnError::Cause::kCannotRun: code = exit_status(Outcome::kCannotRun); break;
+      case process::SpawnError::Cause::kTooLate: code = exit_status(Outcome::kLeaseLost); break;
+    }
   } catch (const Error& e) {
     error = e.what();
-    code = 126;
+    code = exit_status(Outcome::kCannotRun);
   }
   if (code == kExitTempFail) {
     log_->warn("{}", error);  // the lease ran out before the keeper could start the child

@@ -13,19 +13,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/exit_status.h"
 #include "util/clock.h"
 
 namespace redisgo::daemon {
 
 using Millis = std::chrono::milliseconds;
-
-/// sysexits codes and conventions of redisgo_task(1), EXIT STATUS.
-inline constexpr int kExitTempFail = 75;     ///< lease not acquired, or lost
-inline constexpr int kExitConfig = 78;       ///< bad configuration or command line
-inline constexpr int kExitUnavailable = 69;  ///< status: no node reachable
-inline constexpr int kExitTimeout = 124;     ///< oneshot child ran past [task] timeout
-inline constexpr int kExitNoPerm = 77;       ///< Redis refused our credentials / TLS verification
-inline constexpr int kExitSoftware = 70;     ///< internal error (a bug); the lease is released first
 
 /// Least time between the starts of two acquisition attempts of one waiter, whatever its
 /// backoff says ("zero" included), unless a release message woke it (docs/DESIGN.md, invariant 7):

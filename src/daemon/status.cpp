@@ -463,7 +463,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
     if (now_view.state == State::kHeld && now_view.holder != leader) {
       out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
           << ")\n";
-      return output_ok(out) ? 0 : 74;
+      return output_ok(out) ? 0 : kExitIoError;
     }
     let_go = let_go || now_view.state != State::kHeld || now_view.holder != leader;
     if (!let_go && steady_clock::now() - last_ask >= std::chrono::seconds(1)) {

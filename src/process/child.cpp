@@ -138,7 +138,7 @@ std::optional<std::string> program_path(const std::string& name, const std::vect
 
 Plan make_plan(const SpawnOptions& options) {
   if (options.argv.empty() || options.argv[0].empty()) {
-    throw SpawnError("cannot run an empty command", EINVAL, 127);
+    throw SpawnError("cannot run an empty command", EINVAL, SpawnError::Cause::kNotFound);
   }
   Plan plan;
   plan.argv_storage = options.argv;
@@ -149,7 +149,9 @@ Plan make_plan(const SpawnOptions& options) {
 
   const std::string& name = options.argv[0];
   auto found = program_path(name, plan.env_storage, plan.workdir);
-  if (!found) throw SpawnError(errno_message("cannot run '" + name + "'", ENOENT), ENOENT, 127);
+  if (!found) {
+    throw SpawnError(errno_message("cannot run '" + name + "'", ENOENT), ENOENT, SpawnError::Cause::kNotFound);
+  }
   plan.path = *found;
 
   for (auto& arg : plan.argv_storage) plan.argv.push_back(arg.data());
@@ -588,13 +590,17 @@ Child Child::spawn(const SpawnOptions& options) {
     const std::string name = "cannot run '" + options.argv[0] + "'";
     if (failure->stage == Stage::kChdir) {
       throw SpawnError(errno_message(name + ": cannot change directory to '" + options.workdir + "'", failure->err),
-                       failure->err, 126);
+                       failure->err, SpawnError::Cause::kCannotRun);
     }
-    if (failure->stage == Stage::kFork) throw SpawnError(errno_message(name + ": fork", failure->err), failure->err, 126);
+    if (failure->stage == Stage::kFork) {
+      throw SpawnError(errno_message(name + ": fork", failure->err), failure->err, SpawnError::Cause::kCannotRun);
+    }
     if (failure->stage == Stage::kDeadline) {
-      throw SpawnError(name + ": not started: the lease could have ended before the child started", ETIME, 75);
+      throw SpawnError(name + ": not started: the lease could have ended before the child started", ETIME,
+                       SpawnError::Cause::kTooLate);
     }
-    throw SpawnError(errno_message(name, failure->err), failure->err, failure->err == ENOENT ? 127 : 126);
+    throw SpawnError(errno_message(name, failure->err), failure->err,
+                     failure->err == ENOENT ? SpawnError::Cause::kNotFound : SpawnError::Cause::kCannotRun);
   }
   // The keeper wrote the job's pid before closing its copy of the report pipe.
   if (auto started = read_keeper_report(child.status_in_.get()); started && started->kind == Report::kStarted) {

@@ -54,7 +54,7 @@ struct SpawnOptions {
   /// addressed to the daemon itself (systemd's NOTIFY_SOCKET) or secret (password_env).
   std::vector<std::string> unset_env;
   /// The lease's kill deadline (CLOCK_BOOTTIME ns, as set_deadline()), armed in the keeper
-  /// before the job is forked; past it, the job is not started (SpawnError, exit_code 75).
+  /// before the job is forked; past it, the job is not started (SpawnError, Cause::kTooLate).
   /// 0 = none.
   std::int64_t deadline_ns = 0;
   /// When >= 0, the job's stdout and stderr both go to this fd (the write end of a pipe
@@ -71,17 +71,23 @@ void set_subreaper() noexcept;
 /// own name: commands that find the daemon by name (killall, pkill -f) must not find it.
 void set_program_args(int argc, char** argv) noexcept;
 
-/// The command could not be started: exit_code() is 127 (not found) or 126 (not
-/// executable, workdir unusable, other); error_number() is the errno.
+/// The command could not be started: cause() says why, error_number() is the errno.
 class SpawnError : public Error {
  public:
-  SpawnError(const std::string& what, int err, int exit_code) : Error(what), errno_(err), exit_code_(exit_code) {}
+  /// Why, as the shell would tell it (127 / 126) and the lease adds: the caller picks the
+  /// exit status (util/exit_status.h).
+  enum class Cause {
+    kNotFound,   ///< no such program (an empty command, not on PATH, no such file)
+    kCannotRun,  ///< found, but not runnable (permissions, not a program, workdir, fork)
+    kTooLate,    ///< the lease's kill deadline came before the job could be forked
+  };
+  SpawnError(const std::string& what, int err, Cause cause) : Error(what), errno_(err), cause_(cause) {}
   int error_number() const { return errno_; }
-  int exit_code() const { return exit_code_; }
+  Cause cause() const { return cause_; }
 
  private:
   int errno_;
-  int exit_code_;
+  Cause cause_;
 };
 
 /// waitpid status -> shell convention: exit code, or 128+N for signal N (-1 for a status

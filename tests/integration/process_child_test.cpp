@@ -125,7 +125,7 @@ TEST(Child, MissingProgramIs127) {
     Child::spawn(command({"redisgo-no-such-program-xyz"}));
     FAIL() << "spawn succeeded";
   } catch (const SpawnError& e) {
-    EXPECT_EQ(e.exit_code(), 127);
+    EXPECT_EQ(e.cause(), SpawnError::Cause::kNotFound);
     EXPECT_EQ(e.error_number(), ENOENT);
     EXPECT_NE(std::string(e.what()).find("cannot run 'redisgo-no-such-program-xyz'"), std::string::npos) << e.what();
   }
@@ -134,7 +134,7 @@ TEST(Child, MissingProgramIs127) {
     Child::spawn(command({"/nonexistent/redisgo-prog"}));
     FAIL() << "spawn succeeded";
   } catch (const SpawnError& e) {
-    EXPECT_EQ(e.exit_code(), 127);
+    EXPECT_EQ(e.cause(), SpawnError::Cause::kNotFound);
     EXPECT_EQ(e.error_number(), ENOENT);
   }
 }
@@ -147,7 +147,7 @@ TEST(Child, NotExecutableIs126) {
     Child::spawn(command({script}));
     FAIL() << "spawn succeeded";
   } catch (const SpawnError& e) {
-    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_EQ(e.cause(), SpawnError::Cause::kCannotRun);
     EXPECT_EQ(e.error_number(), EACCES);
   }
   // Found on PATH (from the child's environment) but not executable: 126 as in a shell.
@@ -157,7 +157,7 @@ TEST(Child, NotExecutableIs126) {
     Child::spawn(options);
     FAIL() << "spawn succeeded";
   } catch (const SpawnError& e) {
-    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_EQ(e.cause(), SpawnError::Cause::kCannotRun);
     EXPECT_EQ(e.error_number(), EACCES);
   }
   ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
@@ -171,7 +171,7 @@ TEST(Child, UnusableWorkdirIs126) {
     Child::spawn(options);
     FAIL() << "spawn succeeded";
   } catch (const SpawnError& e) {
-    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_EQ(e.cause(), SpawnError::Cause::kCannotRun);
     EXPECT_EQ(e.error_number(), ENOENT);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/redisgo-workdir"), std::string::npos) << e.what();
   }

@@ -4,6 +4,10 @@
 
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;
+using redisgo::kExitNoPerm;
+using redisgo::kExitTempFail;
+using redisgo::kExitTimeout;
+using redisgo::kExitUnavailable;
 using redisgo::config::Mode;
 using redisgo::config::Restart;
 

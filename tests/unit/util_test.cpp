@@ -5,6 +5,7 @@
 
 #include "util/clock.h"
 #include "util/duration.h"
+#include "util/exit_status.h"
 #include "util/interrupt.h"
 #include "util/timer.h"
 #include "util/unique_fd.h"
@@ -101,4 +102,20 @@ TEST(BootTimer, FiresAtAnAbsoluteBootTimeInstant) {
   timer.disarm();
   EXPECT_EQ(::poll(&p, 1, 60), 0);
   EXPECT_TRUE(::fcntl(timer.fd(), F_GETFD) & FD_CLOEXEC);
+}
+
+TEST(ExitStatus, OneTableFromOutcomeToStatus) {
+  using redisgo::exit_status;
+  using redisgo::Outcome;
+  EXPECT_EQ(exit_status(Outcome::kDone), 0);
+  EXPECT_EQ(exit_status(Outcome::kBusy), 75);
+  EXPECT_EQ(exit_status(Outcome::kLeaseLost), 75);
+  EXPECT_EQ(exit_status(Outcome::kUnavailable), 69);
+  EXPECT_EQ(exit_status(Outcome::kRefused), 77);
+  EXPECT_EQ(exit_status(Outcome::kBadConfig), 78);
+  EXPECT_EQ(exit_status(Outcome::kTimedOut), 124);
+  EXPECT_EQ(exit_status(Outcome::kBug), 70);
+  EXPECT_EQ(exit_status(Outcome::kOutputFailed), 74);
+  EXPECT_EQ(exit_status(Outcome::kCannotRun), 126);
+  EXPECT_EQ(exit_status(Outcome::kNotFound), 127);
 }
