@@ -14,7 +14,7 @@
 #include "lock/lease.h"
 #include "lock/replies.h"
 #include "redis/poller.h"
-#include "redis/scripts.h"
+#include "lock/scripts.h"
 #include "redis/topology.h"
 
 namespace redisgo::daemon {
@@ -225,7 +225,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->maxmemory = p->conn.send({"CONFIG", "GET", "maxmemory"});
     p->save = p->conn.send({"CONFIG", "GET", "save"});
     p->appendfsync = p->conn.send({"CONFIG", "GET", "appendfsync"});
-    p->inspect = p->conn.eval(redis::kInspect, {keys.key, keys.fence}, {});
+    p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
     conns.push_back(&p->conn);
   }
   redis::DriveOptions o;

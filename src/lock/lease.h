@@ -2,7 +2,7 @@
 /// The lease as the daemon sees it: acquire / renew / release / inspect over one or more
 /// independent Redis nodes (docs/DESIGN.md, invariants 2-4, 7, 8, 10).
 ///
-/// Every ownership check runs inside Lua (redis/scripts.h): acquire is SET NX PX plus the
+/// Every ownership check runs inside Lua (lock/scripts.h): acquire is SET NX PX plus the
 /// fence counter in one script, renew is compare-and-PEXPIRE, release is compare-and-DEL
 /// plus PUBLISH on the release channel, and the undo of a failed attempt is a
 /// compare-and-DEL that publishes nothing.
@@ -55,7 +55,7 @@ bool is_daemon_holder(const std::string& holder);
 /// been up `uptime_s` whole seconds must still stay up before it may grant an absent lease
 /// key under a guard of `guard` (0 = open). Redis counts uptime in whole seconds of a
 /// cached clock, so a server up for 0.1 s can already say 1: one second less is counted.
-/// The acquire scripts (redis/scripts.h guard_left) do the same arithmetic in Lua.
+/// The acquire scripts (lock/scripts.h guard_left) do the same arithmetic in Lua.
 Millis restart_guard_left(std::int64_t uptime_s, Millis guard);
 
 struct LeaseOptions {
@@ -83,14 +83,14 @@ struct LeaseOptions {
   int slot = 0;
   /// The token of the lease held (acquire() sets it; the renewal thread's backend is told
   /// it). With several nodes, a renewal that finds the key gone from a node sets it there
-  /// again and raises that node's fence to this token (redis::kRenew). 0 = never repair.
+  /// again and raises that node's fence to this token (kRenew). 0 = never repair.
   std::uint64_t token = 0;
   /// once_per: a claim of this holder's that every renewal keeps for claim_ttl from then
   /// (empty = none).
   std::string claim_key;
   Millis claim_ttl{0};
   /// The restart guard: a node where the key is absent and that has been up for less than
-  /// this grants nothing to a new holder (redis::kAcquire). The daemon passes `expire`
+  /// this grants nothing to a new holder (kAcquire). The daemon passes `expire`
   /// (restart_guard = true) or 0 (off). A busy lease seen with more TTL left than this
   /// (another daemon of the key runs a longer `expire`) raises it to that TTL for the
   /// rest of the process: the guard must outlast the longest lease.

@@ -7,7 +7,7 @@
 #include "lock/fencing.h"
 #include "lock/replies.h"
 #include "redis/poller.h"
-#include "redis/scripts.h"
+#include "lock/scripts.h"
 #include "redis/topology.h"
 
 namespace redisgo::lock {
@@ -212,11 +212,11 @@ void RedlockBackend::undo(const std::vector<CallPtr>& acquire_calls, const std::
     // whose connection is gone never saw the SET or can no longer be reached cheaply.
     if (!nodes_[i].conn.connected()) continue;
     if (!in_flight) {
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {taken[i]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {taken[i]}, {options_.holder}));
       continue;
     }
     for (const auto& key : slot_keys_) {
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {key}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {key}, {options_.holder}));
     }
   }
 }
@@ -238,7 +238,7 @@ Acquisition RedlockBackend::acquire() {
     const std::size_t first = rotation_++ % slot_keys_.size();
     for (std::size_t j = 0; j < slot_keys_.size(); ++j) acquire_keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
   }
-  auto calls = send(semaphore ? redis::kAcquireSlot : redis::kAcquire, acquire_keys,
+  auto calls = send(semaphore ? kAcquireSlot : kAcquire, acquire_keys,
                     {options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())}, {},
                     Send::kRespectBackoff);
 
@@ -365,7 +365,7 @@ Acquisition RedlockBackend::acquire() {
     int at_token = 0;
     for (std::size_t i = 0; i < n; ++i) at_token += (a.node_tokens[i] == token) ? 1 : 0;
     if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
-      auto raised = send(redis::kRaiseFence, {held_key(), keys_.fence},
+      auto raised = send(kRaiseFence, {held_key(), keys_.fence},
                          {options_.holder, std::to_string(token), fence_ttl_arg_}, raise, Send::kAlways);
       auto raised_ok = [&](std::size_t i) {
         return raised[i] && raised[i]->ok() && parse_flag_reply(raised[i]->reply().get()) == true;
@@ -422,7 +422,7 @@ Acquisition RedlockBackend::acquire() {
       if (!leftover[i] || !nodes_[i].conn.connected()) continue;
       for (std::size_t k = 0; k < slot_keys_.size(); ++k) {
         if (static_cast<int>(k) == keep) continue;
-        nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {slot_keys_[k]}, {options_.holder}));
+        nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {slot_keys_[k]}, {options_.holder}));
       }
     }
   };
@@ -438,7 +438,7 @@ Acquisition RedlockBackend::acquire() {
   // Nodes that gave us another slot than the quorum's: not a lease, undone.
   for (std::size_t i = 0; i < n; ++i) {
     if (!granted[i] && !taken[i].empty() && nodes_[i].conn.connected()) {
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(redis::kUndo, {taken[i]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {taken[i]}, {options_.holder}));
     }
   }
   undo_leftovers(slot);  // on the slot won, the key of ours is this lease's: renewed, released
@@ -515,7 +515,7 @@ Renewal RedlockBackend::renew() {
     renew_keys.push_back(options_.claim_key);
     renew_args.push_back(std::to_string(options_.claim_ttl.count()));
   }
-  auto calls = send(redis::kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
+  auto calls = send(kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
   // 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no answer/failure.
   auto vote = [&](std::size_t i) -> int {
     const auto& c = calls[i];
@@ -543,7 +543,7 @@ Renewal RedlockBackend::renew() {
       again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
     if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(redis::kRenew, renew_keys, renew_args, again, Send::kAlways);
+      auto retried = send(kRenew, renew_keys, renew_args, again, Send::kAlways);
       for (std::size_t i = 0; i < n; ++i) {
         if (again[i] && retried[i]) calls[i] = retried[i];
       }
@@ -606,7 +606,7 @@ Release RedlockBackend::release() noexcept {
   holding_ = false;
   try {
     sweep();
-    auto calls = send(redis::kRelease, {held_key()}, {options_.holder, keys_.channel}, {}, Send::kAlways);
+    auto calls = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, {}, Send::kAlways);
     // Done once a quorum has answered and every request is written: the lease can no
     // longer be held by a quorum, and a hung minority node runs its DEL when it resumes
     // (TCP delivers what was written), so it costs the release nothing. Not cancellable:
@@ -628,7 +628,7 @@ Release RedlockBackend::release() noexcept {
       again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
     }
     if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(redis::kRelease, {held_key()}, {options_.holder, keys_.channel}, again, Send::kAlways);
+      auto retried = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, again, Send::kAlways);
       wait(retried, nullptr, false);
       sweep();
       for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -668,7 +668,7 @@ void RedlockBackend::settle(Millis limit) noexcept {
 
 std::vector<NodeView> RedlockBackend::inspect() {
   sweep();
-  auto calls = round(redis::kInspect, {held_key(), keys_.fence}, {}, true);
+  auto calls = round(kInspect, {held_key(), keys_.fence}, {}, true);
   std::vector<NodeView> views(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     auto& v = views[i];
@@ -711,7 +711,7 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
   Claim out;
   const std::size_t n = nodes_.size();
   sweep();
-  auto calls = send(redis::kClaim, {held_key(), claim_key},
+  auto calls = send(kClaim, {held_key(), claim_key},
                     {options_.holder, std::to_string(token), std::to_string(start_ms), std::to_string(ttl.count())}, {},
                     Send::kAlways);
   auto reply_of = [&](std::size_t i) {
@@ -768,7 +768,7 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
 
 void RedlockBackend::finish_claim(const std::string& claim_key, const std::string& status) noexcept {
   try {
-    round(redis::kFinishClaim, {claim_key}, {options_.holder, status}, false);
+    round(kFinishClaim, {claim_key}, {options_.holder, status}, false);
   } catch (...) {
     // Never throws: a status that cannot be recorded leaves the claim as it was (the slot
     // stays claimed, which is what matters).
@@ -778,7 +778,7 @@ void RedlockBackend::finish_claim(const std::string& claim_key, const std::strin
 std::vector<std::optional<ClaimRecord>> RedlockBackend::read_claims(const std::vector<std::string>& claim_keys) {
   std::vector<std::optional<ClaimRecord>> out(claim_keys.size());
   if (claim_keys.empty()) return out;
-  auto calls = round(redis::kReadClaims, claim_keys, {}, true);
+  auto calls = round(kReadClaims, claim_keys, {}, true);
   for (const auto& c : calls) {
     if (!c || !c->ok()) continue;
     auto r = parse_read_claims_reply(c->reply().get(), claim_keys.size());
@@ -795,7 +795,7 @@ std::vector<std::optional<ClaimRecord>> RedlockBackend::read_claims(const std::v
 
 Published RedlockBackend::publish(const std::string& channel, const std::string& message) {
   Published out;
-  auto calls = round(redis::kPublish, {}, {channel, message}, true);
+  auto calls = round(kPublish, {}, {channel, message}, true);
   for (const auto& c : calls) {
     if (!c || !c->done()) continue;
     auto v = c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;

@@ -18,7 +18,7 @@
 #include "redis/connection.h"
 #include "redis/poller.h"
 #include "redis/reply.h"
-#include "redis/scripts.h"
+#include "lock/scripts.h"
 #include "util/duration.h"
 
 namespace redisgo::fuzz {
@@ -171,9 +171,9 @@ int connection(const std::uint8_t* data, std::size_t size) {
   o.connect_timeout = std::chrono::milliseconds(200);
   redis::AsyncConnection conn(o);
   std::vector<redis::CallPtr> calls;
-  calls.push_back(conn.eval(redis::kAcquire, {"k", "{k}:fence"}, {"h", "1000", "100000"}));
+  calls.push_back(conn.eval(lock::kAcquire, {"k", "{k}:fence"}, {"h", "1000", "100000"}));
   calls.push_back(conn.send({"SUBSCRIBE", "chan"}));
-  calls.push_back(conn.eval(redis::kRenew, {"k", "f"}, {"h", "1000", "", "1000"}));
+  calls.push_back(conn.eval(lock::kRenew, {"k", "f"}, {"h", "1000", "", "1000"}));
   listener.drain();
   // The whole "server" answer, then EOF: every call must end, by a reply or a failure.
   std::size_t off = 0;

@@ -18,7 +18,7 @@
 #include "lock/renewer.h"
 #include "redis/poller.h"
 #include "redis/connection.h"
-#include "redis/scripts.h"
+#include "lock/scripts.h"
 #include "support/fake_server.h"
 #include "support/redis_server.h"
 #include "util/clock.h"
@@ -241,8 +241,8 @@ std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const L
   int votes = 0;
   for (const auto* s : live) {
     redis::AsyncConnection c(node(*s));
-    auto acquire = c.eval(redis::kAcquire, {keys.key, keys.fence}, {holder, "10000", "600000"});
-    auto release = c.eval(redis::kRelease, {keys.key}, {holder, keys.channel});
+    auto acquire = c.eval(lock::kAcquire, {keys.key, keys.fence}, {holder, "10000", "600000"});
+    auto release = c.eval(lock::kRelease, {keys.key}, {holder, keys.channel});
     redis::drive({&c}, [&] { return release->done(); });
     const auto& r = acquire->reply();
     if (acquire->ok() && r.size() >= 2 && r.element(0)->integer == 1) {
@@ -402,13 +402,13 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
       std::lock_guard lk(mu);
       // The script by its SHA, however it was sent.
       std::string what = argv.size() >= 2 ? argv[1] : "";
-      for (const redis::Script* sc : redis::kLeaseScripts) {
+      for (const redis::Script* sc : lock::kLeaseScripts) {
         if (what == sc->source) what = sc->sha;
       }
       seen.push_back(argv[0].substr(0, 4) + " " + what);
     }
-    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == redis::kAcquire.sha) ||
-                         (argv[0] == "EVAL" && argv[1] == redis::kAcquire.source);
+    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == lock::kAcquire.sha) ||
+                         (argv[0] == "EVAL" && argv[1] == lock::kAcquire.source);
     if (acquire) return "*2\r\n:1\r\n$2\r\n42\r\n";
     if (argv[0] == "EVAL" || argv[0] == "EVALSHA") return ":1\r\n";
     return "+OK\r\n";
@@ -434,7 +434,7 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
   a->settle(500ms);
   ASSERT_TRUE(testing::wait_until([&] {
     std::lock_guard lk(mu);
-    return std::find(seen.begin(), seen.end(), "EVAL " + redis::kUndo.sha) != seen.end();
+    return std::find(seen.begin(), seen.end(), "EVAL " + lock::kUndo.sha) != seen.end();
   }, 3s)) << "the grant was not undone";
 }
 

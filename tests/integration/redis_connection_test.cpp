@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "lock/scripts.h"
 #include "redis/connection.h"
 #include "redis/poller.h"
-#include "redis/scripts.h"
 #include "redis/subscriber.h"
 #include "support/fake_server.h"
 #include "support/redis_server.h"
@@ -139,7 +139,7 @@ TEST(RedisScript, ShaIsTheSha1OfTheSource) {
   EXPECT_EQ(Script{"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"}.sha,
             "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
   RedisServer server;
-  for (const Script* s : kLeaseScripts) EXPECT_EQ(server.cli({"SCRIPT", "LOAD", std::string(s->source)}), s->sha);
+  for (const Script* s : lock::kLeaseScripts) EXPECT_EQ(server.cli({"SCRIPT", "LOAD", std::string(s->source)}), s->sha);
 }
 
 // ----------------------------------------------------------------------- Connection

@@ -11,14 +11,17 @@
 /// at or above 2^53 - 1 rather than hand out a token that could not increase.
 ///
 /// Each script runs as EVAL on its first use on a connection, by SHA after
-/// (redis::AsyncConnection); kLeaseScripts lists them.
+/// (redis::AsyncConnection); kLeaseScripts lists them. They are the lease's logic, so
+/// they live in `lock`; the transport only sends them.
 
 #include <string>
 #include <vector>
 
 #include "redis/connection.h"
 
-namespace redisgo::redis {
+namespace redisgo::lock {
+
+using redis::Script;
 
 /// Acquire. KEYS: lease key, fence counter. ARGV: holder, ttl in ms, fence ttl in ms,
 /// restart guard in ms ("0": off).
@@ -301,4 +304,4 @@ inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRele
                                                       &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish};
 
-}  // namespace redisgo::redis
+}  // namespace redisgo::lock
