@@ -380,7 +380,9 @@ void Runner::report_guard(const lock::Acquisition& acq) {
   if (acq.longer_lease_ms > 0 && !warned_longer_lease_) {
     warned_longer_lease_ = true;
     log_->warn("key {} is held by {} with {} left, more than our expire of {}: the daemons of this key run different "
-               "expire values; the restart guard now waits out the longer lease (give every daemon of a key one expire)",
+               "expire values. The restart guard now waits at least that long, which can still fall short of the "
+               "other daemon's expire by its cron: until every daemon of this key runs one expire, a Redis restarted "
+               "empty can let a second holder in",
                cfg_.redis.key, log::printable(acq.holder), format_duration(Millis(acq.longer_lease_ms)),
                format_duration(cfg_.redis.expire));
   }
@@ -698,7 +700,13 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       if (once_key_) {
         o.claim_key = *once_key_;
         o.claim_ttl = claim_ttl();
+        o.claim_start_ms = started_ms_;
       }
+      // A node that failed is tried again at the renewer's own retry pace, not after the
+      // node's doubling backoff: a Redis back from a restart within a second must get the
+      // next renewal, or the child is stopped for nothing (the pace is still >= 100 ms).
+      o.node_retry_max = std::min(o.node_retry_max, lock::Renewer::retry_interval(cfg_.redis.cron));
+      o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);
       return lock::make_redis_backend(o, clock_);
     };
     // A node that fails while we lead is reported once per cause, then summarised.

@@ -375,8 +375,7 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
       } else {
         out << "free, token " << n.token;
         if (const auto left = guard_ms(config, n); left != "null") {
-          out << "; restarted " << n.uptime_s << " s ago: grants nothing new for " << left
-              << " ms (restart guard)";
+          out << "; up " << n.uptime_s << " s: grants nothing new for " << left << " ms (restart guard)";
         }
         out << "\n";
       }

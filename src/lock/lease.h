@@ -89,6 +89,9 @@ struct LeaseOptions {
   /// (empty = none).
   std::string claim_key;
   Millis claim_ttl{0};
+  /// The claim's recorded start (ms since the epoch): a renewal that finds the claim gone
+  /// (the node restarted empty) writes it again with this start and the token. 0 = never.
+  std::int64_t claim_start_ms = 0;
   /// The restart guard: a node where the key is absent and that has been up for less than
   /// this grants nothing to a new holder (kAcquire). The daemon passes `expire`
   /// (restart_guard = true) or 0 (off). A busy lease seen with more TTL left than this

@@ -509,12 +509,15 @@ Renewal RedlockBackend::renew() {
   }
   late_renewals_.assign(n, nullptr);
   std::vector<std::string> renew_keys{held_key(), keys_.fence};
-  std::vector<std::string> renew_args{options_.holder, ttl_arg_, repair ? std::to_string(options_.token) : "",
-                                      fence_ttl_arg_};
-  if (!options_.claim_key.empty()) {
-    renew_keys.push_back(options_.claim_key);
-    renew_args.push_back(std::to_string(options_.claim_ttl.count()));
-  }
+  const bool claim = !options_.claim_key.empty();
+  std::vector<std::string> renew_args{options_.holder,
+                                      ttl_arg_,
+                                      repair ? std::to_string(options_.token) : "",
+                                      fence_ttl_arg_,
+                                      claim ? std::to_string(options_.claim_ttl.count()) : "",
+                                      claim && options_.claim_start_ms > 0 ? std::to_string(options_.claim_start_ms) : "",
+                                      n == 1 ? "1" : ""};
+  if (claim) renew_keys.push_back(options_.claim_key);
   auto calls = send(kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
   // 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no answer/failure.
   auto vote = [&](std::size_t i) -> int {
@@ -571,7 +574,7 @@ Renewal RedlockBackend::renew() {
       // that was merely gone has been set again (2), so this is another holder's.
       rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
                            nodes_[i].conn.describe() +
-                               (repair ? ": another holder has the key on this node"
+                               (repair ? ": another holder has the key on this node, or was granted it since ours"
                                        : ": the lease is no longer ours on this node (key deleted, evicted or "
                                          "taken, or the node restarted empty)")});
     } else if (!calls[i] || calls[i]->done()) {

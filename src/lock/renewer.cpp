@@ -14,9 +14,9 @@ namespace {
 // (docs/DESIGN.md, invariant 7). A tick shorter than that is the operator's explicit choice.
 constexpr Millis kMinRetry{100};
 
-Millis retry_interval(Millis interval) { return std::min(interval, std::max(kMinRetry, interval / 4)); }
-
 }  // namespace
+
+Millis Renewer::retry_interval(Millis interval) { return std::min(interval, std::max(kMinRetry, interval / 4)); }
 
 std::string describe_errors(const std::vector<NodeError>& errors) {
   std::vector<std::string> parts;

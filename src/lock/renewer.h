@@ -43,6 +43,10 @@ class Renewer {
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
 
+  /// How soon a round is retried after one that was not confirmed (but not lost): a
+  /// quarter of `interval`, at least 100 ms, at most `interval`.
+  static Millis retry_interval(Millis interval);
+
   Clock::time_point valid_until() const noexcept;
   bool lost() const noexcept { return lost_.load(); }
   std::string lost_reason() const;

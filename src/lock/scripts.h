@@ -108,35 +108,50 @@ return {1, issue(KEYS[2], fence, ARGV[3])}
 inline const Script kAcquire{kAcquireSource};
 
 /// Renew. KEYS: lease key, fence counter [, once_per claim]. ARGV: holder, ttl in ms,
-/// token ("" = no repair), fence ttl in ms [, claim ttl in ms].
+/// token ("" = no repair), fence ttl in ms, claim ttl in ms ("" = no claim), claim start
+/// (ms since the epoch, "" = none), "1" when this is the only node ("" otherwise).
 /// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's
 /// (nothing changed). A key that is gone from this node (deleted, evicted, the node
 /// restarted empty, or never set: a waiter woken by a release can win a quorum while the
 /// release has not yet reached this node) is set again for this holder with the ttl when
-/// a token is given, and the node's fence raised to at least that token: 2. That is an
-/// acquisition of this one node (SET NX), made while a quorum still holds the lease, so
-/// it takes nothing from anyone; without it a leader left on a bare quorum loses its
-/// lease to the next single node that fails.
+/// a token is given, and the node's fence raised to at least that token: 2. With several
+/// nodes that is an acquisition of this one node (SET NX) made while a quorum still holds
+/// the lease, so it takes nothing from anyone; without it a leader left on a bare quorum
+/// loses its lease to the next single node that fails. On the only node the restart
+/// guard keeps newcomers off a restarted server until the holder has set its key again;
+/// a fence counter there above our token proves that someone was granted the key after us
+/// (a FLUSHALL or a DEL, not a restart: that loses the counter too): 0, lost, not set again.
 /// With a claim that names this holder, the claim is kept for its ttl from now too: a run
 /// longer than the claim's 2 x once_per must not let a host that waited for the lease
-/// find the slot unclaimed (pcall: a claim key of another type is no claim of ours).
+/// find the slot unclaimed (pcall: a claim key of another type is no claim of ours). A
+/// claim that is gone (the node restarted empty) is written again for this run, as the
+/// lease is: a host that fires later in the slot must find it.
 inline const std::string kRenewSource = kFenceFunctions + R"lua(
 local held = redis.call('GET', KEYS[1])
 local renewed
 if held == ARGV[1] then
   renewed = redis.call('PEXPIRE', KEYS[1], ARGV[2])
 elseif not held and ARGV[3] ~= '' then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   local fence = redis.pcall('GET', KEYS[2])
-  if not bad_fence(fence) and (tonumber(fence) or 0) < tonumber(ARGV[3]) then
+  local bad = bad_fence(fence)
+  if ARGV[7] == '1' and not bad and (tonumber(fence) or 0) > tonumber(ARGV[3]) then
+    return 0
+  end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  if not bad and (tonumber(fence) or 0) < tonumber(ARGV[3]) then
     redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
   end
   renewed = 2
 else
   return 0
 end
-if KEYS[3] and redis.pcall('HGET', KEYS[3], 'holder') == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+if KEYS[3] and ARGV[5] ~= '' then
+  if redis.pcall('HGET', KEYS[3], 'holder') == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  elseif ARGV[3] ~= '' and ARGV[6] ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then
+    redis.call('HSET', KEYS[3], 'holder', ARGV[1], 'token', ARGV[3], 'start', ARGV[6])
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  end
 end
 return renewed
 )lua";

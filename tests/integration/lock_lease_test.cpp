@@ -434,3 +434,26 @@ TEST(LockRestartGuard, AHolderWithALongerLeaseRaisesTheGuard) {
 
 }  // namespace
 }  // namespace redisgo::lock
+
+namespace redisgo::lock {
+namespace {
+
+TEST(LockRestartGuard, AHolderWhoseKeyVanishedAfterANewerGrantDoesNotTakeItBack) {
+  // A FLUSHALL or a DEL is not a restart: the server's uptime stays, so the guard cannot
+  // see it, and a newcomer may be granted the key. The fence counter then shows a token
+  // above ours: the holder must not set the key again as if nothing happened.
+  RedisServer server;
+  auto a = make_redis_backend(options(server, "holder-a", 2s));
+  ASSERT_TRUE(a->acquire().acquired);
+  server.cli({"DEL", test_key()});
+  auto b = make_redis_backend(options(server, "holder-b", 2s));
+  ASSERT_TRUE(b->acquire().acquired);  // a newer token
+  b->release();                        // the key is absent again, the counter stays
+  auto r = a->renew();
+  EXPECT_TRUE(r.lost);
+  EXPECT_FALSE(r.confirmed);
+  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");
+}
+
+}  // namespace
+}  // namespace redisgo::lock

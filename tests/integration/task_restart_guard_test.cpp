@@ -197,6 +197,69 @@ TEST_F(TaskRestartGuard, ARestartFromASnapshotThatKeptTheFenceButNotTheLeaseIsGu
   expect_exclusive_records(records_);  // tokens in order: the holder's set-again raised the old counter
 }
 
+TEST_F(TaskRestartGuard, TheHolderKeepsItsChildThroughARestartLongerThanANodesRetryBackoff) {
+  // Redis down 1.6 s, half a second after a renewal: the node's own retry backoff (100 ms
+  // doubling) would have put the next renewal past the kill point (expire 5s, kill_grace
+  // 2s); the renewer retries at its own pace instead.
+  RedisServer redis;
+  ConfigSpec spec = leader_standby_spec();
+  spec.restart_guard = true;
+  spec.expire = "5s";
+  spec.cron = "1s";
+  spec.kill_grace = "2s";
+  spec.log_level = "debug";
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  spec.key = test_key();
+  const auto cfg = dir_.write("long.toml", make_config(spec));
+  TaskProcess a(dir_.path(), "a", recorder(cfg));
+  ASSERT_TRUE(wait_until([&] { return started() == 1; }, 15s)) << a.err();
+  const auto renewed = [&] {
+    std::size_t n = 0;
+    for (std::size_t at = a.err().find("lease renewed"); at != std::string::npos; at = a.err().find("lease renewed", at + 1)) ++n;
+    return n;
+  };
+  const std::size_t before = renewed();
+  ASSERT_TRUE(wait_until([&] { return renewed() > before; }, 3s)) << a.err();
+  std::this_thread::sleep_for(500ms);
+  redis.kill();
+  std::this_thread::sleep_for(1600ms);  // the fault's length, not a synchronisation
+  redis.start();
+  ASSERT_TRUE(a.wait_for_log("set again", 4s)) << a.err();
+  std::this_thread::sleep_for(2s);  // past the kill point of the last renewal before the fault
+  EXPECT_EQ(a.err().find("stopping child"), std::string::npos) << a.err();
+  EXPECT_EQ(started(), 1u) << a.err();
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+}
+
+TEST_F(TaskRestartGuard, AOncePerClaimLostInARestartIsWrittenAgainByItsRun) {
+  RedisServer redis;
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  spec.key = test_key();
+  spec.restart_guard = true;
+  spec.expire = "2s";
+  spec.cron = "500ms";
+  spec.log_level = "info";
+  spec.extra_task = "once_per = \"10m\"\n";
+  const auto cfg = dir_.write("once.toml", make_config(spec));
+  const std::string runs = dir_.path() + "/runs";
+  const std::vector<std::string> job{"task", "--config", cfg, "--", "/bin/sh", "-c",
+                                     "echo $$ >> " + runs + "; sleep 3"};
+  TaskProcess a(dir_.path(), "a", job);  // waits out the fresh server's guard, then runs
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(runs)).size() == 1; }, 10s)) << a.err();
+  redis.kill();
+  redis.start();
+  ASSERT_TRUE(a.wait_for_log("set again", 3s)) << a.err();
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  // A host that fires later in the same slot finds it run (the claim came back with the
+  // lease), after waiting out the guard.
+  auto b = run_task_binary(job, 15s);
+  EXPECT_EQ(b.code, 75) << b.err;
+  EXPECT_NE(b.err.find("run already"), std::string::npos) << b.err;
+  EXPECT_EQ(split_lines(read_file(runs)).size(), 1u) << read_file(runs);
+}
+
 TEST_F(TaskRestartGuard, NoWaitOnAJustStartedServerSaysWhyAndStatusShowsTheGuard) {
   RedisServer redis;
   ConfigSpec spec;
