@@ -260,7 +260,10 @@ Finding guard_finding(const std::string& node, bool enabled, std::optional<std::
                       const std::string& why) {
   Finding f;
   if (!enabled) {
-    f = make(Level::kOk, "restart_guard", node, "off (restart_guard = false)");
+    f = make(Level::kWarn, "restart_guard", node,
+             "off (restart_guard = false): a Redis restarted empty here can hand the lease to a second holder "
+             "while the first still runs its child",
+             "set restart_guard = true (the default), or keep a restarted server out of service for one expire");
   } else if (!uptime_s) {
     f = make(Level::kWarn, "restart_guard", node,
              "cannot apply: the server's uptime could not be read (INFO: " + why +

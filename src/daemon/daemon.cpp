@@ -536,6 +536,9 @@ std::optional<int> Runner::contend() {
     miss.backoff_max = cfg_.backoff.max;
     AfterMiss next = after_miss(miss);
     if (next.give_up) return give_up(acq, attempts);
+    // The restart guard's wait is known exactly: counted attempts (retries_count) are not
+    // spent against it sooner, a waiter with no subscription does not ask before it opens.
+    if (acq.holder_ttl_ms < 0 && acq.guard_wait_ms >= 0) next.wait = std::max(next.wait, Millis(acq.guard_wait_ms + 1));
     waiting_.missed(acq.holder, acq.holder_ttl_ms, attempts, began, clock_.now(), acq.guard_wait_ms);
     // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
     // began, and never before a quorum of nodes is out of its retry backoff (there would
@@ -737,7 +740,11 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   }
   if (once_key_) {
     // once_per: the slot is claimed under the lease, before the child can start.
-    const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, claim_ttl());
+    // Restart guard: a run of this slot can have started half a period before it (hosts
+    // name the nearest slot); a server that started after that may have forgotten it.
+    const std::int64_t guard_from_ms =
+        cfg_.redis.restart_guard ? once_slot_s_ * 1000 - task.once_per->count() / 2 : 0;
+    const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, claim_ttl(), guard_from_ms);
     if (claim.kind != lock::Claim::Kind::kClaimed) {
       release_lease(*renewer);
       read_signals();
@@ -745,6 +752,14 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
       if (claim.kind == lock::Claim::Kind::kTaken) {
         log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
                    describe_claim(claim.previous));
+        return kExitTempFail;
+      }
+      if (claim.kind == lock::Claim::Kind::kGuarded) {
+        // At most once per slot: a server that lost its data after this slot's run may
+        // have begun would hand it out again. Not run, and said where cron mails it.
+        log_->warn("the slot of {} is not run: {} (after a run of the slot could have begun) and has no claim "
+                   "for it; without persistence it would have forgotten one (restart guard)",
+                   utc_text(once_slot_s_), claim.error);
         return kExitTempFail;
       }
       log_->error("cannot claim the slot of {} (once_per): {}; not running", utc_text(once_slot_s_), claim.error);

@@ -208,10 +208,11 @@ struct Claim {
   enum class Kind {
     kClaimed,      ///< a quorum recorded our claim: run
     kTaken,        ///< the slot was claimed already (by `previous`): do not run
+    kGuarded,      ///< a node started after a run of the slot could have begun: do not run
     kFailed,       ///< neither: too few nodes answered, or the lease was gone
   } kind = Kind::kFailed;
   ClaimRecord previous;
-  std::string error;     ///< kFailed: why
+  std::string error;     ///< kFailed: why; kGuarded: which node started when
   bool refused = false;  ///< kFailed: a node refused our credentials or the script (ACL): exit 77
 };
 
@@ -249,8 +250,12 @@ class LeaseBackend {
   virtual void released_elsewhere() {}
   /// once_per: claims `claim_key` for this holder while the lease is held. A node that
   /// already has a claim makes it kTaken (at most once per slot, whoever else claimed).
-  virtual Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) {
-    (void)claim_key, (void)token, (void)start_ms, (void)ttl;
+  /// Restart guard: `guard_from_ms` is the earliest time a run of the slot can have started
+  /// (0 = no guard); a node without the claim that started later than that may have lost a
+  /// run's claim, and grants no claim (kGuarded when no quorum claims).
+  virtual Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
+                      std::int64_t guard_from_ms) {
+    (void)claim_key, (void)token, (void)start_ms, (void)ttl, (void)guard_from_ms;
     return {};
   }
   /// Records the run's exit status in our claim ("" drops our claim: the slot did not run).

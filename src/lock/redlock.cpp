@@ -516,7 +516,9 @@ Renewal RedlockBackend::renew() {
                                       fence_ttl_arg_,
                                       claim ? std::to_string(options_.claim_ttl.count()) : "",
                                       claim && options_.claim_start_ms > 0 ? std::to_string(options_.claim_start_ms) : "",
-                                      n == 1 ? "1" : ""};
+                                      // One node and one slot: a counter above our token proves a later grant
+                                      // of this key (a semaphore's slots share the counter: it proves nothing).
+                                      n == 1 && slot_keys_.size() == 1 ? "1" : ""};
   if (claim) renew_keys.push_back(options_.claim_key);
   auto calls = send(kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
   // 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no answer/failure.
@@ -710,12 +712,15 @@ std::vector<CallPtr> RedlockBackend::round(const redis::Script& script, const st
   return calls;
 }
 
-Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) {
+Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
+                            std::int64_t guard_from_ms) {
   Claim out;
   const std::size_t n = nodes_.size();
   sweep();
   auto calls = send(kClaim, {held_key(), claim_key},
-                    {options_.holder, std::to_string(token), std::to_string(start_ms), std::to_string(ttl.count())}, {},
+                    {options_.holder, std::to_string(token), std::to_string(start_ms), std::to_string(ttl.count()),
+                     guard_from_ms > 0 ? std::to_string(guard_from_ms) : ""},
+                    {},
                     Send::kAlways);
   auto reply_of = [&](std::size_t i) {
     return calls[i] && calls[i]->ok() ? parse_claim_reply(calls[i]->reply().get()) : ClaimReply{};
@@ -739,6 +744,7 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
   sweep();
   int yes = 0;
   std::vector<std::string> errors;
+  std::string guarded;  // the first node held back by the restart guard, and when it started
   for (std::size_t i = 0; i < n; ++i) {
     const auto r = reply_of(i);
     if (r.kind == ClaimReply::Kind::kTaken && out.kind != Claim::Kind::kTaken) {
@@ -746,6 +752,13 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
       out.previous = {r.holder, r.token, r.start_ms, r.status};
     } else if (r.kind == ClaimReply::Kind::kClaimed) {
       ++yes;
+    } else if (r.kind == ClaimReply::Kind::kGuarded) {
+      if (guarded.empty()) {
+        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        const long long ago_s = (now_ms - std::stoll(r.start_ms)) / 1000;
+        guarded = nodes_[i].name + " started " + std::to_string(std::max(0LL, ago_s)) + " s ago";
+      }
     } else if (r.kind == ClaimReply::Kind::kNotOurs) {
       errors.push_back(nodes_[i].name + ": the lease is no longer ours");
     } else if (calls[i]->done()) {
@@ -762,6 +775,11 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
     return out;
   }
   if (yes > 0) finish_claim(claim_key, "");
+  if (finished && !guarded.empty()) {
+    out.kind = Claim::Kind::kGuarded;
+    out.error = guarded;
+    return out;
+  }
   out.error = "the slot was claimed on " + std::to_string(yes) + " node(s), fewer than the quorum of " +
               std::to_string(quorum());
   for (const auto& e : errors) out.error += "; " + e;

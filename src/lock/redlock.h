@@ -68,7 +68,8 @@ class RedlockBackend final : public LeaseBackend {
   int node_count() const override { return static_cast<int>(nodes_.size()); }
   void select_slot(int slot) override;
   void released_elsewhere() override { holding_ = false; }
-  Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl) override;
+  Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
+              std::int64_t guard_from_ms) override;
   void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
   std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
   Published publish(const std::string& channel, const std::string& message) override;

@@ -123,6 +123,11 @@ ClaimReply parse_claim_reply(const redisReply* r) {
     out.kind = ClaimReply::Kind::kClaimed;
   } else if (*flag == -1 && r->elements == 1) {
     out.kind = ClaimReply::Kind::kNotOurs;
+  } else if (*flag == 2 && r->elements == 2) {
+    if (auto started = text(element(r, 1)); started && !started->empty()) {
+      out.kind = ClaimReply::Kind::kGuarded;
+      out.start_ms = *started;
+    }
   } else if (*flag == 0 && r->elements == 5) {
     auto holder = text(element(r, 1)), token = text(element(r, 2)), start = text(element(r, 3)),
          status = text(element(r, 4));

@@ -57,12 +57,12 @@ struct InspectReply {
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r);
 
 /// The claim script: {1} claimed, {-1} the lease is not ours, {0, holder, token, start,
-/// status} taken. kInvalid for anything else. The read-claims script gives kTaken or
+/// status} taken, {2, "<server start, ms>"} held back by the restart guard. kInvalid for anything else. The read-claims script gives kTaken or
 /// kInvalid (no claim) per key.
 struct ClaimReply {
-  enum class Kind { kClaimed, kNotOurs, kTaken, kInvalid };
+  enum class Kind { kClaimed, kNotOurs, kTaken, kGuarded, kInvalid };
   Kind kind = Kind::kInvalid;
-  std::string holder, token, start_ms, status;  ///< kTaken
+  std::string holder, token, start_ms, status;  ///< kTaken; kGuarded: start_ms, when the server started
 };
 ClaimReply parse_claim_reply(const redisReply* r);
 /// The read-claims script's reply for `keys` keys; nullopt when it is not of that shape.

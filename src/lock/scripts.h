@@ -109,7 +109,8 @@ inline const Script kAcquire{kAcquireSource};
 
 /// Renew. KEYS: lease key, fence counter [, once_per claim]. ARGV: holder, ttl in ms,
 /// token ("" = no repair), fence ttl in ms, claim ttl in ms ("" = no claim), claim start
-/// (ms since the epoch, "" = none), "1" when this is the only node ("" otherwise).
+/// (ms since the epoch, "" = none), "1" when this is the only node and the only slot ("" otherwise:
+/// a semaphore's slots share one fence counter).
 /// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's
 /// (nothing changed). A key that is gone from this node (deleted, evicted, the node
 /// restarted empty, or never set: a waiter woken by a release can win a quorum while the
@@ -263,9 +264,14 @@ return {0, redis.call('GET', KEYS[first]) or '', best}
 inline const Script kAcquireSlot{kAcquireSlotSource};
 
 /// Claim a once_per slot (redisgo_task(1), MODES), while holding the lease. KEYS: lease key, claim
-/// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms.
+/// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms, the earliest time
+/// a run of this slot can have started (ms since the epoch; "" = no restart guard).
 /// The lease not ours: {-1}. Already claimed: {0, holder, token, start, status or ""};
 /// something else at the claim key (another type) counts as claimed too: at most once.
+/// Restart guard: no claim, but the server may have started after a run of the slot could
+/// have begun (so it may have forgotten that run's claim): {2, "<latest start, ms>"}, not
+/// claimed. (Uptime is whole seconds: the server is taken to have started as late as it can
+/// have.) INFO refused: claimed as without the guard.
 /// Else HSET holder/token/start with PEXPIRE: {1}.
 inline const Script kClaim{R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -277,6 +283,17 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
     return {0, '(not a claim: ' .. redis.call('TYPE', KEYS[2]).ok .. ')', '', '', ''}
   end
   return {0, c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
+end
+if ARGV[5] and ARGV[5] ~= '' then
+  local info = redis.pcall('INFO', 'server')
+  local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  if up then
+    local t = redis.call('TIME')
+    local started = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - (up - 1) * 1000
+    if started > tonumber(ARGV[5]) then
+      return {2, string.format('%.0f', started)}
+    end
+  end
 end
 redis.call('HSET', KEYS[2], 'holder', ARGV[1], 'token', ARGV[2], 'start', ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])

@@ -40,6 +40,7 @@ class CliCheck : public ::testing::Test {
     spec.nodes = nodes;
     spec.key = test_key();
     spec.extra_redis = extra_redis;
+    spec.restart_guard = true;  // the default; check says so when it is off (a warn)
     return dir_.write("check-" + std::to_string(++configs_) + ".toml", make_config(spec));
   }
   std::string host_config(const RedisServer& s, const std::string& extra_redis = "") {
@@ -126,14 +127,25 @@ TEST_F(CliCheck, SameServerListedTwiceFailsWithItsRunId) {
   EXPECT_NE(line_of(r.out, "ok", "quorum"), "") << r.out;
 }
 
-TEST_F(CliCheck, NoPersistenceWarns) {
+TEST_F(CliCheck, NoPersistenceIsOkUnderTheRestartGuardAndWarnsWithoutIt) {
   RedisServer s(configured({"maxmemory-policy noeviction"}));  // test servers: save "", appendonly no
   auto r = check(host_config(s));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const std::string guarded = line_of(r.out, "ok", "persistence", s.address());
+  ASSERT_NE(guarded, "") << r.out;
+  EXPECT_NE(guarded.find("restart guard"), std::string::npos) << guarded;
+  EXPECT_NE(line_of(r.out, "ok", "restart_guard", s.address()), "") << r.out;
+
+  ConfigSpec off;
+  off.nodes = "host = \"" + s.address() + "\"";
+  off.key = test_key();
+  r = check(dir_.write("check-off.toml", make_config(off)));  // restart_guard = false
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const std::string line = line_of(r.out, "warn", "persistence", s.address());
   ASSERT_NE(line, "") << r.out;
   EXPECT_NE(line.find("appendonly no"), std::string::npos) << line;
   EXPECT_NE(line.find("one expire"), std::string::npos) << line;
+  EXPECT_NE(line_of(r.out, "warn", "restart_guard", s.address()), "") << r.out;
 }
 
 TEST_F(CliCheck, OneNodeDownFailsItTwoDownIsNoQuorum) {
@@ -218,22 +230,22 @@ TEST_F(CliCheck, JsonIsOneObjectWithTheFindings) {
 TEST_F(CliCheck, SentinelsAreAskedAndTheirMasterChecked) {
   SentinelSet set;
   auto r = check(config(set.config_lines()));
-  // The test set has no persistence: that warns (exit 1); nothing fails.
-  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  // The test set has no persistence: under the restart guard that is ok; nothing warns.
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("\nfail"), std::string::npos) << r.out;
   EXPECT_NE(r.out.rfind("fail", 0), 0u) << r.out;
   const std::string master = set.master().address();
   EXPECT_NE(line_of(r.out, "ok", "sentinels").find(master), std::string::npos) << r.out;
   EXPECT_NE(line_of(r.out, "ok", "role", master), "") << r.out;
   EXPECT_NE(line_of(r.out, "ok", "replicas", master).find(set.replica().address()), std::string::npos) << r.out;
-  EXPECT_NE(line_of(r.out, "warn", "persistence", master), "") << r.out;
+  EXPECT_NE(line_of(r.out, "ok", "persistence", master).find("restart guard"), std::string::npos) << r.out;
 }
 
 TEST_F(CliCheck, ClusterSlotOwnerIsChecked) {
   ClusterSet set;
   std::string seeds = "cluster_nodes = [\"" + set.node(0).address() + "\"]";
   auto r = check(config(seeds));
-  EXPECT_EQ(r.code, 1) << r.out << r.err;  // no persistence on the test cluster
+  EXPECT_EQ(r.code, 0) << r.out << r.err;  // no persistence on the test cluster: ok under the restart guard
   const std::string owner_line = line_of(r.out, "ok", "cluster");
   ASSERT_NE(owner_line, "") << r.out;
   EXPECT_EQ(r.out.find("\nfail"), std::string::npos) << r.out;

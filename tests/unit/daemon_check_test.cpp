@@ -202,7 +202,7 @@ TEST(CheckRestartGuard, OnOffOrCannotApply) {
   auto on = guard_finding("n", true, 120, "");
   EXPECT_EQ(on.level, Level::kOk);
   EXPECT_NE(on.message.find("up 120 s"), std::string::npos) << on.message;
-  EXPECT_EQ(guard_finding("n", false, std::nullopt, "").level, Level::kOk);
+  EXPECT_EQ(guard_finding("n", false, std::nullopt, "").level, Level::kWarn);  // a safety feature turned off
   auto refused = guard_finding("n", true, std::nullopt, "NOPERM this user has no permissions to run the 'info' command");
   EXPECT_EQ(refused.level, Level::kWarn);
   EXPECT_NE(refused.message.find("NOPERM"), std::string::npos) << refused.message;
