@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "commands/check.h"
+#include "commands/status.h"
 #include "config/config.h"
-#include "daemon/check.h"
 #include "daemon/daemon.h"
 #include "daemon/state_machine.h"
-#include "daemon/status.h"
 #include "log/logging.h"
 #include "process/child.h"
 #include "process/signals.h"
@@ -322,14 +322,14 @@ int run(int argc, char** argv) {
       return kExitConfig;
     }
     return guarded("handover", config_path, Outcome::kUnavailable,
-                   [&] { return daemon::run_handover(*cfg, timeout, handover_slot, std::cout, std::cerr); });
+                   [&] { return commands::run_handover(*cfg, timeout, handover_slot, std::cout, std::cerr); });
   }
 
   // check and status read Redis and report; a TLS file that does not load is the config's
   // fault (78), anything else that stops them is "could not reach" (69).
   if (*check || *status) {
     return guarded(*check ? "check" : "status", config_path, Outcome::kUnavailable, [&] {
-      return output_written(*check ? daemon::run_check(*cfg, json, std::cout) : daemon::run_status(*cfg, json, std::cout));
+      return output_written(*check ? commands::run_check(*cfg, json, std::cout) : commands::run_status(*cfg, json, std::cout));
     });
   }
 

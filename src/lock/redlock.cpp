@@ -651,7 +651,7 @@ Release RedlockBackend::release() noexcept {
     }
     return out;
   } catch (...) {
-    // Release never throws ; the caller logs the count.
+    // Release never throws; the caller logs the count.
     return {};
   }
 }

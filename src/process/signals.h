@@ -1,6 +1,6 @@
 #pragma once
 /// Signals are blocked in main() before any thread starts and received in one loop
-/// through a signalfd : no work in async handlers.
+/// through a signalfd: no work in async handlers.
 
 #include <csignal>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-/// Exception tree used at module edges .
+/// Exception tree used at module edges.
 ///
 /// Error            anything that went wrong talking to the outside world
 ///  +- IoError      a socket/syscall failed (connection refused, reset, EOF)

@@ -1,7 +1,7 @@
 // `redisgo_task check` through the real binary against real redis-servers configured to
 // trip each finding (redisgo_task(1), COMMANDS: check). Every run is bounded; servers are
 // stopped by pid (support/redis_server.h). The pure thresholds are in
-// tests/unit/daemon_check_test.cpp.
+// tests/unit/commands_check_test.cpp.
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 #pragma once
-/// The judgement half of `redisgo_task check` (daemon/check.h does the talking): pure
+/// The judgement half of `redisgo_task check` (commands/check.h does the talking): pure
 /// functions from what a node answered, or from the config, to findings, and how the
 /// findings print and decide the exit status. Kept free of I/O so that every threshold
-/// is unit-tested (tests/unit/daemon_check_test.cpp).
+/// is unit-tested (tests/unit/commands_check_test.cpp).
 
 #include <chrono>
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include "config/config.h"
 #include "redis/topology.h"
 
-namespace redisgo::daemon::check {
+namespace redisgo::commands::check {
 
 using Millis = std::chrono::milliseconds;
 
@@ -184,4 +184,4 @@ ClusterView cluster_findings(const redis::ClusterReport& report, const std::stri
 /// "1.2 ms" / "-350.0 ms" / "2.31 s" for figures in messages.
 std::string format_us(std::int64_t us);
 
-}  // namespace redisgo::daemon::check
+}  // namespace redisgo::commands::check

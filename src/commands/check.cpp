@@ -1,4 +1,4 @@
-#include "daemon/check.h"
+#include "commands/check.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/check_findings.h"
+#include "commands/check_findings.h"
 #include "daemon/servers.h"
 #include "daemon/state_machine.h"
 #include "lock/lease.h"
@@ -17,7 +17,11 @@
 #include "lock/scripts.h"
 #include "redis/topology.h"
 
-namespace redisgo::daemon {
+namespace redisgo::commands {
+
+using daemon::lease_options;
+using daemon::sentinel_options;
+using daemon::cluster_options;
 namespace {
 
 using check::Finding;
@@ -382,4 +386,4 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   return code;
 }
 
-}  // namespace redisgo::daemon
+}  // namespace redisgo::commands

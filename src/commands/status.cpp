@@ -1,4 +1,4 @@
-#include "daemon/status.h"
+#include "commands/status.h"
 
 #include <poll.h>
 
@@ -16,7 +16,14 @@
 #include "util/duration.h"
 #include "util/error.h"
 
-namespace redisgo::daemon {
+namespace redisgo::commands {
+
+using daemon::lease_options;
+using daemon::sentinel_options;
+using daemon::cluster_options;
+using daemon::holder_head;
+using Millis = std::chrono::milliseconds;
+
 namespace {
 
 /// What the nodes say together: held (a holder has a quorum of nodes), free (no holder
@@ -480,4 +487,4 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
   return kExitTempFail;
 }
 
-}  // namespace redisgo::daemon
+}  // namespace redisgo::commands

@@ -1,4 +1,4 @@
-#include "daemon/check_findings.h"
+#include "commands/check_findings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include "log/logging.h"
 #include "util/duration.h"
 
-namespace redisgo::daemon::check {
+namespace redisgo::commands::check {
 namespace {
 
 /// "104857600 bytes (100.0 MiB)".
@@ -614,4 +614,4 @@ ClusterView cluster_findings(const redis::ClusterReport& report, const std::stri
   return view;
 }
 
-}  // namespace redisgo::daemon::check
+}  // namespace redisgo::commands::check

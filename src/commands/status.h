@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 
-namespace redisgo::daemon {
+namespace redisgo::commands {
 
 /// Prints the state (text, or one JSON object with `json`) to `out`: "held" (a holder has
 /// a quorum), "free" (no holder could have one) or "unknown". Returns 0 when a quorum of
@@ -23,4 +23,4 @@ int run_status(const config::Config& config, bool json, std::ostream& out);
 int run_handover(const config::Config& config, std::optional<std::chrono::milliseconds> timeout, int slot,
                  std::ostream& out, std::ostream& err);
 
-}  // namespace redisgo::daemon
+}  // namespace redisgo::commands

@@ -1,4 +1,4 @@
-// The judgement half of `redisgo_task check` (daemon/check_findings.h): every threshold
+// The judgement half of `redisgo_task check` (commands/check_findings.h): every threshold
 // and the exit status, without a server. The integration test (cli_check_test.cpp)
 // trips the same findings on real redis-servers.
 
@@ -6,10 +6,10 @@
 
 #include <sstream>
 
-#include "daemon/check_findings.h"
+#include "commands/check_findings.h"
 
 using namespace std::chrono_literals;
-using namespace redisgo::daemon::check;
+using namespace redisgo::commands::check;
 using redisgo::config::Topology;
 
 namespace {

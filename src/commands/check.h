@@ -6,11 +6,11 @@
 
 #include "config/config.h"
 
-namespace redisgo::daemon {
+namespace redisgo::commands {
 
 /// Prints the findings (text, or one JSON object with `json`) to `out`. Returns 0 when
 /// every finding is ok, 1 when any is warn or fail, kExitUnavailable (69) when no quorum
 /// of nodes could be reached.
 int run_check(const config::Config& config, bool json, std::ostream& out);
 
-}  // namespace redisgo::daemon
+}  // namespace redisgo::commands
