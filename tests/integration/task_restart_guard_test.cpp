@@ -50,6 +50,14 @@ class TaskRestartGuard : public ::testing::Test {
     spec.key = test_key();
     return dir_.write("cfg-" + std::to_string(++configs_) + ".toml", make_config(spec));
   }
+  /// A oneshot spec on one server, the guard on or off.
+  static ConfigSpec on(const RedisServer& redis, bool guard = true) {
+    ConfigSpec spec;
+    spec.nodes = "host = \"" + redis.address() + "\"";
+    spec.key = test_key();
+    spec.restart_guard = guard;
+    return spec;
+  }
   std::vector<std::string> recorder(const std::string& cfg) {
     return {"task", "--config", cfg, "--", recorder_binary(), records_, "0"};
   }
@@ -172,9 +180,7 @@ TEST_F(TaskRestartGuard, ASemaphoresSlotsSurviveEmptyRestartsWithoutAThirdChild)
 TEST_F(TaskRestartGuard, ARestartFromASnapshotThatKeptTheFenceButNotTheLeaseIsGuardedToo) {
   RedisServer redis;
   // A run before: the fence counter exists, the lease does not; the snapshot keeps both so.
-  ConfigSpec once;
-  once.nodes = "host = \"" + redis.address() + "\"";
-  once.key = test_key();
+  ConfigSpec once = on(redis, false);
   auto r = run_task_binary({"task", "--config", dir_.write("once.toml", make_config(once)), "--", "/bin/true"}, 10s);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string fence = "{" + test_key() + "}:fence";
@@ -240,9 +246,7 @@ TEST_F(TaskRestartGuard, AOncePerClaimLostInARestartIsWrittenAgainByItsRun) {
   // off here only because this server is new: a guarded host would not claim a slot on a
   // server that started after the slot could have begun, the next test.)
   RedisServer redis;
-  ConfigSpec spec;
-  spec.nodes = "host = \"" + redis.address() + "\"";
-  spec.key = test_key();
+  ConfigSpec spec = on(redis, false);
   spec.expire = "2s";
   spec.cron = "500ms";
   spec.log_level = "info";
@@ -268,10 +272,7 @@ TEST_F(TaskRestartGuard, AOncePerSlotIsNotRunOnAServerThatStartedAfterTheSlotCou
   // The server may have lost a claim of this slot with its data (a run before the
   // restart, its claim gone): at most once per slot means not running it, loudly.
   RedisServer redis;
-  ConfigSpec spec;
-  spec.nodes = "host = \"" + redis.address() + "\"";
-  spec.key = test_key();
-  spec.restart_guard = true;
+  ConfigSpec spec = on(redis);
   spec.expire = "1s";
   spec.cron = "300ms";
   spec.kill_grace = "300ms";
@@ -289,10 +290,7 @@ TEST_F(TaskRestartGuard, AOncePerSlotIsNotRunOnAServerThatStartedAfterTheSlotCou
 
 TEST_F(TaskRestartGuard, NoWaitOnAJustStartedServerSaysWhyAndStatusShowsTheGuard) {
   RedisServer redis;
-  ConfigSpec spec;
-  spec.nodes = "host = \"" + redis.address() + "\"";
-  spec.key = test_key();
-  spec.restart_guard = true;
+  ConfigSpec spec = on(redis);
   const auto cfg = dir_.write("oneshot.toml", make_config(spec));
   auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
   EXPECT_EQ(r.code, 75) << r.err;
@@ -308,10 +306,7 @@ TEST_F(TaskRestartGuard, NoWaitOnAJustStartedServerSaysWhyAndStatusShowsTheGuard
 
 TEST_F(TaskRestartGuard, AUserWithoutInfoRunsAsBeforeAndIsWarnedOnce) {
   RedisServer redis(with_acl_user("user noinfo on >pw ~* &* +@all -info"));
-  ConfigSpec spec;
-  spec.nodes = "host = \"" + redis.address() + "\"";
-  spec.key = test_key();
-  spec.restart_guard = true;
+  ConfigSpec spec = on(redis);
   spec.extra_redis = "username = \"noinfo\"\npassword = \"pw\"\n";
   const auto cfg = dir_.write("noinfo.toml", make_config(spec));
   auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
