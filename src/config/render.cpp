@@ -1,0 +1,232 @@
+// The effective configuration as TOML (`validate`): defaults filled in, secrets masked,
+// and text that reads back as the same configuration.
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+#include <system_error>
+
+#include "config/config.h"
+#include "config/detail.h"
+#include "util/duration.h"
+
+namespace redisgo::config {
+
+using detail::format_double;
+using detail::kMask;
+using detail::quote;
+
+namespace detail {
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          static constexpr char kHex[] = "0123456789ABCDEF";
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xf];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string format_double(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, ec == std::errc() ? end : buf);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
+std::string render_effective(const Config& config) {
+  const RedisConfig& r = config.redis;
+  const BackoffConfig& b = config.backoff;
+  const TaskConfig& t = config.task;
+  std::ostringstream o;
+  auto dur = [](Millis d) { return quote(format_duration(d)); };
+  o << "# Effective configuration";
+  // A comment ends at a newline; a path containing one must not break the TOML.
+  auto comment_safe = [](std::string text) {
+    std::replace_if(text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, '?');
+    return text;
+  };
+  if (!config.source.empty()) o << " of " << comment_safe(config.source);
+  o << " (defaults filled in, secrets masked)\n\n";
+
+  o << "[redis]\n";
+  auto list = [&](const char* name, const std::vector<std::string>& items) {
+    o << name << " = [";
+    for (std::size_t i = 0; i < items.size(); ++i) o << (i ? ", " : "") << quote(items[i]);
+    o << "]\n";
+  };
+  // The secret itself is never written; the key that names its origin is, so that the
+  // output reads back as the same configuration.
+  auto password = [&](const std::string& base, PasswordSource source, const std::string& origin) {
+    switch (source) {
+      case PasswordSource::kNone:
+        o << "# " << base << ": none (no AUTH)\n";
+        break;
+      case PasswordSource::kInline:
+        o << base << " = \"" << kMask << "\"  # inline in the config file; masked\n";
+        break;
+      case PasswordSource::kEnv:
+        o << base << "_env = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from env "
+          << comment_safe(origin) << "\n";
+        break;
+      case PasswordSource::kFile:
+        o << base << "_file = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from file "
+          << comment_safe(origin) << "\n";
+        break;
+    }
+  };
+  switch (r.topology) {
+    case Topology::kSingle: o << "host = " << quote(r.nodes.empty() ? std::string() : r.nodes[0]) << "\n"; break;
+    case Topology::kRedlock: list("nodes", r.nodes); break;
+    case Topology::kSentinel:
+      list("sentinels", r.sentinels);
+      o << "sentinel_master = " << quote(r.sentinel_master) << "\n";
+      if (!r.sentinel_username.empty()) o << "sentinel_username = " << quote(r.sentinel_username) << "\n";
+      password("sentinel_password", r.sentinel_password_source, r.sentinel_password_origin);
+      o << "sentinel_wait_replicas = " << r.sentinel_wait_replicas << "\n";
+      break;
+    case Topology::kCluster: list("cluster_nodes", r.cluster_nodes); break;
+  }
+  o << "key = " << quote(r.key) << "\n";
+  o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
+  o << "retries_count = " << r.retries_count << "\n";
+  o << "expire = " << dur(r.expire) << "\n";
+  o << "cron = " << dur(r.cron.count() > 0 ? r.cron : Millis(r.expire.count() / 3)) << "\n";
+  if (r.value.empty()) {
+    o << "# value = generated at start (<hostname>:<pid>:<random 128-bit hex>)\n";
+  } else {
+    o << "value = " << quote(r.value) << "\n";
+  }
+  if (!r.username.empty()) o << "username = " << quote(r.username) << "\n";
+  password("password", r.password_source, r.password_origin);
+  o << "db = " << r.db << "\n";
+  o << "connect_timeout = " << dur(r.connect_timeout) << "\n";
+  o << "io_timeout = " << dur(r.io_timeout) << "\n";
+  o << "drift_factor = " << format_double(r.drift_factor) << "\n";
+  o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
+  o << "restart_guard = " << (r.restart_guard ? "true" : "false") << "\n";
+  o << "tls = " << (r.tls.enabled ? "true" : "false") << "\n";
+  if (r.tls.enabled) {
+    if (r.tls.ca_file.empty()) {
+      o << "# tls_ca_file: none (the system trust store)\n";
+    } else {
+      o << "tls_ca_file = " << quote(r.tls.ca_file) << "\n";
+    }
+    if (!r.tls.cert_file.empty()) o << "tls_cert_file = " << quote(r.tls.cert_file) << "\n";
+    if (!r.tls.key_file.empty()) o << "tls_key_file = " << quote(r.tls.key_file) << "\n";
+    if (r.tls.server_name.empty()) {
+      o << "# tls_server_name: each node's host\n";
+    } else {
+      o << "tls_server_name = " << quote(r.tls.server_name) << "\n";
+    }
+    o << "tls_skip_verify = " << (r.tls.skip_verify ? "true  # NOT VERIFIED: tests only" : "false") << "\n";
+  }
+  o << "\n";
+
+  o << "[backoff]\n";
+  o << "strategy = " << quote(to_string(b.strategy)) << "\n";
+  o << "initial = " << dur(b.initial) << "\n";
+  o << "max = " << dur(b.max) << "\n";
+  o << "factor = " << format_double(b.factor) << "\n";
+  o << "jitter = " << quote(to_string(b.jitter)) << "\n";
+  if (!b.intervals.empty()) {
+    o << "intervals = [";
+    for (std::size_t i = 0; i < b.intervals.size(); ++i) o << (i ? ", " : "") << dur(b.intervals[i]);
+    o << "]\n";
+  }
+  o << "\n[task]\n";
+  auto command = [&o](const char* name, const std::vector<std::string>& argv, bool is_shell) {
+    if (is_shell && argv.size() == 3) {
+      o << name << " = " << quote(argv[2]) << "  # run by /bin/sh -c\n";
+      return;
+    }
+    o << name << " = [";
+    for (std::size_t i = 0; i < argv.size(); ++i) o << (i ? ", " : "") << quote(argv[i]);
+    o << "]\n";
+  };
+  if (t.command.empty()) {
+    o << "# command: none in the file (given after -- on the command line)\n";
+  } else {
+    command("command", t.command, t.command_is_shell);
+  }
+  o << "mode = " << quote(to_string(t.mode)) << "\n";
+  o << "restart = " << quote(to_string(t.restart)) << "\n";
+  o << "restart_delay = " << dur(t.restart_delay) << "\n";
+  o << "kill_signal = " << quote(signal_name(t.kill_signal)) << "\n";
+  o << "kill_grace = " << dur(t.kill_grace) << "\n";
+  o << "restart_limit = " << t.restart_limit << "\n";
+  o << "restart_window = " << dur(t.restart_window) << "\n";
+  if (t.step_down_hold) {
+    o << "step_down_hold = " << dur(*t.step_down_hold) << "\n";
+  } else {
+    o << "# step_down_hold = " << dur(effective_step_down_hold(config)) << "  (2 x expire)\n";
+  }
+  if (t.timeout) {
+    o << "timeout = " << dur(*t.timeout) << "\n";
+  } else {
+    o << "# timeout: none\n";
+  }
+  if (t.workdir.empty()) {
+    o << "# workdir: inherited\n";
+  } else {
+    o << "workdir = " << quote(t.workdir) << "\n";
+  }
+  if (!t.env.empty()) {
+    o << "env = { ";
+    bool first = true;
+    for (const auto& [k, v] : t.env) {
+      o << (first ? "" : ", ") << quote(k) << " = " << quote(v);
+      first = false;
+    }
+    o << " }\n";
+  }
+  o << "limit = " << t.limit << "\n";
+  if (t.once_per) {
+    o << "once_per = " << dur(*t.once_per) << "\n";
+  } else {
+    o << "# once_per: none\n";
+  }
+  if (t.health_command.empty()) {
+    o << "# health_command: none\n";
+  } else {
+    command("health_command", t.health_command, t.health_command_is_shell);
+    o << "health_interval = " << dur(t.health_interval) << "\n";
+    o << "health_timeout = " << dur(t.health_timeout) << "\n";
+    o << "health_fall = " << t.health_fall << "\n";
+  }
+  o << "\n[log]\n";
+  o << "level = " << quote(to_string(config.log.level)) << "\n";
+  o << "format = " << quote(to_string(config.log.format)) << "\n";
+  o << "\n[metrics]\n";
+  if (config.metrics.listen.empty()) {
+    o << "# listen: none\n";
+  } else {
+    o << "listen = " << quote(config.metrics.listen) << "\n";
+  }
+  if (config.metrics.textfile.empty()) {
+    o << "# textfile: none\n";
+  } else {
+    o << "textfile = " << quote(config.metrics.textfile) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace redisgo::config
