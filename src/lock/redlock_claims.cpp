@@ -1,0 +1,165 @@
+// RedlockBackend: what is read or written beside the lease: inspect (status),
+// once_per claims, control messages.
+#include "lock/redlock.h"
+
+#include "lock/replies.h"
+#include "lock/scripts.h"
+
+namespace redisgo::lock {
+
+using redis::Call;
+using redis::CallPtr;
+using redis::Fault;
+
+std::vector<NodeView> RedlockBackend::inspect() {
+  sweep();
+  auto calls = round(kInspect, {held_key(), keys_.fence}, {}, true);
+  std::vector<NodeView> views(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto& v = views[i];
+    const auto& c = calls[i];
+    v.node = nodes_[i].name;
+    if (nodes_[i].conn.located() && !nodes_[i].conn.current().host.empty()) v.server = nodes_[i].conn.current().str();
+    v.peer = nodes_[i].conn.peer_info();
+    if (!c->ok()) {
+      auto e = error_of(i, c);
+      v.fault = e.fault;
+      v.error = e.message;
+      continue;
+    }
+    auto r = parse_inspect_reply(c->reply().get());
+    if (!r) {
+      v.fault = Fault::kProtocol;
+      v.error = nodes_[i].conn.describe() + ": unexpected reply to the inspect script";
+      continue;
+    }
+    v.reachable = true;
+    v.held = r->held;
+    v.holder = r->holder;
+    v.pttl_ms = r->pttl_ms;
+    v.token = r->token;
+    v.uptime_s = r->uptime_s;
+  }
+  return views;
+}
+
+Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
+                            std::int64_t guard_from_ms) {
+  Claim out;
+  const std::size_t n = nodes_.size();
+  sweep();
+  auto calls = send(kClaim, {held_key(), claim_key},
+                    {options_.holder, std::to_string(token), std::to_string(start_ms), std::to_string(ttl.count()),
+                     guard_from_ms > 0 ? std::to_string(guard_from_ms) : ""},
+                    {},
+                    Send::kAlways);
+  auto reply_of = [&](std::size_t i) {
+    return calls[i] && calls[i]->ok() ? parse_claim_reply(calls[i]->reply().get()) : ClaimReply{};
+  };
+  // A run needs its claim on a quorum; any node that has another claim means the slot
+  // was run (whoever ran it claimed a quorum, and every two quorums share a node).
+  auto decided = [&] {
+    int yes = 0, pending = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!calls[i]->done()) {
+        ++pending;
+        continue;
+      }
+      const auto r = reply_of(i);
+      if (r.kind == ClaimReply::Kind::kTaken) return true;
+      yes += r.kind == ClaimReply::Kind::kClaimed ? 1 : 0;
+    }
+    return yes >= quorum() || yes + pending < quorum();
+  };
+  const bool finished = wait(calls, decided, true);
+  sweep();
+  int yes = 0;
+  std::vector<std::string> errors;
+  std::string guarded;  // the first node held back by the restart guard, and when it started
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto r = reply_of(i);
+    if (r.kind == ClaimReply::Kind::kTaken && out.kind != Claim::Kind::kTaken) {
+      out.kind = Claim::Kind::kTaken;
+      out.previous = {r.holder, r.token, r.start_ms, r.status};
+    } else if (r.kind == ClaimReply::Kind::kClaimed) {
+      ++yes;
+    } else if (r.kind == ClaimReply::Kind::kGuarded) {
+      if (guarded.empty()) {
+        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        const long long ago_s = (now_ms - std::stoll(r.start_ms)) / 1000;
+        guarded = nodes_[i].name + " started " + std::to_string(std::max(0LL, ago_s)) + " s ago";
+      }
+    } else if (r.kind == ClaimReply::Kind::kNotOurs) {
+      errors.push_back(nodes_[i].name + ": the lease is no longer ours");
+    } else if (calls[i]->done()) {
+      out.refused = out.refused || calls[i]->fault() == Fault::kAuth;
+      errors.push_back(calls[i]->ok() ? nodes_[i].name + ": unexpected reply to the claim script" : calls[i]->error());
+    }
+  }
+  if (out.kind == Claim::Kind::kTaken) {
+    if (yes > 0) finish_claim(claim_key, "");  // ours where it was written: the slot is not ours
+    return out;
+  }
+  if (finished && yes >= quorum()) {
+    out.kind = Claim::Kind::kClaimed;
+    return out;
+  }
+  if (yes > 0) finish_claim(claim_key, "");
+  if (finished && !guarded.empty()) {
+    out.kind = Claim::Kind::kGuarded;
+    out.error = guarded;
+    return out;
+  }
+  out.error = "the slot was claimed on " + std::to_string(yes) + " node(s), fewer than the quorum of " +
+              std::to_string(quorum());
+  for (const auto& e : errors) out.error += "; " + e;
+  if (!finished) out.error = "cancelled";
+  return out;
+}
+
+void RedlockBackend::finish_claim(const std::string& claim_key, const std::string& status) noexcept {
+  try {
+    round(kFinishClaim, {claim_key}, {options_.holder, status}, false);
+  } catch (...) {
+    // Never throws: a status that cannot be recorded leaves the claim as it was (the slot
+    // stays claimed, which is what matters).
+  }
+}
+
+std::vector<std::optional<ClaimRecord>> RedlockBackend::read_claims(const std::vector<std::string>& claim_keys) {
+  std::vector<std::optional<ClaimRecord>> out(claim_keys.size());
+  if (claim_keys.empty()) return out;
+  auto calls = round(kReadClaims, claim_keys, {}, true);
+  for (const auto& c : calls) {
+    if (!c || !c->ok()) continue;
+    auto r = parse_read_claims_reply(c->reply().get(), claim_keys.size());
+    if (!r) continue;
+    for (std::size_t k = 0; k < claim_keys.size(); ++k) {
+      const auto& e = (*r)[k];
+      if (e.kind != ClaimReply::Kind::kTaken) continue;
+      // The most complete record any node has (one with the exit status wins).
+      if (!out[k] || (out[k]->status.empty() && !e.status.empty())) out[k] = ClaimRecord{e.holder, e.token, e.start_ms, e.status};
+    }
+  }
+  return out;
+}
+
+Published RedlockBackend::publish(const std::string& channel, const std::string& message) {
+  Published out;
+  auto calls = round(kPublish, {}, {channel, message}, true);
+  for (const auto& c : calls) {
+    if (!c || !c->done()) continue;
+    auto v = c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
+    if (v) {
+      ++out.accepted;
+      out.receivers += *v;
+      continue;
+    }
+    out.refused = out.refused || c->fault() == Fault::kAuth;
+    if (out.error.empty()) out.error = c->ok() ? "unexpected reply to PUBLISH" : c->error();
+  }
+  return out;
+}
+
+}  // namespace redisgo::lock

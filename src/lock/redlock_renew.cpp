@@ -1,0 +1,191 @@
+// RedlockBackend: renewal rounds (setting a vanished key again) and the release.
+#include "lock/redlock.h"
+
+#include <algorithm>
+
+#include "lock/replies.h"
+#include "lock/scripts.h"
+
+namespace redisgo::lock {
+
+using redis::Call;
+using redis::CallPtr;
+using redis::Fault;
+
+NodeError RedlockBackend::set_again_error(std::size_t i) const {
+  // Said once per cause like any node's fault: the node lost data (or never had the
+  // lease), and an operator wants to know, though the lease stands there again.
+  return {nodes_[i].name + " (set again)", Fault::kReply,
+          nodes_[i].conn.describe() + ": the lease was gone from this node (key deleted or evicted, the node "
+                                      "restarted empty, or never set there); set again"};
+}
+
+Renewal RedlockBackend::renew() {
+  sweep();
+  const std::size_t n = nodes_.size();
+  const int q = quorum();
+  Renewal rn;
+  const auto start = clock_.now();
+  // A key of ours gone from a node is set again while the lease is held (the caller only
+  // renews before its local deadline). With several nodes a quorum still holds it; with
+  // one, the node restarted empty or the key was deleted, and the restart guard keeps
+  // anyone else from taking it first (docs/DESIGN.md "Restart guard").
+  const bool repair = options_.token != 0;
+  // The last round was decided without some nodes' answers; one that has come since and
+  // says the key was set again there is reported now (not a vote: that round is over).
+  for (std::size_t i = 0; i < late_renewals_.size() && i < n; ++i) {
+    const auto& c = late_renewals_[i];
+    if (c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 2) {
+      rn.errors.push_back(set_again_error(i));
+    }
+  }
+  late_renewals_.assign(n, nullptr);
+  std::vector<std::string> renew_keys{held_key(), keys_.fence};
+  const bool claim = !options_.claim_key.empty();
+  std::vector<std::string> renew_args{options_.holder,
+                                      ttl_arg_,
+                                      repair ? std::to_string(options_.token) : "",
+                                      fence_ttl_arg_,
+                                      claim ? std::to_string(options_.claim_ttl.count()) : "",
+                                      claim && options_.claim_start_ms > 0 ? std::to_string(options_.claim_start_ms) : "",
+                                      // One node and one slot: a counter above our token proves a later grant
+                                      // of this key (a semaphore's slots share the counter: it proves nothing).
+                                      n == 1 && slot_keys_.size() == 1 ? "1" : ""};
+  if (claim) renew_keys.push_back(options_.claim_key);
+  auto calls = send(kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
+  // 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no answer/failure.
+  auto vote = [&](std::size_t i) -> int {
+    const auto& c = calls[i];
+    if (!c || !c->done() || !c->ok()) return -1;
+    auto v = redis::as_integer(c->reply().get());
+    return v && *v >= 0 && *v <= 2 ? static_cast<int>(*v) : -1;
+  };
+  auto decided = [&] {
+    int yes = 0, not_ours = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      int v = vote(i);
+      yes += v >= 1;
+      not_ours += v == 0;
+    }
+    return yes >= q || not_ours > static_cast<int>(n) - q;
+  };
+  bool finished = wait(calls, decided, true);
+  sweep();
+  if (finished && !decided()) {
+    // A connection the server closed just as we used it (its idle `timeout` firing in the
+    // same instant) is retried once on a fresh one, like a release: the renew script is
+    // idempotent, and a node that is really gone fails again at once.
+    std::vector<bool> again(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
+    }
+    if (std::find(again.begin(), again.end(), true) != again.end()) {
+      auto retried = send(kRenew, renew_keys, renew_args, again, Send::kAlways);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (again[i] && retried[i]) calls[i] = retried[i];
+      }
+      finished = wait(calls, decided, true);
+      sweep();
+    }
+  }
+  int not_ours = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int v = vote(i);
+    if (v >= 0) rn.answered.push_back(nodes_[i].name);  // reachable again, if it was not
+    if (v == 2) {
+      // Our key was gone from this node and is set again. Said once per cause like any
+      // node's fault: the node lost data (or never had the lease), and an operator wants
+      // to know, but the lease holds on every node again.
+      ++rn.votes;
+      ++rn.repaired;
+      rn.errors.push_back(set_again_error(i));
+    } else if (v == 1) {
+      ++rn.votes;
+    } else if (v == 0) {
+      ++not_ours;
+      // Said once (a cause of its own, apart from the node's reachability), even while a
+      // quorum still holds: one more such node loses the lease. With several nodes a key
+      // that was merely gone has been set again (2), so this is another holder's.
+      rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
+                           nodes_[i].conn.describe() +
+                               (repair ? ": another holder has the key on this node, or was granted it since ours"
+                                       : ": the lease is no longer ours on this node (key deleted, evicted or "
+                                         "taken, or the node restarted empty)")});
+    } else if (!calls[i] || calls[i]->done()) {
+      if (calls[i] && calls[i]->ok()) {
+        rn.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the renew script"});
+      } else {
+        rn.errors.push_back(error_of(i, calls[i]));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (calls[i] && !calls[i]->done()) late_renewals_[i] = calls[i];
+  }
+  if (!finished) rn.errors.push_back({"", Fault::kCancelled, "renewal cancelled"});
+  // Only nodes that answered "not yours" prove anything: an unreachable node may still
+  // hold our key. Lost once fewer than a quorum could possibly still confirm.
+  rn.lost = not_ours > node_count() - q;
+  if (!rn.lost && rn.votes >= q) {
+    auto until_ = validity_deadline(start, options_.ttl, options_.drift_factor, options_.drift_fixed);
+    if (until_ > clock_.now()) {
+      rn.confirmed = true;
+      rn.valid_until = until_;
+    } else {
+      rn.errors.push_back({"", Fault::kTimeout, "renewal confirmed too late to extend the lease"});
+    }
+  }
+  rn.took = clock_.now() - start;
+  return rn;
+}
+
+Release RedlockBackend::release() noexcept {
+  holding_ = false;
+  try {
+    sweep();
+    auto calls = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, {}, Send::kAlways);
+    // Done once a quorum has answered and every request is written: the lease can no
+    // longer be held by a quorum, and a hung minority node runs its DEL when it resumes
+    // (TCP delivers what was written), so it costs the release nothing. Not cancellable:
+    // a second SIGTERM must not leave the lease to expire by itself; every node is
+    // bounded by its own timeouts.
+    const auto conns = connections();
+    auto enough = [&] {
+      int answered = 0;  // replies, not failures: a refused node proves nothing
+      for (const auto& c : calls) answered += c && c->state() == Call::State::kReplied ? 1 : 0;
+      return answered >= quorum() &&
+             std::none_of(conns.begin(), conns.end(), [](const auto* c) { return c->unsent(); });
+    };
+    wait(calls, enough, false);
+    sweep();
+    // A connection closed under us (idle, then reset just as we used it) is retried once
+    // on a fresh one: a lost release would keep the lease from the standbys for its TTL.
+    std::vector<bool> again(nodes_.size(), false);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
+    }
+    if (std::find(again.begin(), again.end(), true) != again.end()) {
+      auto retried = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, again, Send::kAlways);
+      wait(retried, nullptr, false);
+      sweep();
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (again[i]) calls[i] = retried[i];
+      }
+    }
+    Release out;
+    for (const auto& c : calls) {
+      if (c && !c->done()) ++out.unanswered;
+      if (!c || !c->ok()) continue;
+      if (auto r = parse_release_reply(c->reply().get()); r && r->released) {
+        ++out.released;
+        if (!r->published) ++out.unpublished;
+      }
+    }
+    return out;
+  } catch (...) {
+    // Release never throws; the caller logs the count.
+    return {};
+  }
+}
+
+}  // namespace redisgo::lock
