@@ -1183,7 +1183,8 @@ class Bench:
             cfg = os.path.join(self.tmp, f"guard{i}.toml")
             with open(cfg, "w", encoding="utf-8") as f:
                 f.write("\n".join(["[redis]", *redis.config_lines, 'key = "bench:guard"', 'expire = "2s"',
-                                   "[task]", 'command = ["/bin/true"]', "[log]", 'level = "warn"']) + "\n")
+                                   "[task]", 'command = ["/bin/true"]', 'kill_grace = "500ms"', "[log]",
+                                   'level = "warn"']) + "\n")
             for out in (fresh, aged):
                 if out is aged:
                     redis.wait_guard_open(2.0)
@@ -1700,7 +1701,7 @@ def report(r, m, build_type):
         w("## Restart guard: the first use of a key on a fresh server")
         w("")
         w("Method: a redis-server started a moment before (as after a crash), then `redisgo_task task -- true`")
-        w("(expire 2s, the restart guard on, the default) timed from start to exit; then the same on the same")
+        w("(expire 2s, kill_grace 500ms, the restart guard on, the default) timed from start to exit; then the same on the same")
         w(f"server once it has been up for longer than the guard. {g['runs']} servers.")
         w("")
         w("| server | `task -- true` took |")
