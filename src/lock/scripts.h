@@ -48,10 +48,11 @@ using redis::Script;
 /// is how long this server must still stay up before it may grant a lease key that is
 /// absent, from `INFO server`'s uptime_in_seconds. That count is whole seconds of the
 /// server's cached clock, so a server up for 0.1 s can already say 1: the script counts one
-/// second less than it says (lock/guard.h does the same arithmetic). 0: open (or guard_ms
-/// is 0, the guard off); -1: INFO was refused (an ACL user without +info) or said no
-/// uptime, so the guard cannot apply here and the grant goes ahead as it would without it.
-/// INFO goes through pcall: a refusal must not fail the script as refused credentials.
+/// second less than it says (lock/lease.h restart_guard_left does the same arithmetic).
+/// 0: open (or guard_ms is 0, the guard off); -1: INFO was refused (an ACL user without
+/// +info) or said no uptime, so the guard cannot apply here and the grant goes ahead as
+/// it would without it. INFO goes through pcall: a refusal must not fail the script as
+/// refused credentials.
 inline const std::string kFenceFunctions = R"lua(
 local function bad_fence(fence)
   return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
