@@ -531,14 +531,12 @@ std::optional<int> Runner::contend() {
     miss.retries_count = cfg_.redis.retries_count;
     miss.attempts = attempts;
     miss.backoff = backoff_->next();
-    miss.holder_ttl_ms = blocked_ms;
+    miss.holder_ttl_ms = acq.holder_ttl_ms;
+    miss.guard_ms = acq.guard_wait_ms;
     miss.subscribed = std::any_of(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->active(); });
     miss.backoff_max = cfg_.backoff.max;
     AfterMiss next = after_miss(miss);
     if (next.give_up) return give_up(acq, attempts);
-    // The restart guard's wait is known exactly: counted attempts (retries_count) are not
-    // spent against it sooner, a waiter with no subscription does not ask before it opens.
-    if (acq.holder_ttl_ms < 0 && acq.guard_wait_ms >= 0) next.wait = std::max(next.wait, Millis(acq.guard_wait_ms + 1));
     waiting_.missed(acq.holder, acq.holder_ttl_ms, attempts, began, clock_.now(), acq.guard_wait_ms);
     // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
     // began, and never before a quorum of nodes is out of its retry backoff (there would

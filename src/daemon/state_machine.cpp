@@ -12,7 +12,9 @@ AfterMiss after_miss(const MissContext& c) {
     if (!c.backoff) return {true, Millis(0)};
   }
   Millis backoff = c.backoff.value_or(c.backoff_max);
-  if (c.holder_ttl_ms >= 0) {
+  if (c.holder_ttl_ms < 0 && c.guard_ms >= 0) {
+    out.wait = Millis(c.guard_ms + 1);
+  } else if (c.holder_ttl_ms >= 0) {
     Millis until_expiry(c.holder_ttl_ms + 1);
     // A bounded number of retries is spaced by the backoff, as the operator configured it.
     bool bounded = c.mode == config::Mode::kOneshot && !c.monitor_try_all;

@@ -44,6 +44,8 @@ struct MissContext {
   /// From the backoff strategy; nullopt = the strategy says give up ("stop").
   std::optional<Millis> backoff;
   std::int64_t holder_ttl_ms = -1;  ///< from the failed attempt; -1 unknown
+  /// No holder known, but the restart guard holds the lease back this long (ms); -1 not.
+  std::int64_t guard_ms = -1;
   bool subscribed = false;       ///< a release message will wake the waiter
   Millis backoff_max{1000};
 };
@@ -54,6 +56,9 @@ struct MissContext {
 /// a crashed holder is taken over as its lease ends, and a quiet standby costs Redis
 /// about one request per lease period. Without the subscription, or when the attempts
 /// are counted (oneshot, monitor_try_all = false), wait the backoff, capped at that expiry. A "stop" strategy gives up in oneshot; in supervise it waits backoff_max.
+/// With no holder known and the restart guard's wait known, wait exactly that (+1 ms):
+/// nothing can be granted sooner, so neither counted attempts nor a waiter without a
+/// subscription ask before it opens (docs/DESIGN.md "Restart guard").
 AfterMiss after_miss(const MissContext& c);
 
 /// The exit status of a oneshot run that gives up waiting, from its last attempt

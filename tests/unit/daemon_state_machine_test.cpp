@@ -52,6 +52,31 @@ TEST(AfterMiss, SuperviseNeverGivesUp) {
   EXPECT_EQ(next.wait, 700ms);
 }
 
+TEST(AfterMiss, TheRestartGuardsWaitIsWaitedOutWhateverCountsTheAttempts) {
+  for (const bool subscribed : {true, false}) {
+    for (const bool monitor_try_all : {true, false}) {
+      auto c = miss(Mode::kOneshot, 1);
+      c.subscribed = subscribed;
+      c.monitor_try_all = monitor_try_all;
+      c.guard_ms = 2500;
+      auto next = after_miss(c);
+      EXPECT_FALSE(next.give_up);
+      EXPECT_EQ(next.wait, 2501ms) << subscribed << monitor_try_all;
+    }
+  }
+  // A holder known comes first: its TTL paces the wait as before.
+  auto c = miss(Mode::kSupervise, 1);
+  c.subscribed = true;
+  c.holder_ttl_ms = 900;
+  c.guard_ms = 2500;
+  EXPECT_EQ(after_miss(c).wait, 901ms);
+  // --no-wait still tries once.
+  c = miss(Mode::kOneshot, 1);
+  c.wait_flag = false;
+  c.guard_ms = 2500;
+  EXPECT_TRUE(after_miss(c).give_up);
+}
+
 TEST(AfterMiss, StopStrategyGivesUpInOneshot) {
   auto c = miss(Mode::kOneshot, 1);
   c.backoff = std::nullopt;
