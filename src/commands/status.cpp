@@ -297,12 +297,13 @@ void write_claims(lock::LeaseBackend& backend, const config::Config& config, boo
   if (!json && first) out << "no run claimed in the last slots\n";
 }
 
-/// How long (ms) the restart guard still keeps node `n` from granting the key, as JSON:
-/// "null" when it does not (the key is held, the guard is off, or the uptime unknown).
-std::string guard_ms(const config::Config& config, const lock::NodeView& n) {
-  if (n.held || !config.redis.restart_guard || n.uptime_s < 0) return "null";
+/// How long the restart guard still keeps node `n` from granting the key; nullopt when it
+/// does not (the key is held, the guard is off, or the uptime unknown).
+std::optional<Millis> guard_left(const config::Config& config, const lock::NodeView& n) {
+  if (n.held || !config.redis.restart_guard || n.uptime_s < 0) return std::nullopt;
   const auto left = lock::restart_guard_left(n.uptime_s, config.redis.expire);
-  return left > Millis(0) ? std::to_string(left.count()) : "null";
+  if (left <= Millis(0)) return std::nullopt;
+  return left;
 }
 
 bool output_ok(std::ostream& out) {
@@ -343,7 +344,9 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
         out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
             << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
             << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
-            << ",\"restart_guard_ms\":" << guard_ms(config, n);
+            << ",\"restart_guard_ms\":";
+        const auto left = guard_left(config, n);
+        out << (left ? std::to_string(left->count()) : "null");
       } else {
         out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
             << "\",\"error\":" << log::json_quoted(n.error);
@@ -381,8 +384,8 @@ int run_status(const config::Config& config, bool json, std::ostream& out) {
         out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
       } else {
         out << "free, token " << n.token;
-        if (const auto left = guard_ms(config, n); left != "null") {
-          out << "; up " << n.uptime_s << " s: grants nothing new for " << left << " ms (restart guard)";
+        if (const auto left = guard_left(config, n)) {
+          out << "; up " << n.uptime_s << " s: grants nothing new for " << left->count() << " ms (restart guard)";
         }
         out << "\n";
       }
