@@ -11,7 +11,9 @@
 /// at or above 2^53 - 1 rather than hand out a token that could not increase.
 ///
 /// Each script runs as EVAL on its first use on a connection, by SHA after
-/// (redis::AsyncConnection); kLeaseScripts lists them. They are the lease's logic, so
+/// (redis::AsyncConnection); kLeaseScripts lists them. A Script keeps a view of its
+/// source, so a source built from shared Lua functions is a named string (kAcquireSource,
+/// kInspectSource, ...) that lives as long as the Script. They are the lease's logic, so
 /// they live in `lock`; the transport only sends them.
 
 #include <string>
@@ -51,9 +53,18 @@ using redis::Script;
 /// second less than it says (lock/lease.h restart_guard_left does the same arithmetic).
 /// 0: open (or guard_ms is 0, the guard off); -1: INFO was refused (an ACL user without
 /// +info) or said no uptime, so the guard cannot apply here and the grant goes ahead as
-/// it would without it. INFO goes through pcall: a refusal must not fail the script as
-/// refused credentials.
-inline const std::string kFenceFunctions = R"lua(
+/// it would without it (uptime_s, below).
+/// The server's uptime in whole seconds from `INFO server` (through pcall: an ACL user
+/// without +info must not fail the script as refused credentials), or nil when INFO was
+/// refused or said none. Shared by the acquire scripts' guard, inspect and claim.
+inline const std::string kUptimeFunction = R"lua(
+local function uptime_s()
+  local info = redis.pcall('INFO', 'server')
+  return type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or nil
+end
+)lua";
+
+inline const std::string kFenceFunctions = kUptimeFunction + R"lua(
 local function bad_fence(fence)
   return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
 end
@@ -74,8 +85,7 @@ local function guard_left(guard_ms)
   if guard_ms <= 0 then
     return 0
   end
-  local info = redis.pcall('INFO', 'server')
-  local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  local up = uptime_s()
   if not up then
     return -1
   end
@@ -213,17 +223,17 @@ return 1
 /// {exists 0/1, holder or "", pttl (as PTTL: -2 none, -1 no expiry), fence or "",
 /// server uptime in s (-1: INFO refused)}: with the key absent, the uptime tells whether
 /// the restart guard holds the node closed.
-inline const Script kInspect{R"lua(
+inline const std::string kInspectSource = kUptimeFunction + R"lua(
 local holder = redis.call('GET', KEYS[1])
 local exists = 1
 if not holder then
   exists = 0
   holder = ''
 end
-local info = redis.pcall('INFO', 'server')
-local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or -1
+local up = uptime_s() or -1
 return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', up}
-)lua"};
+)lua";
+inline const Script kInspect{kInspectSource};
 
 /// Acquire one slot of a semaphore (limit > 1). KEYS: fence counter, then the slot keys in
 /// the order to try them (the caller rotates the order, the same for every node of one
@@ -274,7 +284,7 @@ inline const Script kAcquireSlot{kAcquireSlotSource};
 /// claimed. (Uptime is whole seconds: the server is taken to have started as late as it can
 /// have.) INFO refused: claimed as without the guard.
 /// Else HSET holder/token/start with PEXPIRE: {1}.
-inline const Script kClaim{R"lua(
+inline const std::string kClaimSource = kUptimeFunction + R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {-1}
 end
@@ -286,8 +296,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   return {0, c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
 end
 if ARGV[5] and ARGV[5] ~= '' then
-  local info = redis.pcall('INFO', 'server')
-  local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  local up = uptime_s()
   if up then
     local t = redis.call('TIME')
     local started = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - (up - 1) * 1000
@@ -299,7 +308,8 @@ end
 redis.call('HSET', KEYS[2], 'holder', ARGV[1], 'token', ARGV[2], 'start', ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return {1}
-)lua"};
+)lua";
+inline const Script kClaim{kClaimSource};
 
 /// Record how a claimed slot's run ended, or drop a claim that did not run. KEYS: claim
 /// key. ARGV: holder, exit status ("" = drop the claim). Only a claim of ours: 1, else 0.
