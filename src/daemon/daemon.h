@@ -8,11 +8,14 @@
 /// enforced here from an atomic read of the renewer's deadline, so no Redis call can
 /// delay it, and nothing in the loop blocks on Redis.
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "config/config.h"
-#include "process/child.h"
 #include "lock/lease.h"
+#include "process/child.h"
+#include "util/clock.h"
 
 namespace redisgo::daemon {
 
@@ -25,9 +28,21 @@ struct TaskOptions {
   std::string holder;
 };
 
+/// What the daemon works through, given rather than built inside (docs/DESIGN.md
+/// "Dependencies"): the real ones by default, fakes in tests (tests/support).
+struct Dependencies {
+  /// The boot-time clock every deadline is read from.
+  const Clock* clock = &SystemClock::instance();
+  /// Builds a lease backend (the main loop's, and the renewal thread's own).
+  std::function<std::unique_ptr<lock::LeaseBackend>(const lock::LeaseOptions&, const Clock&)> make_backend =
+      [](const lock::LeaseOptions& o, const Clock& c) { return lock::make_redis_backend(o, c); };
+  /// Starts the child (the keeper and the job).
+  process::Spawner* spawner = &process::keeper_spawner();
+};
+
 /// Runs until the task ends and returns the exit status of redisgo_task(1), EXIT STATUS. The handled signals
 /// must already be blocked in every thread (process::block_handled_signals in main).
-int run_task(const TaskOptions& options);
+int run_task(const TaskOptions& options, const Dependencies& deps = {});
 
 /// How the child is started from `config` (argv, workdir, env, what is removed from the
 /// daemon's environment); the caller adds the REDISGO_TASK_* variables and the deadline.

@@ -801,4 +801,14 @@ int Child::terminate_group(int sig, Millis grace) noexcept {
   }
 }
 
+Spawner& keeper_spawner() {
+  struct KeeperSpawner final : Spawner {
+    std::unique_ptr<Job> spawn(const SpawnOptions& options) override {
+      return std::make_unique<Child>(Child::spawn(options));
+    }
+  };
+  static KeeperSpawner spawner;
+  return spawner;
+}
+
 }  // namespace redisgo::process

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,7 +111,35 @@ struct NotRunnable {
 };
 std::optional<NotRunnable> why_not_runnable(const SpawnOptions& options);
 
-class Child {
+/// A started child as the daemon drives it: Child, or a fake in tests (tests/support).
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual pid_t pid() const noexcept = 0;
+  virtual pid_t keeper_pid() const noexcept = 0;
+  /// Readable when the tree is gone; -1 when there is nothing to poll (try_wait decides).
+  virtual int exit_fd() const noexcept = 0;
+  virtual bool running() const noexcept = 0;
+  virtual std::optional<int> try_wait() = 0;
+  virtual void signal_group(int sig) noexcept = 0;
+  virtual void force_kill() noexcept = 0;
+  virtual void set_deadline(std::int64_t boot_ns) noexcept = 0;
+  virtual int terminate_group(int sig, Millis grace) noexcept = 0;
+};
+
+/// Starts jobs: the daemon is given one (docs/DESIGN.md "Dependencies"), so that its
+/// phases can be driven in-process with a fake.
+class Spawner {
+ public:
+  virtual ~Spawner() = default;
+  /// Throws SpawnError / IoError as Child::spawn.
+  virtual std::unique_ptr<Job> spawn(const SpawnOptions& options) = 0;
+};
+
+/// The real one: Child::spawn, the keeper and the job.
+Spawner& keeper_spawner();
+
+class Child final : public Job {
  public:
   /// Starts the keeper and the job. Throws SpawnError / IoError.
   static Child spawn(const SpawnOptions& options);
@@ -122,19 +151,19 @@ class Child {
   Child& operator=(const Child&) = delete;
   /// Never leaves a running tree behind: if still running, SIGKILLs it and reaps the keeper
   /// (terminate-with-timeout, as folly ~Subprocess chooses not to abort in production).
-  ~Child();
+  ~Child() override;
 
   /// The job's pid (leader of its process group).
-  pid_t pid() const noexcept { return pid_; }
+  pid_t pid() const noexcept override { return pid_; }
   /// The keeper's pid.
-  pid_t keeper_pid() const noexcept { return keeper_; }
+  pid_t keeper_pid() const noexcept override { return keeper_; }
   /// Readable when the keeper exits, i.e. when the job's whole tree is gone; for poll().
-  int exit_fd() const noexcept { return pidfd_.get(); }
-  bool running() const noexcept { return keeper_ > 0 && !status_; }
+  int exit_fd() const noexcept override { return pidfd_.get(); }
+  bool running() const noexcept override { return keeper_ > 0 && !status_; }
 
   /// Reaps without blocking; returns the job's exit code (exit_code_from_wait_status)
   /// once its tree is gone. 255 if the keeper itself was killed and the code is unknown.
-  std::optional<int> try_wait();
+  std::optional<int> try_wait() override;
   /// Blocks until the tree is gone; returns the job's exit code.
   int wait();
   /// Blocks up to `timeout`; returns the exit code if it ended.
@@ -142,21 +171,21 @@ class Child {
 
   /// Delivers `sig` to the job's process group (through the keeper); SIGKILL also kills
   /// every other descendant. No-op if not running. Never throws.
-  void signal_group(int sig) noexcept;
+  void signal_group(int sig) noexcept override;
   /// Last resort when the tree does not die (the keeper stopped or wedged): SIGKILL the
   /// keeper and the job's group from here; reap() then kills the orphans. Never throws.
-  void force_kill() noexcept;
+  void force_kill() noexcept override;
   /// The instant (CLOCK_BOOTTIME, ns since boot; SystemClock's time_point) at which the
   /// keeper SIGKILLs the tree on its own unless a later deadline arrives first; 0 = none.
   /// Never throws.
-  void set_deadline(std::int64_t boot_ns) noexcept;
+  void set_deadline(std::int64_t boot_ns) noexcept override;
   /// `sig` (plus SIGCONT, so a stopped group can act on it) to the group, wait up to
   /// `grace`, then SIGKILL the tree and reap. Returns the exit code; the code already
   /// known if it had ended; -1 if there never was a child. Never throws.
   /// It does not return while the tree lives (SIGKILL repeated every second): releasing
   /// the lease with the child alive would break mutual exclusion. Only a process stuck in
   /// uninterruptible sleep can delay it.
-  int terminate_group(int sig, Millis grace) noexcept;
+  int terminate_group(int sig, Millis grace) noexcept override;
 
  private:
   std::optional<int> reap(bool block) noexcept;

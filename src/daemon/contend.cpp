@@ -1,0 +1,266 @@
+#include <algorithm>
+
+#include "daemon/runner.h"
+#include "log/logging.h"
+#include "util/duration.h"
+#include "util/error.h"
+
+namespace redisgo::daemon {
+
+using namespace standby;
+
+std::optional<int> Runner::contend() {
+  // Whichever way the wait ends, the terminal line goes.
+  struct ClearLine {
+    WaitReporter& w;
+    ~ClearLine() { w.done(); }
+  } clear_line{waiting_};
+  StandbyMachine& machine = *standby_;
+  Actions actions = machine.step(Begin{}, clock_.now());
+  for (;;) {
+    Actions next;
+    for (const Action& action : actions) {
+      if (std::holds_alternative<Attempt>(action)) {
+        next = attempt(machine);
+      } else if (const auto* w = std::get_if<Wait>(&action)) {
+        next = machine.step(WaitEnded{wait_for(machine, *w)}, clock_.now());
+      } else if (std::holds_alternative<Report>(action)) {
+        report_attempt(machine.last());
+        report_guard(machine.last());
+        if (!machine.last().acquired) report_never_expires(machine.last());
+      } else if (std::holds_alternative<ShowMiss>(action)) {
+        const auto& acq = machine.last();
+        waiting_.missed(acq.holder, acq.holder_ttl_ms, machine.attempts(), machine.began(), clock_.now(),
+                        acq.guard_wait_ms);
+      } else if (const auto* d = std::get_if<Debug>(&action)) {
+        log_->debug("{}", d->text);
+      } else if (std::holds_alternative<Lead>(action)) {
+        guard_said_.clear();
+        attempt_log_.clear();
+        waiting_.done();  // before "acquired" is logged on the same terminal
+        return lead(machine.last());
+      } else if (const auto* g = std::get_if<GiveUp>(&action)) {
+        return give_up(machine.last(), g->attempts);
+      } else if (std::holds_alternative<Stopped>(action)) {
+        return stopped_while_waiting();
+      }
+    }
+    actions = std::move(next);
+  }
+}
+
+Actions Runner::attempt(StandbyMachine& machine) {
+  if (stop_requested_) return machine.step(StopAsked{}, clock_.now());
+  drain_subscriptions();  // messages from before this attempt are stale
+  Attempted a;
+  a.started = clock_.now();
+  try {
+    a.acquisition = backend_->acquire();
+  } catch (const Error& e) {
+    a.acquisition.errors.push_back({"", redis::Fault::kNone, e.what()});
+  }
+  read_signals();
+  a.stop = stop_requested_;
+  a.subscribed = std::any_of(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->active(); });
+  return machine.step(a, clock_.now());
+}
+
+End Runner::wait_for(const StandbyMachine& machine, const Wait& w) {
+  for (;;) {
+    // At a terminal the line is redrawn every second (the TTL counts down); that costs
+    // no request to Redis.
+    const auto tick = w.wake_on_release && waiting_.refreshes() ? std::min(w.until, clock_.now() + std::chrono::seconds(1))
+                                                                : w.until;
+    switch (wait_until(tick, w.wake_on_release)) {
+      case WaitEnd::kShutdown: return End::kShutdown;
+      case WaitEnd::kReleased: return End::kReleased;
+      case WaitEnd::kSubscribed: return End::kSubscribed;
+      case WaitEnd::kTimer: break;
+    }
+    if (clock_.now() >= w.until) return End::kTimer;
+    const auto& acq = machine.last();
+    const auto since = std::chrono::duration_cast<Millis>(clock_.now() - machine.attempt_started()).count();
+    auto left = [&](std::int64_t ms) { return ms < 0 ? -1 : std::max<std::int64_t>(0, ms - since); };
+    waiting_.missed(acq.holder, left(acq.holder_ttl_ms), machine.attempts(), machine.began(), clock_.now(),
+                    left(acq.guard_wait_ms));
+  }
+}
+
+void Runner::drain_subscriptions() {
+  std::vector<pollfd> fds;
+  for (auto& s : subscribers_) fds.push_back(pollfd{s->fd(), s->events(), 0});
+  if (::poll(fds.data(), fds.size(), 0) > 0) {
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) subscribers_[i]->on_ready(fds[i].revents);
+    }
+  }
+  for (auto& s : subscribers_) s->take_payloads();
+}
+
+Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release) {
+  std::vector<pollfd> fds;
+  for (;;) {
+    if (stop_requested_) return WaitEnd::kShutdown;
+    if (clock_.now() >= until) return WaitEnd::kTimer;
+    fds.assign(1, pollfd{signals_.fd(), POLLIN, 0});
+    std::optional<Millis> cap;
+    if (wake_on_release) {
+      const auto now = redis::SteadyClock::now();
+      for (auto& s : subscribers_) {
+        s->maintain(now);
+        fds.push_back(pollfd{s->fd(), s->events(), 0});
+        if (auto next = s->next_wakeup(); next != redis::SteadyClock::time_point::max()) {
+          auto ms = std::max(Millis(0), std::chrono::ceil<Millis>(next - now));
+          cap = cap ? std::min(*cap, ms) : ms;
+        }
+      }
+    }
+    poll_until(fds, until, cap);
+    read_signals();  // nothing to forward while there is no child
+    if (!wake_on_release) continue;
+    bool released = false, subscribed = false;
+    for (std::size_t i = 0; i < subscribers_.size(); ++i) {
+      auto& s = subscribers_[i];
+      if (fds[i + 1].revents != 0) s->on_ready(fds[i + 1].revents);
+      s->maintain(redis::SteadyClock::now());
+      for (const auto& holder : s->take_payloads()) {
+        // Our own release (or any message naming us) says nothing about another holder.
+        if (holder != opts_.holder) released = true;
+      }
+      if (s->take_became_active()) {
+        log_->debug("subscribed to the release channel {} on {}", keys_.channel, s->describe());
+        subscribe_log_.success(s->describe());
+        subscribed = true;
+      }
+      if (s->failures() > subscriber_failures_[i]) {
+        // A node that answers but refuses the SUBSCRIBE (an ACL user without the channel)
+        // leaves us without wake-on-release: say so, once; waits still end at the holder's
+        // TTL. A node that is down is reported by the acquisitions already.
+        subscriber_failures_[i] = s->failures();
+        if (s->last_fault() == redis::Fault::kAuth || s->last_fault() == redis::Fault::kReply) {
+          subscribe_log_.failure(s->describe(), s->last_error() + " (standing by without wake-on-release)");
+        }
+      }
+    }
+    if (stop_requested_) return WaitEnd::kShutdown;
+    if (released) return WaitEnd::kReleased;
+    if (subscribed) return WaitEnd::kSubscribed;
+  }
+}
+
+int Runner::stopped_while_waiting() const {
+  return cfg_.task.mode == config::Mode::kOneshot ? kExitTempFail : 0;
+}
+
+void Runner::report_attempt(const lock::Acquisition& acq) {
+  for (const auto& node : acq.answered) attempt_log_.success(node);
+  for (const auto& e : acq.errors) attempt_log_.failure(cause_key(e), e.message);
+  note_nodes(acq.answered, acq.errors);
+}
+
+void Runner::report_guard(const lock::Acquisition& acq) {
+  for (const auto& node : acq.unguarded) {
+    if (!unguarded_said_.insert(node).second) continue;
+    log_->warn("the restart guard cannot apply on {}: INFO was refused (an ACL user without +info), so a Redis "
+               "restarted empty there could hand the lease to a second holder within expire; grant the user +info",
+               node);
+  }
+  if (acq.longer_lease_ms > 0 && !warned_longer_lease_) {
+    warned_longer_lease_ = true;
+    log_->warn("key {} is held by {} with {} left, more than our expire of {}: the daemons of this key run different "
+               "expire values. The restart guard now waits at least that long, which can still fall short of the "
+               "other daemon's expire by its cron: until every daemon of this key runs one expire, a Redis restarted "
+               "empty can let a second holder in",
+               cfg_.redis.key, log::printable(acq.holder), format_duration(Millis(acq.longer_lease_ms)),
+               format_duration(cfg_.redis.expire));
+  }
+  for (const auto& g : acq.guarded) {
+    if (!guard_said_.insert(g.node).second) continue;
+    log_->warn("{} has been up for less than expire ({}) and the lease key is not there: if it restarted empty, a "
+               "holder may still run its child, so it grants nothing new for {} (restart guard)",
+               g.node, format_duration(cfg_.redis.expire), format_duration(Millis(g.left_ms)));
+  }
+  if (acq.guard_wait_ms >= 0) {
+    notifier_.status("standby (restart guard: a Redis node restarted; it grants nothing new for " +
+                     format_duration(Millis(acq.guard_wait_ms)) + ")");
+    guard_in_status_ = true;
+  } else if (guard_in_status_) {
+    notifier_.status("standby");
+    guard_in_status_ = false;
+  }
+}
+
+void Runner::report_never_expires(const lock::Acquisition& acq) {
+  if (!acq.holder_never_expires || warned_never_expires_) return;
+  // No lease of ours ever lacks a TTL: someone set this by hand. Said once; the wait goes
+  // on (it may be deleted any moment), paced as for any holder.
+  log_->warn("key {} is held by {} without an expiry (set by hand?): it will not free itself; delete it "
+             "(redis-cli DEL) if no such holder runs",
+             cfg_.redis.key, log::printable(acq.holder));
+  warned_never_expires_ = true;
+}
+
+void Runner::note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors) {
+  for (const auto& node : answered) metrics_.set_node_up(node, true);
+  for (const auto& e : errors) {
+    // An error reply comes from a live server; only a node that did not answer is down.
+    if (!e.node.empty() && e.fault != redis::Fault::kReply) metrics_.set_node_up(e.node, false);
+  }
+}
+
+std::optional<int> Runner::slot_already_run() {
+  if (!cfg_.task.once_per) return std::nullopt;
+  const Millis period = *cfg_.task.once_per;
+  once_slot_s_ = lock::nearest_slot(started_ms_, period);
+  once_key_ = keys_.claim(once_slot_s_);
+  log_->info("once_per {}: this run belongs to the slot of {}", format_duration(period), utc_text(once_slot_s_));
+  // One read, no lease needed: a host that fires while (or after) another runs this slot
+  // exits at once instead of waiting for the lease only to find the claim. Unreadable:
+  // contend as usual; the claim under the lease decides.
+  try {
+    const auto claims = backend_->read_claims({*once_key_});
+    if (!claims.empty() && claims[0]) {
+      log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
+                 describe_claim(*claims[0]));
+      return kExitTempFail;
+    }
+  } catch (const Error& e) {
+    log_->debug("could not read the slot's claim before contending: {}", e.what());
+  }
+  return std::nullopt;
+}
+
+int Runner::give_up(const lock::Acquisition& acq, int attempts) {
+  bool auth = false;
+  int unreachable = 0, refused = 0;
+  std::string example;
+  for (const auto& e : acq.errors) {
+    if (e.node.empty()) continue;  // a failure of the round, not of a node
+    auth = auth || e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
+    (e.fault == redis::Fault::kReply || e.fault == redis::Fault::kAuth ? refused : unreachable) += 1;
+    if (example.empty()) example = e.message;
+  }
+  const int answered = backend_->node_count() - unreachable - refused;
+  const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
+  if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
+    // Busy is the normal outcome of a cron job on every host but one: info, not louder.
+    log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
+               acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
+  } else if (code == kExitNoPerm) {
+    log_->error("lease not acquired after {} attempt(s): Redis refused our credentials ({}); giving up", attempts,
+                example);
+  } else if (code == kExitTempFail) {
+    // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
+    // runs the job until it opens, and a cron job that skips for that must say why.
+    log_->warn("lease not acquired after {} attempt(s): {} started less than expire ago and grants nothing new for "
+               "{} (restart guard); giving up",
+               attempts, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
+  } else {
+    log_->error("lease not acquired after {} attempt(s): no quorum of Redis nodes ({} unreachable, {} refused: {}); "
+                "giving up",
+                attempts, unreachable, refused, example);
+  }
+  return code;
+}
+
+}  // namespace redisgo::daemon

@@ -1,0 +1,380 @@
+#include <algorithm>
+#include <utility>
+
+#include "daemon/health.h"
+#include "daemon/runner.h"
+#include "log/logging.h"
+#include "util/duration.h"
+#include "util/error.h"
+
+namespace redisgo::daemon {
+namespace {
+
+using config::Mode;
+
+LeaseView view(const lock::Renewer& r) {
+  LeaseView v;
+  v.valid_until = r.valid_until();
+  v.lost = r.lost();
+  if (v.lost) v.lost_reason = r.lost_reason();
+  return v;
+}
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+/// The leader phase's live objects: its machine and what the driver acts through.
+struct Runner::Leading {
+  Leading(LeaderSettings s, RestartTracker& restarts, lock::Renewer& r, process::SpawnOptions spawn,
+          const config::TaskConfig& task, const Clock& clock)
+      : machine(std::move(s), restarts), renewer(r), spawn_base(std::move(spawn)),
+        health(task, log::get("health"), clock) {}
+  LeaderMachine machine;
+  lock::Renewer& renewer;
+  const process::SpawnOptions spawn_base;
+  HealthCheck health;
+  std::unique_ptr<process::Job> child;
+  /// supervise: a handover (a control message naming this holder, or "any") is heard on
+  /// every node's control channel while this lease lasts.
+  std::vector<std::unique_ptr<redis::Subscriber>> control;
+  std::vector<int> control_failures;
+  std::uint64_t renewals_seen = 0;
+};
+
+std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
+  log_->info("acquired key={} token={}{} valid for {}", cfg_.redis.key, acquired.token,
+             cfg_.task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string(),
+             format_duration(until(acquired.valid_until, clock_.now())));
+  metrics_.add_acquisition();
+  metrics_.set_token(acquired.token);
+  metrics_.set_leader(true);
+  metrics_.set_lease_deadline(acquired.valid_until);
+  // Whatever way this lease ends, the gauges say so.
+  struct NotLeader {
+    metrics::Metrics& m;
+    ~NotLeader() {
+      m.set_leader(false);
+      m.set_lease_deadline(std::nullopt);
+    }
+  } not_leader{metrics_};
+  renewer_wake_.clear();
+  std::unique_ptr<lock::Renewer> renewer = start_renewer(acquired);
+  if (!renewer) return kExitSoftware;
+  // A stop that arrived while acquiring (between the last look and now) starts no child.
+  read_signals();
+  if (stop_requested_) {
+    release_lease(*renewer);
+    return stopped_while_waiting();
+  }
+  if (auto code = claim_slot(acquired, *renewer)) return *code;
+  notifier_.status("leader token=" + std::to_string(acquired.token) +
+                   (cfg_.task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string()));
+  Leading l(LeaderSettings::from(cfg_), restarts_, *renewer, child_spawn(acquired), cfg_.task, clock_);
+  if (cfg_.task.mode == Mode::kSupervise) {
+    for (const auto& node : lease_opts_.nodes) {
+      l.control.push_back(std::make_unique<redis::Subscriber>(node, keys_.control));
+    }
+  }
+  l.control_failures.assign(l.control.size(), 0);
+  run_leader(l);
+  return end_lease(l);
+}
+
+std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& acquired) {
+  try {
+    auto make = [this, slot = acquired.slot, token = acquired.token](int cancel_fd) {
+      lock::LeaseOptions o = lease_opts_;
+      o.cancel_fd = cancel_fd;
+      o.slot = slot;
+      o.token = token;
+      if (once_key_) {
+        o.claim_key = *once_key_;
+        o.claim_ttl = claim_ttl();
+        o.claim_start_ms = started_ms_;
+      }
+      // A node that failed is tried again at the renewer's own retry pace, not after the
+      // node's doubling backoff: a Redis back from a restart within a second must get the
+      // next renewal, or the child is stopped for nothing (the pace is still >= 100 ms).
+      o.node_retry_max = std::min(o.node_retry_max, lock::Renewer::retry_interval(cfg_.redis.cron));
+      o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);
+      return deps_.make_backend(o, clock_);
+    };
+    // A node that fails while we lead is reported once per cause, then summarised.
+    renew_log_.clear();
+    auto observe = [this](const lock::Renewal& r) {
+      for (const auto& node : r.answered) renew_log_.success(node);
+      for (const auto& e : r.errors) {
+        if (!e.node.empty()) renew_log_.failure(cause_key(e), e.message);
+      }
+      note_nodes(r.answered, r.errors);
+      metrics_.add_renewal(r.confirmed ? "confirmed" : r.lost ? "lost" : "failed",
+                           std::chrono::duration<double>(r.took).count());
+      if (r.confirmed) metrics_.set_lease_deadline(r.valid_until);
+    };
+    return std::make_unique<lock::Renewer>(make, cfg_.redis.cron, acquired.started, acquired.valid_until,
+                                           renewer_wake_, clock_, observe);
+  } catch (const std::exception& e) {
+    // No renewal means no safe child: release first, then report the bug (exit 70, redisgo_task(1), EXIT STATUS).
+    log_->error("cannot start the renewal thread: {}; releasing", e.what());
+    log_release(backend_->release());
+    return nullptr;
+  }
+}
+
+std::optional<int> Runner::claim_slot(const lock::Acquisition& acquired, lock::Renewer& renewer) {
+  if (!once_key_) return std::nullopt;
+  // once_per: the slot is claimed under the lease, before the child can start.
+  // Restart guard: a run of this slot can have started half a period before it (hosts
+  // name the nearest slot); a server that started after that may have forgotten it.
+  const std::int64_t guard_from_ms =
+      cfg_.redis.restart_guard ? once_slot_s_ * 1000 - cfg_.task.once_per->count() / 2 : 0;
+  const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, claim_ttl(), guard_from_ms);
+  if (claim.kind == lock::Claim::Kind::kClaimed) {
+    log_->info("claimed the slot of {} (once_per {})", utc_text(once_slot_s_), format_duration(*cfg_.task.once_per));
+    return std::nullopt;
+  }
+  release_lease(renewer);
+  read_signals();
+  if (stop_requested_) return stopped_while_waiting();
+  if (claim.kind == lock::Claim::Kind::kTaken) {
+    log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
+               describe_claim(claim.previous));
+    return kExitTempFail;
+  }
+  if (claim.kind == lock::Claim::Kind::kGuarded) {
+    // At most once per slot: a server that lost its data after this slot's run may
+    // have begun would hand it out again. Not run, and said where cron mails it.
+    log_->warn("the slot of {} is not run: {} (after a run of the slot could have begun) and has no claim "
+               "for it; without persistence it would have forgotten one (restart guard)",
+               utc_text(once_slot_s_), claim.error);
+    return kExitTempFail;
+  }
+  log_->error("cannot claim the slot of {} (once_per): {}; not running", utc_text(once_slot_s_), claim.error);
+  return claim.refused ? kExitNoPerm : kExitUnavailable;
+}
+
+bool Runner::drive(Leading& l, const leader::Event& event) {
+  using namespace leader;
+  bool spawned = false;
+  for (const Action& action : l.machine.step(event, clock_.now(), view(l.renewer))) {
+    std::visit(Overloaded{
+                   [&](const Spawn& a) {
+                     drive(l, spawn_child(l, a.kill_at));
+                     spawned = true;
+                   },
+                   [&](const SignalGroup& a) { l.child->signal_group(a.sig); },
+                   [&](const ForceKill&) { l.child->force_kill(); },
+                   [&](const MoveDeadline& a) {
+                     l.child->set_deadline(a.kill_at.time_since_epoch().count());
+                     l.health.set_deadline(a.kill_at.time_since_epoch().count());
+                   },
+                   [&](const ArmHealth&) { l.health.arm(l.spawn_base); },
+                   [&](const DisarmHealth&) { l.health.disarm(); },
+                   [&](const Say& a) {
+                     switch (a.level) {
+                       case Level::kDebug: log_->debug("{}", a.text); break;
+                       case Level::kInfo: log_->info("{}", a.text); break;
+                       case Level::kWarn: log_->warn("{}", a.text); break;
+                       case Level::kError: log_->error("{}", a.text); break;
+                     }
+                   },
+                   [&](const Status& a) { notifier_.status(a.text); },
+               },
+               action);
+  }
+  return spawned;
+}
+
+void Runner::run_leader(Leading& l) {
+  const auto& task = cfg_.task;
+  drive(l, leader::Start{});
+  std::vector<pollfd> fds;
+  while (!l.machine.done()) {
+    if (drive(l, leader::Tick{})) continue;  // a restart started the child: the turn again
+    if (l.machine.done()) break;
+    const LeaseView lease = view(l.renewer);
+    if (l.renewer.renewals() != l.renewals_seen) {
+      l.renewals_seen = l.renewer.renewals();
+      log_->debug("lease renewed ({}); valid for {}", l.renewals_seen,
+                  format_duration(until(lease.valid_until, clock_.now())));
+    }
+    // Sleep until the next thing that could need doing (boot-time timer: a host suspend
+    // does not postpone the lease deadline).
+    auto next = l.machine.next_wakeup(lease);
+    if (l.machine.serving()) next = std::min(next, l.health.next_wakeup());
+    const bool running = l.machine.running();
+    std::optional<Millis> cap;
+    if (running && (l.machine.killing() || l.child->exit_fd() < 0)) cap = Millis(50);  // re-check reaping
+    fds.assign({{signals_.fd(), POLLIN, 0}, {renewer_wake_.fd(), POLLIN, 0}});
+    if (running && l.child->exit_fd() >= 0) fds.push_back({l.child->exit_fd(), POLLIN, 0});
+    l.health.append_fds(fds);
+    const std::size_t first_control = fds.size();
+    const auto steady_now = redis::SteadyClock::now();
+    for (auto& c : l.control) {
+      c->maintain(steady_now);
+      fds.push_back({c->fd(), c->events(), 0});
+      if (auto at = c->next_wakeup(); at != redis::SteadyClock::time_point::max()) {
+        const auto ms = std::max(Millis(0), std::chrono::ceil<Millis>(at - steady_now));
+        cap = cap ? std::min(*cap, ms) : ms;
+      }
+    }
+    poll_until(fds, next, cap);
+    if (fds[1].revents & POLLIN) renewer_wake_.clear();
+    service_control(l, fds, first_control);
+    if (l.machine.serving()) {
+      const auto kill_at = stop_schedule(l.renewer.valid_until(), task.kill_grace, cfg_.redis.expire).kill_at;
+      if (auto why = l.health.service(fds, kill_at.time_since_epoch().count())) drive(l, leader::HealthFailed{*why});
+    } else {
+      l.health.disarm();
+    }
+    drive(l, leader::Woke{});
+    drive(l, leader::Signals{read_signals(), stop_requested_, stop_signal_});
+    if (l.machine.running()) {
+      if (auto code = l.child->try_wait()) {
+        metrics_.set_child_exit(*code);
+        drive(l, leader::ChildExited{*code});
+      }
+    }
+  }
+}
+
+void Runner::service_control(Leading& l, const std::vector<pollfd>& fds, std::size_t first) {
+  for (std::size_t i = 0; i < l.control.size(); ++i) {
+    auto& c = l.control[i];
+    if (fds[first + i].revents != 0) c->on_ready(fds[first + i].revents);
+    c->maintain(redis::SteadyClock::now());
+    if (c->failures() > l.control_failures[i]) {
+      // A leader that cannot hear handover requests (an ACL user without the control
+      // channel) says so once; nothing else depends on it.
+      l.control_failures[i] = c->failures();
+      if (c->last_fault() == redis::Fault::kAuth || c->last_fault() == redis::Fault::kReply) {
+        subscribe_log_.failure(c->describe() + " control", c->last_error() + " (handover requests are not heard)");
+      }
+    }
+    for (const auto& message : c->take_payloads()) {
+      if (message == opts_.holder || message == "any") drive(l, leader::HandoverAsked{});
+    }
+  }
+}
+
+std::optional<int> Runner::end_lease(Leading& l) {
+  if (l.child && l.child->running()) l.child->terminate_group(SIGKILL, Millis(0));  // never outlive the lease phase
+  l.health.disarm();
+  if (l.renewer.lost()) {
+    log_->warn("lease lost: {}", l.renewer.lost_reason());
+    metrics_.add_lease_loss("lost");
+  } else if (l.machine.cause() == StopCause::kDeadline) {
+    metrics_.add_lease_loss("deadline");
+  }
+  const LeaderOutcome outcome = *l.machine.outcome();
+  // once_per: the claim records how the run ended (before the release, so that whoever
+  // takes the lease next finds it complete).
+  if (once_key_ && outcome.kind == AfterExit::Kind::kExit) {
+    backend_->finish_claim(*once_key_, std::to_string(outcome.exit_code));
+  }
+  release_lease(l.renewer);
+  metrics_.set_leader(false);
+  metrics_.set_lease_deadline(std::nullopt);
+  if (outcome.kind == AfterExit::Kind::kExit) return outcome.exit_code;
+  if (!outcome.step_down.empty()) {
+    metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
+    return hold_after_step_down(outcome.step_down, outcome.cause == "handover");
+  }
+  notifier_.status("standby");
+  log_->info("contending again in {}", format_duration(outcome.delay));
+  if (wait_until(clock_.now() + outcome.delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  return std::nullopt;
+}
+
+process::SpawnOptions Runner::child_spawn(const lock::Acquisition& lease) const {
+  process::SpawnOptions spawn = spawn_options(cfg_);
+  spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
+  spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(lease.token);
+  spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;
+  spawn.env["REDISGO_TASK_EXPIRE_MS"] = std::to_string(cfg_.redis.expire.count());
+  spawn.env["REDISGO_TASK_SLOT"] = std::to_string(lease.slot);
+  return spawn;
+}
+
+leader::Event Runner::spawn_child(Leading& l, Clock::time_point kill_at) {
+  process::SpawnOptions spawn = l.spawn_base;
+  spawn.deadline_ns = kill_at.time_since_epoch().count();
+  std::string error;
+  int code = 0;
+  try {
+    l.child = deps_.spawner->spawn(spawn);
+    metrics_.add_child_start();
+    log_->info("child started pid={} token={}{}", l.child->pid(), spawn.env["REDISGO_TASK_TOKEN"],
+               cfg_.task.limit > 1 ? " slot=" + spawn.env["REDISGO_TASK_SLOT"] : std::string());
+    return leader::Spawned{l.child->pid(), l.child->keeper_pid()};
+  } catch (const process::SpawnError& e) {
+    error = e.what();
+    switch (e.cause()) {
+      case process::SpawnError::Cause::kNotFound: code = exit_status(Outcome::kNotFound); break;
+      case process::SpawnError::Cause::kCannotRun: code = exit_status(Outcome::kCannotRun); break;
+      case process::SpawnError::Cause::kTooLate: code = exit_status(Outcome::kLeaseLost); break;
+    }
+  } catch (const Error& e) {
+    error = e.what();
+    code = exit_status(Outcome::kCannotRun);
+  }
+  if (code == kExitTempFail) {
+    log_->warn("{}", error);  // the lease ran out before the keeper could start the child
+  } else {
+    log_->error("cannot start the child: {}", error);
+  }
+  return leader::SpawnFailed{code, error};
+}
+
+void Runner::release_lease(lock::Renewer& renewer) {
+  // Once a renewal round has gone out, the release follows it on the same connections:
+  // a round still queued at a slow node then runs before the DEL, never after it (where
+  // it would set the key again for a holder that has gone). Those connections are also
+  // the freshest (the main ones may have idled for hours). Before any round, the main
+  // ones that just acquired: the renewer's may not even be open (a short job costs no
+  // reconnect).
+  renewer.stop();  // joined: no round begins after this
+  log_release(renewer.rounds() > 0 ? renewer.stop_and_release() : backend_->release());
+  backend_->released_elsewhere();
+}
+
+void Runner::log_release(const lock::Release& r) {
+  // Counts the nodes where a lease of ours was deleted; elsewhere it had expired, was
+  // taken, or the node did not answer (then it expires by its TTL).
+  if (r.released > 0) {
+    log_->info("released key={} on {} of {} node(s){}", cfg_.redis.key, r.released, backend_->node_count(),
+               r.unanswered > 0 ? " (" + std::to_string(r.unanswered) + " more sent, not waited for)" : "");
+  } else {
+    log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
+               cfg_.redis.key);
+  }
+  if (r.unpublished > 0 && !warned_unpublished_) {
+    // Once: it is a setting, not an event.
+    log_->warn("Redis refused the release message on {} (ACL: the user lacks the channel); standbys are not "
+               "woken and take over only when they next try. Grant it with ACL SETUSER <user> &{}",
+               keys_.channel, keys_.channel);
+    warned_unpublished_ = true;
+  }
+}
+
+std::optional<int> Runner::hold_after_step_down(const std::string& why, bool planned) {
+  // At least one TTL, and longer with every step-down until the child runs stably again:
+  // a host that keeps failing must not keep taking the lease back (RestartTracker). A
+  // handover is no failure: step_down_hold as configured, but at least one TTL, or a
+  // step_down_hold of 0 would take the lease straight back from the standby it was for.
+  const Millis hold = planned ? std::max(config::effective_step_down_hold(cfg_), cfg_.redis.expire)
+                              : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
+  log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
+  notifier_.status("stepped down: " + why);
+  if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  notifier_.status("standby");
+  return std::nullopt;
+}
+
+}  // namespace redisgo::daemon

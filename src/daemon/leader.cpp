@@ -1,0 +1,298 @@
+#include "daemon/leader.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "lock/lease.h"
+#include "util/duration.h"
+
+namespace redisgo::daemon {
+
+using config::Mode;
+using namespace leader;
+
+namespace {
+
+/// Appends an action (built in place: GCC 12 warns of a variant moved from a temporary).
+template <class T>
+void emit(Actions& out, T action) {
+  out.emplace_back(std::in_place_type<T>, std::move(action));
+}
+
+}  // namespace
+
+LeaderSettings LeaderSettings::from(const config::Config& config) {
+  const auto& t = config.task;
+  LeaderSettings s;
+  s.mode = t.mode;
+  s.restart = t.restart;
+  s.restart_delay = t.restart_delay;
+  s.restart_window = t.restart_window;
+  s.restart_limit = t.restart_limit;
+  s.kill_grace = t.kill_grace;
+  s.ttl = config.redis.expire;
+  s.kill_signal = t.kill_signal;
+  s.timeout = t.timeout;
+  s.control_channel = lock::LeaseKeys::derive(config.redis.key).control;
+  return s;
+}
+
+const char* to_string(LeaderState s) {
+  switch (s) {
+    case LeaderState::kStarting: return "starting";
+    case LeaderState::kRunning: return "running";
+    case LeaderState::kStopping: return "stopping";
+    case LeaderState::kKilling: return "killing";
+    case LeaderState::kForced: return "forced";
+    case LeaderState::kRestarting: return "restarting";
+    case LeaderState::kDone: return "done";
+  }
+  return "?";
+}
+
+LeaderMachine::LeaderMachine(LeaderSettings settings, RestartTracker& restarts)
+    : s_(std::move(settings)), restarts_(restarts) {}
+
+bool LeaderMachine::running() const {
+  return state_ == LeaderState::kRunning || state_ == LeaderState::kStopping || state_ == LeaderState::kKilling ||
+         state_ == LeaderState::kForced;
+}
+
+Actions LeaderMachine::step(const Event& event, Clock::time_point now, const LeaseView& lease) {
+  Actions out;
+  if (done()) return out;
+  std::visit([&](const auto& e) { on(e, now, lease, out); }, event);
+  return out;
+}
+
+Clock::time_point LeaderMachine::next_wakeup(const LeaseView& lease) const {
+  const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
+  auto next = Clock::time_point::max();
+  switch (state_) {
+    case LeaderState::kRunning:
+      next = sched.term_at;
+      if (timeout_at_) next = std::min(next, *timeout_at_);
+      break;
+    case LeaderState::kStopping: next = std::min(stop_kill_at_, sched.kill_at); break;
+    case LeaderState::kRestarting: next = std::min(*restart_at_, sched.term_at); break;
+    default: break;
+  }
+  return next;
+}
+
+void LeaderMachine::finish(LeaderOutcome o) {
+  outcome_ = std::move(o);
+  state_ = LeaderState::kDone;
+}
+
+LeaderOutcome LeaderMachine::lease_gone() const {
+  return s_.mode == Mode::kOneshot ? LeaderOutcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), "", ""}
+                                   : LeaderOutcome{AfterExit::Kind::kRecontend, 0, s_.restart_delay, "", ""};
+}
+
+LeaderOutcome LeaderMachine::step_down() const {
+  return LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0), step_down_reason_, step_down_cause_};
+}
+
+void LeaderMachine::start(Clock::time_point now, const LeaseView& lease, Actions& out) {
+  cause_ = StopCause::kNone;
+  restart_at_.reset();
+  // The deadline first, every time (the first start too): a pause between the
+  // acquisition and here may have let the lease run out, and another host may hold it.
+  if (lease.lost || !can_start_child(now, lease.valid_until, s_.kill_grace, s_.ttl)) {
+    emit<Say>(out, {Level::kWarn, "not starting the child: " +
+                                        (lease.lost ? lease.lost_reason
+                                                    : std::string("too little of the lease is left to stop it in time"))});
+    emit<Status>(out, {"lease lost before the child started"});
+    finish(lease_gone());
+    return;
+  }
+  keeper_deadline_ = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl).kill_at;
+  state_ = LeaderState::kStarting;
+  emit<Spawn>(out, {keeper_deadline_});
+}
+
+void LeaderMachine::on(const Start&, Clock::time_point now, const LeaseView& lease, Actions& out) {
+  start(now, lease, out);
+}
+
+void LeaderMachine::on(const Spawned& e, Clock::time_point now, const LeaseView&, Actions& out) {
+  if (state_ != LeaderState::kStarting) return;
+  pid_ = e.pid;
+  keeper_ = e.keeper;
+  state_ = LeaderState::kRunning;
+  restarts_.on_start(now);
+  emit<ArmHealth>(out, {});
+  if (s_.timeout && s_.mode == Mode::kOneshot) timeout_at_ = now + *s_.timeout;
+}
+
+void LeaderMachine::on(const SpawnFailed& e, Clock::time_point, const LeaseView&, Actions&) {
+  if (state_ != LeaderState::kStarting) return;
+  if (e.code == kExitTempFail) {  // the keeper saw the lease could have ended
+    finish(lease_gone());
+  } else if (s_.mode == Mode::kOneshot) {
+    // A command that cannot be started: oneshot reports it (127/126).
+    finish(LeaderOutcome{AfterExit::Kind::kExit, e.code, Millis(0), "", ""});
+  } else {
+    // A supervise leader steps down, so a host that cannot run the service does not keep
+    // it from the others.
+    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0), "cannot start the command: " + e.error,
+                         "cannot_start"});
+  }
+}
+
+void LeaderMachine::begin_stop(StopCause why, int sig, Clock::time_point kill_at, const std::string& reason,
+                               Clock::time_point now, Actions& out) {
+  if (cause_ != StopCause::kNone || state_ != LeaderState::kRunning) return;
+  cause_ = why;
+  stop_kill_at_ = kill_at;
+  stop_began_ = now;
+  state_ = LeaderState::kStopping;
+  // A planned stop (shutdown, handover) is no warning; a stop forced by the lease, a
+  // timeout or a failing host is.
+  const bool planned = why == StopCause::kShutdown || (why == StopCause::kStepDown && step_down_cause_ == "handover");
+  emit<Say>(out, {planned ? Level::kInfo : Level::kWarn, "stopping child pid=" + std::to_string(pid_) + " with " +
+                                                                config::signal_name(sig) + ": " + reason});
+  if (why == StopCause::kLeaseLost || why == StopCause::kDeadline) emit<Status>(out, {"lease lost: " + reason});
+  emit<SignalGroup>(out, {sig});
+  if (sig != SIGCONT && sig != SIGKILL) emit<SignalGroup>(out, {SIGCONT});
+}
+
+void LeaderMachine::check_lease(Clock::time_point now, const LeaseView& lease, Actions& out) {
+  if (state_ != LeaderState::kRunning) return;
+  const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
+  const auto soon = std::min(sched.kill_at, now + s_.kill_grace);
+  if (lease.lost) {
+    begin_stop(StopCause::kLeaseLost, s_.kill_signal, soon, lease.lost_reason, now, out);
+  } else if (now >= sched.term_at) {
+    begin_stop(StopCause::kDeadline, s_.kill_signal, sched.kill_at,
+               "no confirmed renewal; lease deadline in " + format_duration(until(lease.valid_until, now)), now, out);
+  } else if (timeout_at_ && now >= *timeout_at_) {
+    begin_stop(StopCause::kTimeout, s_.kill_signal, soon, "ran past timeout " + format_duration(*s_.timeout), now,
+               out);
+  } else if (!step_down_reason_.empty()) {
+    begin_stop(StopCause::kStepDown, s_.kill_signal, soon, "stepping down: " + step_down_reason_, now, out);
+  }
+}
+
+void LeaderMachine::on(const Tick&, Clock::time_point now, const LeaseView& lease, Actions& out) {
+  const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
+  check_lease(now, lease, out);
+  if (running() && sched.kill_at != keeper_deadline_) {
+    // The keeper kills the tree at the same instant on its own, should the driver be
+    // stopped or wedged (SIGSTOP of the daemon alone).
+    keeper_deadline_ = sched.kill_at;
+    emit<MoveDeadline>(out, {keeper_deadline_});
+  }
+  if (state_ == LeaderState::kStopping && now >= std::min(stop_kill_at_, sched.kill_at)) {
+    const int asked = cause_ == StopCause::kShutdown && s_.mode == Mode::kOneshot ? stop_signal_ : s_.kill_signal;
+    emit<Say>(out, {Level::kWarn, "child pid=" + std::to_string(pid_) + " still running " +
+                                        format_duration(std::chrono::duration_cast<Millis>(now - stop_began_)) +
+                                        " after " + config::signal_name(asked) + "; sending SIGKILL to its tree"});
+    emit<SignalGroup>(out, {SIGKILL});
+    state_ = LeaderState::kKilling;
+    sigkill_at_ = now;
+  }
+  if (state_ == LeaderState::kKilling && now - sigkill_at_ >= kForceKillAfter) {
+    // The tree did not die from a SIGKILL: the keeper is stopped or wedged. Kill it and
+    // the job from here; the orphans come to the daemon and are killed on reaping.
+    emit<Say>(out, {Level::kError, "child pid=" + std::to_string(pid_) + " survived SIGKILL for " +
+                                         format_duration(kForceKillAfter) + "; killing its keeper pid=" +
+                                         std::to_string(keeper_) + " from the daemon"});
+    emit<ForceKill>(out, {});
+    state_ = LeaderState::kForced;
+  }
+  if (state_ != LeaderState::kRestarting) return;
+  if (!step_down_reason_.empty() && s_.mode == Mode::kSupervise) {
+    // Asked to step down between two runs of the child (a handover during restart_delay).
+    finish(step_down());
+  } else if (stop_requested_) {
+    finish(LeaderOutcome{AfterExit::Kind::kExit, 0, Millis(0), "", ""});
+  } else if (lease.lost || !can_start_child(now, lease.valid_until, s_.kill_grace, s_.ttl)) {
+    emit<Status>(out, {"lease lost: " + (lease.lost ? lease.lost_reason : std::string("deadline before restart"))});
+    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, s_.restart_delay, "", ""});
+  } else if (now >= *restart_at_) {
+    start(now, lease, out);
+  }
+}
+
+void LeaderMachine::on(const Woke&, Clock::time_point now, const LeaseView& lease, Actions& out) {
+  // After any wake-up, a pause included (SIGSTOP, a VM freeze), the deadline is checked
+  // before anything else: a child that ended while the lease ran out did not run to its
+  // end under the lease.
+  check_lease(now, lease, out);
+}
+
+void LeaderMachine::on(const HandoverAsked&, Clock::time_point, const LeaseView&, Actions& out) {
+  if (!step_down_reason_.empty()) return;
+  emit<Say>(out, {Level::kInfo, "handover requested (a control message on " + s_.control_channel + "); stepping down"});
+  step_down_reason_ = "handover requested";
+  step_down_cause_ = "handover";
+}
+
+void LeaderMachine::on(const HealthFailed& e, Clock::time_point, const LeaseView&, Actions&) {
+  if (!step_down_reason_.empty() || state_ != LeaderState::kRunning) return;
+  step_down_reason_ = e.why;
+  step_down_cause_ = "health";
+}
+
+void LeaderMachine::on(const Signals& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
+  for (int sig : e.forward) {
+    if (!running()) continue;
+    emit<Say>(out, {Level::kInfo, std::string("forwarding ") + config::signal_name(sig) + " to child pid=" +
+                                        std::to_string(pid_)});
+    emit<SignalGroup>(out, {sig});
+  }
+  if (!e.stop) return;
+  if (!stop_requested_) stop_signal_ = e.stop_signal;
+  stop_requested_ = true;
+  if (state_ != LeaderState::kRunning) return;
+  // supervise stops its child the configured way; oneshot forwards the signal received.
+  const int sig = s_.mode == Mode::kSupervise ? s_.kill_signal : stop_signal_;
+  const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
+  begin_stop(StopCause::kShutdown, sig, std::min(sched.kill_at, now + s_.kill_grace), "shutdown requested", now, out);
+}
+
+void LeaderMachine::on(const ChildExited& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
+  if (!running()) return;
+  state_ = LeaderState::kRestarting;  // until after_child decides
+  emit<DisarmHealth>(out, {});
+  emit<Say>(out, {e.code == 0 || cause_ != StopCause::kNone ? Level::kInfo : Level::kWarn,
+                    "child exited status=" + std::to_string(e.code)});
+  after_child(e.code, now, lease, out);
+}
+
+void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView& lease, Actions& out) {
+  ExitContext ec{s_.mode, s_.restart, s_.restart_delay, code, cause_};
+  if (stop_requested_ && cause_ == StopCause::kNone) ec.cause = StopCause::kShutdown;
+  AfterExit next = after_exit(ec);
+  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {
+    finish(step_down());
+    return;
+  }
+  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
+    // The child ended by itself: a crash loop restarts with a growing delay, then the
+    // leader steps down (redisgo_task(1), MODES).
+    auto delay = restarts_.on_exit(now);
+    if (!delay) {
+      finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0),
+                           "the child exited " + std::to_string(restarts_.recent(now)) + " times within " +
+                               format_duration(s_.restart_window) + " (restart_limit " +
+                               std::to_string(s_.restart_limit) + ")",
+                           "restart_limit"});
+      return;
+    }
+    next.delay = *delay;
+  }
+  if (next.kind == AfterExit::Kind::kRestart && !stop_requested_ && !lease.lost) {
+    emit<Say>(out, {Level::kInfo, "restarting child in " + format_duration(next.delay) +
+                                        " (restart=" + config::to_string(s_.restart) + ")"});
+    restart_at_ = now + next.delay;
+    state_ = LeaderState::kRestarting;
+    return;
+  }
+  if (next.kind == AfterExit::Kind::kRestart) next.kind = AfterExit::Kind::kRecontend;
+  finish(LeaderOutcome{next.kind, next.exit_code, next.delay, "", ""});
+}
+
+}  // namespace redisgo::daemon

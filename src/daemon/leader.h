@@ -1,0 +1,194 @@
+#pragma once
+/// The leader phase as a state machine (docs/DESIGN.md "The phases").
+///
+/// It holds what the phase knows (the child's state, why it is being stopped, when it is
+/// killed, when it restarts) and decides; it does nothing itself. Each step(event) returns
+/// the actions a driver carries out (daemon.cpp: the poll loop, the keeper, the health
+/// check), so every rule of redisgo_task(1) "Modes", "Stepping down", signals and the
+/// lease deadline is unit-tested with a fake clock and no process at all.
+///
+///   Starting --Spawned--> Running --(lease lost, deadline, timeout, step-down, stop)--> Stopping
+///   Stopping --(kill time)--> Killing --(200 ms more)--> Forced
+///   Running/Stopping/Killing/Forced --ChildExited--> Restarting | Done
+///   Restarting --(restart_at)--> Starting;  Starting --SpawnFailed--> Done
+///
+/// The driver's loop, once per turn: Tick (the lease, escalation, a restart that is due);
+/// poll until next_wakeup(); then HandoverAsked / HealthFailed as heard, Woke (the lease
+/// again, before anything else after a pause), Signals, and ChildExited when reaped.
+
+#include <sys/types.h>
+
+#include <csignal>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "config/config.h"
+#include "daemon/state_machine.h"
+#include "util/clock.h"
+
+namespace redisgo::daemon {
+
+/// What the leader phase knows of its lease, read from the renewal thread for each event.
+struct LeaseView {
+  Clock::time_point valid_until{};
+  bool lost = false;
+  std::string lost_reason;
+};
+
+/// The settings the leader phase decides by (from [task] and [redis] expire).
+struct LeaderSettings {
+  config::Mode mode = config::Mode::kOneshot;
+  config::Restart restart = config::Restart::kOnFailure;
+  Millis restart_delay{1000};
+  Millis restart_window{60'000};
+  int restart_limit = 5;
+  Millis kill_grace{2000};
+  Millis ttl{5000};
+  int kill_signal = SIGTERM;
+  std::optional<Millis> timeout;  ///< oneshot only
+  std::string control_channel;    ///< named when a handover is heard
+
+  static LeaderSettings from(const config::Config& config);
+};
+
+namespace leader {
+
+// ---- events ----
+struct Start {};  ///< the phase begins: start the child, the deadline first
+struct Tick {};   ///< the loop's turn: the lease, escalation of a stop, a restart that is due
+struct Woke {};   ///< after any wake-up (a pause included): the lease before anything else
+struct Spawned {  ///< the Spawn action started the child
+  pid_t pid = -1;
+  pid_t keeper = -1;
+};
+struct SpawnFailed {  ///< the Spawn action failed (the driver logged why)
+  int code = 0;       ///< 127 / 126, or 75 when the keeper saw the deadline pass
+  std::string error;
+};
+struct HandoverAsked {};  ///< a control message named this holder (supervise)
+struct HealthFailed {     ///< health_fall checks in a row failed
+  std::string why;
+};
+struct Signals {  ///< what the signalfd gave this turn
+  std::vector<int> forward;  ///< to pass to the child's group
+  bool stop = false;         ///< a TERM/INT was received (now or earlier)
+  int stop_signal = SIGTERM; ///< the first of them
+};
+struct ChildExited {  ///< the child's tree is gone
+  int code = 0;       ///< exit code, 128+N for signal N
+};
+using Event = std::variant<Start, Tick, Woke, Spawned, SpawnFailed, HandoverAsked, HealthFailed, Signals, ChildExited>;
+
+// ---- actions ----
+struct Spawn {  ///< start the child; the keeper kills it at `kill_at` on its own
+  Clock::time_point kill_at;
+};
+struct SignalGroup {  ///< deliver to the child's process group (SIGKILL: its whole tree)
+  int sig = 0;
+};
+struct ForceKill {};     ///< the tree survived SIGKILL: kill the keeper from here
+struct MoveDeadline {    ///< the keeper's (and the health check's) kill deadline moved
+  Clock::time_point kill_at;
+};
+struct ArmHealth {};     ///< the child started: the health checks begin
+struct DisarmHealth {};  ///< the child ended: no more health checks
+enum class Level { kDebug, kInfo, kWarn, kError };
+struct Say {  ///< a log line
+  Level level = Level::kInfo;
+  std::string text;
+};
+struct Status {  ///< systemd STATUS=
+  std::string text;
+};
+using Action = std::variant<Spawn, SignalGroup, ForceKill, MoveDeadline, ArmHealth, DisarmHealth, Say, Status>;
+using Actions = std::vector<Action>;
+
+}  // namespace leader
+
+enum class LeaderState { kStarting, kRunning, kStopping, kKilling, kForced, kRestarting, kDone };
+const char* to_string(LeaderState s);
+
+/// How the leader phase ended.
+struct LeaderOutcome {
+  AfterExit::Kind kind = AfterExit::Kind::kExit;
+  int exit_code = 0;      ///< kExit
+  Millis delay{0};        ///< kRecontend: wait this long first
+  std::string step_down;  ///< non-empty: step down for this reason
+  std::string cause;      ///< with step_down: its metrics label (handover, health, ...)
+  bool operator==(const LeaderOutcome&) const = default;
+};
+
+/// A tree still alive this long after SIGKILL: its keeper does not act (stopped, wedged).
+inline constexpr Millis kForceKillAfter{200};
+
+class LeaderMachine {
+ public:
+  /// `restarts` outlives the phase: a crash loop is counted across leaderships.
+  LeaderMachine(LeaderSettings settings, RestartTracker& restarts);
+
+  leader::Actions step(const leader::Event& event, Clock::time_point now, const LeaseView& lease);
+
+  LeaderState state() const { return state_; }
+  bool done() const { return outcome_.has_value(); }
+  const std::optional<LeaderOutcome>& outcome() const { return outcome_; }
+  /// The child's tree is alive (spawned, not yet reaped).
+  bool running() const;
+  /// Running and no stop begun: the health check runs.
+  bool serving() const { return state_ == LeaderState::kRunning; }
+  /// SIGKILL was sent: the driver re-checks reaping often.
+  bool killing() const { return state_ == LeaderState::kKilling || state_ == LeaderState::kForced; }
+  StopCause cause() const { return cause_; }
+  /// The next instant a Tick has something to do; max() when nothing is timed.
+  Clock::time_point next_wakeup(const LeaseView& lease) const;
+
+ private:
+  using Actions = leader::Actions;
+  void on(const leader::Start&, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::Tick&, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::Woke&, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::Spawned& e, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::SpawnFailed& e, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::HandoverAsked&, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::HealthFailed& e, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::Signals& e, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::ChildExited& e, Clock::time_point now, const LeaseView& lease, Actions& out);
+
+  /// Starts the child unless the lease is lost or too little of it is left to stop it.
+  void start(Clock::time_point now, const LeaseView& lease, Actions& out);
+  /// Stops the child for `why` (first cause wins): `sig` now, SIGKILL at `kill_at` latest.
+  void begin_stop(StopCause why, int sig, Clock::time_point kill_at, const std::string& reason,
+                  Clock::time_point now, Actions& out);
+  /// The lease comes first (docs/DESIGN.md, invariant 2): lost, deadline within kill_grace,
+  /// timeout, a step-down asked for.
+  void check_lease(Clock::time_point now, const LeaseView& lease, Actions& out);
+  /// The child ended with `code`: restart, or the outcome.
+  void after_child(int code, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void finish(LeaderOutcome o);
+  /// The outcome of a lease that ended before the child could start: oneshot 75,
+  /// supervise contends again after restart_delay.
+  LeaderOutcome lease_gone() const;
+  /// The outcome of stepping down for step_down_reason_.
+  LeaderOutcome step_down() const;
+
+  LeaderSettings s_;
+  RestartTracker& restarts_;
+  LeaderState state_ = LeaderState::kStarting;
+  std::optional<LeaderOutcome> outcome_;
+  pid_t pid_ = -1;
+  pid_t keeper_ = -1;
+  StopCause cause_ = StopCause::kNone;
+  Clock::time_point stop_kill_at_{};  ///< latest SIGKILL time of the stop in progress
+  Clock::time_point stop_began_{};
+  Clock::time_point sigkill_at_{};
+  std::optional<Clock::time_point> restart_at_;
+  std::optional<Clock::time_point> timeout_at_;
+  Clock::time_point keeper_deadline_{};  ///< the kill deadline the keeper holds
+  bool stop_requested_ = false;
+  int stop_signal_ = SIGTERM;
+  std::string step_down_reason_;  ///< set: stop the child, then step down
+  std::string step_down_cause_;
+};
+
+}  // namespace redisgo::daemon

@@ -1,0 +1,188 @@
+#include "daemon/runner.h"
+
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include "daemon/servers.h"
+#include "log/logging.h"
+#include "util/duration.h"
+#include "util/error.h"
+
+namespace redisgo::daemon {
+namespace {
+
+using config::Mode;
+
+/// The names the lease backend gives its nodes (NodeError::node, Acquisition::answered).
+std::vector<std::string> node_names(const lock::LeaseOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& n : o.nodes) names.push_back(n.locator ? n.locator->name() : n.endpoint.str());
+  return names;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::string cause_key(const lock::NodeError& e) { return e.node.empty() ? redis::to_string(e.fault) : e.node; }
+
+std::string utc_text(std::int64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  struct tm tm {};
+  char buf[32] = "?";
+  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string describe_claim(const lock::ClaimRecord& c) {
+  std::string out = "holder " + c.holder + " (token " + (c.token.empty() ? "?" : c.token);
+  if (!c.start_ms.empty()) {
+    try {
+      out += ", started " + utc_text(std::stoll(c.start_ms) / 1000);
+    } catch (...) {
+    }
+  }
+  out += c.status.empty() ? ", no exit status recorded" : ", exit status " + c.status;
+  return out + ")";
+}
+
+Runner::Runner(const TaskOptions& options, const Dependencies& deps)
+    : opts_(options),
+      deps_(deps),
+      cfg_(options.config),
+      lease_opts_(lease_options(cfg_, options.holder)),
+      keys_(lock::LeaseKeys::derive(cfg_.redis.key)),
+      log_(log::get("daemon")),
+      clock_(*deps.clock),
+      watchdog_(notifier_, clock_),
+      attempt_log_(log::get("lock"), "acquire"),
+      renew_log_(log::get("lock"), "renew"),
+      restarts_(cfg_.task.restart_limit, cfg_.task.restart_window, cfg_.task.restart_delay),
+      waiting_(log_, cfg_.redis.key, terminal_stderr()),
+      subscribe_log_(log::get("lock"), "subscribe"),
+      metrics_(cfg_.redis.key, node_names(lease_opts_)),
+      metrics_log_(log::get("metrics"), "metrics"),
+      started_ms_(wall_ms()) {}
+
+void Runner::poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap) {
+  if (wake_at == Clock::time_point::max()) {
+    timer_.disarm();
+  } else {
+    timer_.arm(wake_at);
+  }
+  fds.push_back(pollfd{timer_.fd(), POLLIN, 0});
+  if (auto p = watchdog_.period()) cap = cap ? std::min(*cap, *p) : *p;
+  int timeout = -1;
+  if (cap) timeout = static_cast<int>(std::clamp<Millis::rep>(cap->count(), 0, INT_MAX));
+  int rc = ::poll(fds.data(), fds.size(), timeout);
+  if (rc < 0 && errno != EINTR) throw_errno("poll", errno);
+  if (rc > 0 && fds.back().revents != 0) timer_.clear();
+  fds.pop_back();
+  watchdog_.heartbeat();
+  if (exporter_) {
+    // A textfile that can no longer be written (disk full, directory gone) is said once,
+    // then summarised; the exporter keeps retrying on its own thread.
+    const auto failures = exporter_->textfile_failures();
+    if (failures > textfile_failures_) {
+      metrics_log_.failure("textfile", "cannot write " + cfg_.metrics.textfile + ": " + exporter_->last_error());
+    } else if (failures == textfile_failures_ && failures > 0 && exporter_->last_error().empty()) {
+      metrics_log_.success("textfile");
+    }
+    textfile_failures_ = failures;
+  }
+}
+
+std::vector<int> Runner::read_signals() {
+  std::vector<int> forward;
+  while (auto sig = signals_.read()) {
+    if (*sig == SIGTERM || *sig == SIGINT) {
+      if (!stop_requested_) {
+        log_->info("received {}, stopping", config::signal_name(*sig));
+        notifier_.stopping();
+        stop_signal_ = *sig;  // the first one names the stop; a second does not rename it
+      }
+      stop_requested_ = true;
+    } else {
+      forward.push_back(*sig);
+    }
+  }
+  return forward;
+}
+
+bool Runner::start_exporter() {
+  if (!cfg_.metrics.enabled()) return true;
+  // Fails loudly at start (an address in use, a directory that cannot be written), not
+  // silently at the first scrape.
+  try {
+    exporter_ = std::make_unique<metrics::Exporter>(metrics_,
+                                                    metrics::ExporterOptions{cfg_.metrics.listen, cfg_.metrics.textfile});
+  } catch (const Error& e) {
+    log_->error("cannot start [metrics]: {}; nothing was started", e.what());
+    return false;
+  }
+  return true;
+}
+
+void Runner::log_start() const {
+  log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}{}", cfg_.redis.key, opts_.holder,
+             config::to_string(cfg_.task.mode), describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
+             format_duration(cfg_.redis.cron),
+             cfg_.task.limit > 1 ? " limit=" + std::to_string(cfg_.task.limit) : std::string());
+  if (exporter_) {
+    log_->info("metrics:{}{}", cfg_.metrics.listen.empty() ? "" : " http://" + cfg_.metrics.listen + "/metrics",
+               cfg_.metrics.textfile.empty() ? "" : " textfile " + cfg_.metrics.textfile);
+  }
+}
+
+int Runner::run() {
+  // A job whose keeper is killed from outside leaves orphans: they must come here.
+  process::set_subreaper();
+  // Only the main loop's acquisitions watch the signalfd: a stop must not wait on a hung node.
+  lock::LeaseOptions main_opts = lease_opts_;
+  main_opts.cancel_fd = signals_.fd();
+  main_opts.heartbeat = [this] { watchdog_.heartbeat(); };
+  if (auto period = watchdog_.period()) main_opts.heartbeat_every = *period;
+  backend_ = deps_.make_backend(main_opts, clock_);
+  std::uint64_t seed;
+  if (::getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<std::uint64_t>(::getpid());
+  backoff_ = backoff::make(cfg_.backoff, seed);
+  standby_.emplace(StandbySettings::from(cfg_, opts_.wait), *backoff_);
+  for (const auto& node : lease_opts_.nodes) {
+    subscribers_.push_back(std::make_unique<redis::Subscriber>(node, keys_.channel));
+  }
+  subscriber_failures_.assign(subscribers_.size(), 0);
+  if (!start_exporter()) return kExitConfig;
+  log_start();
+  if (auto code = slot_already_run()) return *code;
+  if (cfg_.redis.tls.enabled && cfg_.redis.tls.skip_verify) {
+    log_->warn("tls_skip_verify = true: the Redis server's certificate is NOT verified (tests only)");
+  }
+  if (cfg_.redis.topology == config::Topology::kSentinel || cfg_.redis.topology == config::Topology::kCluster) {
+    // redisgo_task(1), PRODUCTION REDIS: said once, at start, where an operator looks.
+    log_->info("note: Redis replicates asynchronously, so a failover can lose the lease key and let a second "
+               "holder in while the first still runs; REDISGO_TASK_TOKEN keeps increasing across it (the fence's "
+               "TIME floor): have the protected resource reject lower tokens{}",
+               cfg_.redis.topology == config::Topology::kSentinel && cfg_.redis.sentinel_wait_replicas == 0
+                   ? "; sentinel_wait_replicas = 1 narrows the window"
+                   : "");
+  }
+  notifier_.ready();
+  notifier_.status("standby");
+  for (;;) {
+    if (auto code = contend()) {
+      notifier_.stopping();
+      // A last failed attempt's undo (or a release) may still be on its way out.
+      backend_->settle(kSettleBeforeExit);
+      return *code;
+    }
+  }
+}
+
+}  // namespace redisgo::daemon

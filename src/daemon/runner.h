@@ -1,0 +1,171 @@
+#pragma once
+/// The task runner's driver (internal to daemon/): it owns the event loop and the objects
+/// the phases act through, and carries out what the phase machines decide
+/// (docs/DESIGN.md "The phases"):
+///   runner.cpp   set-up, the run loop, waiting on the loop's fds, signals
+///   contend.cpp  the standby phase: attempts, waits, reports (StandbyMachine)
+///   lead.cpp     the leader phase: renewals, the once_per claim, the child (LeaderMachine)
+///
+/// One thread runs the event loop over a signalfd, the keeper's pidfd, the renewer's wake
+/// fd, a CLOCK_BOOTTIME timerfd for every deadline, and the release-channel subscribers;
+/// the renewer and the systemd watchdog have their own threads. The lease deadline is
+/// enforced here from an atomic read of the renewer's deadline, so no Redis call can
+/// delay it, and nothing in the loop blocks on Redis.
+
+#include <poll.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backoff/backoff.h"
+#include "daemon/daemon.h"
+#include "daemon/leader.h"
+#include "daemon/standby.h"
+#include "daemon/state_machine.h"
+#include "daemon/waiting.h"
+#include "lock/renewer.h"
+#include "log/cause_log.h"
+#include "metrics/metrics.h"
+#include "process/signals.h"
+#include "redis/subscriber.h"
+#include "systemd/notify.h"
+#include "util/interrupt.h"
+#include "util/timer.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace redisgo::daemon {
+
+/// How long the undo of a last failed attempt may take to reach its nodes before a
+/// oneshot run that gives up exits.
+inline constexpr Millis kSettleBeforeExit{200};
+
+/// A failure's cause, stable across attempts: the node (whether its connection was
+/// closed, then refused, it is one node down), or for a failure of the whole round its kind.
+std::string cause_key(const lock::NodeError& e);
+/// "2026-11-25T10:15:00Z".
+std::string utc_text(std::int64_t seconds);
+/// A claim as a log line shows it: "holder h (token 7, started ..., exit status 0)".
+std::string describe_claim(const lock::ClaimRecord& c);
+
+class Runner {
+ public:
+  Runner(const TaskOptions& options, const Dependencies& deps);
+  int run();
+
+ private:
+  enum class WaitEnd { kTimer, kReleased, kSubscribed, kShutdown };
+  struct Leading;  // lead.cpp: the leader phase's live objects
+
+  // --- contending (contend.cpp) ---
+  std::optional<int> contend();
+  /// Carries out one attempt: the request, then what the machine makes of it.
+  standby::Actions attempt(StandbyMachine& machine);
+  /// Carries out a Wait, redrawing the terminal line every second meanwhile.
+  standby::End wait_for(const StandbyMachine& machine, const standby::Wait& w);
+  /// Waits until `until` (on the boot-time clock), ended early by a stop request and, with
+  /// `wake_on_release`, by another holder's release message or a subscription that
+  /// became active. Keeps the subscriptions up meanwhile.
+  WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
+  /// Reads and discards what the subscriptions received while nobody listened.
+  void drain_subscriptions();
+  /// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
+  int stopped_while_waiting() const;
+  void report_attempt(const lock::Acquisition& acq);
+  /// The restart guard's news from an attempt (docs/DESIGN.md "Restart guard"): a node
+  /// that grants nothing yet (once per node and wait), one where the guard cannot apply
+  /// (once per node), a holder with a longer `expire` than ours (once).
+  void report_guard(const lock::Acquisition& acq);
+  /// A holder whose key has no TTL (set by hand): said once.
+  void report_never_expires(const lock::Acquisition& acq);
+  int give_up(const lock::Acquisition& acq, int attempts);
+  /// once_per: before contending, whether this run's slot was run already (exit 75 then).
+  std::optional<int> slot_already_run();
+  /// The node health seen in a round, for redisgo_task_node_up.
+  void note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors);
+
+  // --- leading (lead.cpp) ---
+  std::optional<int> lead(const lock::Acquisition& acquired);
+  /// The renewal thread for this lease; nullptr (logged, released) when it cannot start.
+  std::unique_ptr<lock::Renewer> start_renewer(const lock::Acquisition& acquired);
+  /// once_per: claims the slot under the lease; an exit status when it is not to run.
+  std::optional<int> claim_slot(const lock::Acquisition& acquired, lock::Renewer& renewer);
+  /// The leader machine's loop, until it has an outcome.
+  void run_leader(Leading& l);
+  /// Feeds `event` to the leader machine and carries out its actions. True when they
+  /// started the child (the loop's turn then begins again).
+  bool drive(Leading& l, const leader::Event& event);
+  /// Hears handover requests on the control channels after poll.
+  void service_control(Leading& l, const std::vector<pollfd>& fds, std::size_t first);
+  /// After the machine's outcome: kill what is left, record, release, hold or wait.
+  std::optional<int> end_lease(Leading& l);
+  /// The child's spawn options for this lease: the config's, plus the REDISGO_TASK_* variables.
+  process::SpawnOptions child_spawn(const lock::Acquisition& lease) const;
+  /// Starts the child; on failure logs why and returns the event for the machine.
+  leader::Event spawn_child(Leading& l, Clock::time_point kill_at);
+  void log_release(const lock::Release& r);
+  /// Stops the renewals and releases, logging the outcome.
+  void release_lease(lock::Renewer& renewer);
+  /// Waits out step_down_hold after stepping down; nullopt to contend again. A planned
+  /// step-down (handover) holds step_down_hold as configured; a failing host longer each time.
+  std::optional<int> hold_after_step_down(const std::string& why, bool planned);
+  /// once_per: how long a claim is kept, from its writing and from every renewal of its
+  /// run's lease: 2 x once_per (redisgo_task(1), MODES), and never less than 2 x expire, so that it outlives
+  /// the gap between two renewals and a dead holder's lease.
+  Millis claim_ttl() const { return std::max(*cfg_.task.once_per, cfg_.redis.expire) * 2; }
+
+  // --- shared (runner.cpp) ---
+  /// Reads pending signals. TERM/INT set stop_requested_; others are returned for forwarding.
+  std::vector<int> read_signals();
+  /// poll() on `fds` plus the boot-time timer armed at `wake_at`, for at most `cap`
+  /// (steady-clock waits such as a subscriber's retry) and the watchdog's period.
+  void poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap = std::nullopt);
+  /// Says on stderr that [metrics] cannot start; false then.
+  bool start_exporter();
+  void log_start() const;
+
+  const TaskOptions& opts_;
+  const Dependencies& deps_;
+  const config::Config& cfg_;
+  lock::LeaseOptions lease_opts_;
+  lock::LeaseKeys keys_;
+  std::shared_ptr<spdlog::logger> log_;
+  const Clock& clock_;
+  systemd::Notifier notifier_;
+  systemd::Watchdog watchdog_;
+  process::SignalFd signals_;
+  BootTimer timer_;
+  Interrupt renewer_wake_;
+  std::unique_ptr<lock::LeaseBackend> backend_;
+  std::unique_ptr<backoff::Backoff> backoff_;
+  std::vector<std::unique_ptr<redis::Subscriber>> subscribers_;
+  log::CauseLog attempt_log_;
+  log::CauseLog renew_log_;  // used by the renewal thread only, while it runs
+  RestartTracker restarts_;
+  bool stop_requested_ = false;
+  int stop_signal_ = SIGTERM;
+  std::optional<StandbyMachine> standby_;  ///< built once: it keeps the stray-signal pacing
+  WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
+  bool warned_unpublished_ = false;
+  bool warned_never_expires_ = false;
+  bool warned_longer_lease_ = false;
+  bool guard_in_status_ = false;            ///< STATUS= names the restart guard's wait
+  std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
+  std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
+  std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
+  log::CauseLog subscribe_log_;
+  metrics::Metrics metrics_;
+  std::unique_ptr<metrics::Exporter> exporter_;
+  std::uint64_t textfile_failures_ = 0;
+  log::CauseLog metrics_log_;
+  std::optional<std::string> once_key_;   ///< once_per: the claim of this run's slot
+  std::int64_t once_slot_s_ = 0;          ///< its start, seconds since the epoch
+  std::int64_t started_ms_;               ///< when this run started (wall clock)
+};
+
+}  // namespace redisgo::daemon

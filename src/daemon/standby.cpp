@@ -1,0 +1,184 @@
+#include "daemon/standby.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "util/duration.h"
+
+namespace redisgo::daemon {
+
+using config::Mode;
+using namespace standby;
+
+/// Appends an action (built in place: GCC 12 warns of a variant moved from a temporary).
+template <class T>
+void emit(Actions& out, T action) {
+  out.emplace_back(std::in_place_type<T>, std::move(action));
+}
+
+/// The least time between two re-runs of an attempt that a stray signal cut short.
+constexpr Millis kStrayRetryGap{100};
+
+StandbySettings StandbySettings::from(const config::Config& config, bool wait_flag) {
+  StandbySettings s;
+  s.mode = config.task.mode;
+  s.wait_flag = wait_flag;
+  s.monitor_try_all = config.redis.monitor_try_all;
+  s.retries_count = config.redis.retries_count;
+  s.backoff_max = config.backoff.max;
+  return s;
+}
+
+const char* to_string(StandbyState s) {
+  switch (s) {
+    case StandbyState::kAttempting: return "attempting";
+    case StandbyState::kPacing: return "pacing";
+    case StandbyState::kWaiting: return "waiting";
+    case StandbyState::kLeading: return "leading";
+    case StandbyState::kGaveUp: return "gave up";
+    case StandbyState::kStopped: return "stopped";
+  }
+  return "?";
+}
+
+StandbyMachine::StandbyMachine(StandbySettings settings, backoff::Backoff& backoff)
+    : s_(std::move(settings)), backoff_(backoff) {}
+
+Actions StandbyMachine::step(const Event& event, Clock::time_point now) {
+  Actions out;
+  std::visit([&](const auto& e) { on(e, now, out); }, event);
+  return out;
+}
+
+Clock::time_point StandbyMachine::paced() const { return std::max(started_ + kMinAttemptGap, last_.not_before); }
+
+void StandbyMachine::attempt(Actions& out) {
+  state_ = StandbyState::kAttempting;
+  emit<Attempt>(out, {});
+}
+
+void StandbyMachine::stop(Actions& out) {
+  state_ = StandbyState::kStopped;
+  emit<Stopped>(out, {});
+}
+
+void StandbyMachine::on(const Begin&, Clock::time_point now, Actions& out) {
+  began_ = now;
+  attempts_ = 0;
+  recheck_ = false;
+  rechecking_ = false;
+  last_ = lock::Acquisition{};
+  backoff_.reset();
+  attempt(out);
+}
+
+void StandbyMachine::on(const StopAsked&, Clock::time_point, Actions& out) { stop(out); }
+
+void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out) {
+  if (state_ != StandbyState::kAttempting) return;
+  const lock::Acquisition& acq = e.acquisition;
+  started_ = e.started;
+  if (acq.cancelled && e.stop) return stop(out);
+  // Any signal wakes an attempt (it watches the signalfd). One that does not stop us
+  // (SIGHUP, SIGWINCH from a resized terminal, ...) is no failure: a cron run must not
+  // give up with 75 "busy" because of it. Tried again at once, at most every 100 ms, so a
+  // flood of signals cannot make it hammer Redis (invariant 7).
+  if (acq.cancelled && !acq.acquired) {
+    const auto next_rerun = last_stray_retry_ + kStrayRetryGap;
+    if (now < next_rerun) {
+      state_ = StandbyState::kPacing;
+      wake_at_ = next_rerun;
+      emit<Wait>(out, {next_rerun, false});
+      return;
+    }
+    last_stray_retry_ = now;
+    return attempt(out);
+  }
+  last_ = acq;
+  // With a bounded number of attempts every attempt counts, the re-check after a new
+  // subscription included: retries_count = N means at most N requests.
+  const bool counted = s_.mode == Mode::kOneshot && !s_.monitor_try_all;
+  if (!recheck_ || counted) ++attempts_;
+  recheck_ = false;
+  emit<Report>(out, {});
+  if (acq.acquired) {
+    state_ = StandbyState::kLeading;
+    emit<Lead>(out, {});
+    return;
+  }
+  // How long the lease stays out of reach: the holder's TTL, or else the restart guard's wait.
+  const std::int64_t blocked_ms = acq.holder_ttl_ms >= 0 ? acq.holder_ttl_ms : acq.guard_wait_ms;
+  backoff_.observe({acq.errors.empty(), blocked_ms});
+  MissContext miss;
+  miss.mode = s_.mode;
+  miss.wait_flag = s_.wait_flag;
+  miss.monitor_try_all = s_.monitor_try_all;
+  miss.retries_count = s_.retries_count;
+  miss.attempts = attempts_;
+  miss.backoff = backoff_.next();
+  miss.holder_ttl_ms = acq.holder_ttl_ms;
+  miss.guard_ms = acq.guard_wait_ms;
+  miss.subscribed = e.subscribed;
+  miss.backoff_max = s_.backoff_max;
+  const AfterMiss next = after_miss(miss);
+  if (next.give_up) {
+    state_ = StandbyState::kGaveUp;
+    emit<GiveUp>(out, {attempts_});
+    return;
+  }
+  emit<ShowMiss>(out, {});
+  // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
+  // began, and never before a quorum of nodes is out of its retry backoff (there would
+  // be nothing to send). Only another holder's release cuts the wait short.
+  wake_at_ = std::max(now + next.wait, paced());
+  emit<Debug>(out, {"lease busy" + (acq.holder.empty() ? std::string() : " (held by " + acq.holder + ")") +
+                      "; next attempt in " + format_duration(until(wake_at_, now))});
+  rechecking_ = false;
+  state_ = StandbyState::kWaiting;
+  emit<Wait>(out, {wake_at_, true});
+}
+
+void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out) {
+  if (e.end == End::kShutdown) return stop(out);
+  if (state_ == StandbyState::kPacing) {
+    last_stray_retry_ = now;
+    return attempt(out);
+  }
+  if (state_ != StandbyState::kWaiting) return;
+  switch (e.end) {
+    case End::kReleased: {
+      // Woken by another holder's release: try at once, unless this waiter tried less
+      // than kMinAttemptGap ago (a flood of release messages, or a holder crash-looping
+      // through the lease, must not drive it faster).
+      const auto soon = paced();
+      if (now >= soon) {
+        emit<Debug>(out, {"release message received; trying now"});
+        return attempt(out);
+      }
+      if (soon < wake_at_) {
+        // Said once per wait: a flood of messages must not flood the log either.
+        emit<Debug>(out, {"release message received; trying in " + format_duration(until(soon, now))});
+        wake_at_ = soon;
+      }
+      break;
+    }
+    case End::kSubscribed: {
+      // A release between the attempt and the SUBSCRIBE would have gone unheard: try
+      // once more as soon as pacing allows (not counted as an attempt).
+      const auto soon = paced();
+      if (soon < wake_at_) {
+        wake_at_ = soon;
+        rechecking_ = true;
+      }
+      break;
+    }
+    case End::kTimer:
+      if (now < wake_at_) break;  // woken early (a refresh of the terminal line): wait on
+      recheck_ = rechecking_;
+      return attempt(out);
+    case End::kShutdown: break;
+  }
+  emit<Wait>(out, {wake_at_, true});
+}
+
+}  // namespace redisgo::daemon

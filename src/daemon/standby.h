@@ -1,0 +1,125 @@
+#pragma once
+/// The standby phase as a state machine (docs/DESIGN.md "The phases"): contend for the
+/// lease, wait, be woken.
+///
+/// It holds what the phase knows (attempts made, the last attempt's news, when the next
+/// attempt may go out) and decides; the driver (daemon/contend.cpp) attempts, waits on its
+/// poll loop and reports. So the pacing rules of redisgo_task(1) "Modes" and invariant 7
+/// (no waiter sends a node more than ~40 requests/s) are unit-tested with a fake clock.
+///
+///   Attempting --Attempted(acquired)--> Leading
+///   Attempting --Attempted(miss)--> Waiting | GaveUp
+///   Attempting --Attempted(cancelled by a stray signal)--> Pacing --> Attempting
+///   Waiting --WaitEnded(timer | release heard, paced)--> Attempting
+///   any --StopAsked / WaitEnded(shutdown)--> Stopped
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "backoff/backoff.h"
+#include "config/config.h"
+#include "daemon/state_machine.h"
+#include "lock/lease.h"
+#include "util/clock.h"
+
+namespace redisgo::daemon {
+
+struct StandbySettings {
+  config::Mode mode = config::Mode::kOneshot;
+  bool wait_flag = true;  ///< --wait / --no-wait
+  bool monitor_try_all = true;
+  int retries_count = 4;
+  Millis backoff_max{1000};
+
+  static StandbySettings from(const config::Config& config, bool wait_flag);
+};
+
+namespace standby {
+
+// ---- events ----
+struct Begin {};      ///< a wait for the lease begins
+struct StopAsked {};  ///< TERM/INT before an attempt
+struct Attempted {    ///< an attempt came back
+  lock::Acquisition acquisition;
+  Clock::time_point started;  ///< when it was sent
+  bool stop = false;          ///< a stop was requested meanwhile
+  bool subscribed = false;    ///< a release message will wake us
+};
+enum class End { kTimer, kReleased, kSubscribed, kShutdown };
+struct WaitEnded {  ///< the Wait action ended (kTimer: its instant came)
+  End end = End::kTimer;
+};
+using Event = std::variant<Begin, StopAsked, Attempted, WaitEnded>;
+
+// ---- actions ----
+struct Attempt {};  ///< try to acquire now
+struct Report {};   ///< log the attempt's news (nodes, the restart guard, a holder without TTL)
+struct Wait {       ///< wait until `until`; with `wake_on_release`, a release message ends it
+  Clock::time_point until;
+  bool wake_on_release = true;
+};
+struct ShowMiss {};  ///< the terminal line / quiet log of a long wait: another miss
+struct Debug {       ///< a debug log line
+  std::string text;
+};
+struct Lead {};  ///< the lease is ours: the leader phase begins
+struct GiveUp {  ///< oneshot gives up (the exit status follows from the last attempt)
+  int attempts = 0;
+};
+struct Stopped {};  ///< stopped while waiting: oneshot 75, supervise 0
+using Action = std::variant<Attempt, Report, Wait, ShowMiss, Debug, Lead, GiveUp, Stopped>;
+using Actions = std::vector<Action>;
+
+}  // namespace standby
+
+enum class StandbyState { kAttempting, kPacing, kWaiting, kLeading, kGaveUp, kStopped };
+const char* to_string(StandbyState s);
+
+class StandbyMachine {
+ public:
+  /// `backoff` is the configured strategy (observed and asked after every miss).
+  StandbyMachine(StandbySettings settings, backoff::Backoff& backoff);
+
+  standby::Actions step(const standby::Event& event, Clock::time_point now);
+
+  StandbyState state() const { return state_; }
+  /// Attempts counted so far in this wait.
+  int attempts() const { return attempts_; }
+  /// When this wait began, and the last attempt went out.
+  Clock::time_point began() const { return began_; }
+  Clock::time_point attempt_started() const { return started_; }
+  /// The last attempt's result.
+  const lock::Acquisition& last() const { return last_; }
+  /// When the wait in progress ends unless a release ends it sooner.
+  Clock::time_point wake_at() const { return wake_at_; }
+
+ private:
+  using Actions = standby::Actions;
+  void on(const standby::Begin&, Clock::time_point now, Actions& out);
+  void on(const standby::StopAsked&, Clock::time_point now, Actions& out);
+  void on(const standby::Attempted& e, Clock::time_point now, Actions& out);
+  void on(const standby::WaitEnded& e, Clock::time_point now, Actions& out);
+  void attempt(Actions& out);
+  void stop(Actions& out);
+  /// The earliest a paced retry may go out: kMinAttemptGap after the last attempt began,
+  /// and a quorum of nodes out of its retry backoff.
+  Clock::time_point paced() const;
+
+  StandbySettings s_;
+  backoff::Backoff& backoff_;
+  StandbyState state_ = StandbyState::kAttempting;
+  Clock::time_point began_{};
+  Clock::time_point started_{};
+  Clock::time_point wake_at_{};
+  /// The last attempt re-run after a stray signal (kept across waits: a flood of signals
+  /// never re-runs attempts more often than every 100 ms).
+  Clock::time_point last_stray_retry_{};
+  lock::Acquisition last_;
+  int attempts_ = 0;
+  bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)
+  bool rechecking_ = false; ///< the wait in progress ends in such a re-check
+};
+
+}  // namespace redisgo::daemon
