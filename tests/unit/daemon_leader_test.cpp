@@ -1,0 +1,426 @@
+// The leader phase's rules (redisgo_task(1) "Modes", "Stepping down", signals, the lease
+// deadline; docs/DESIGN.md invariants 2 and 7) as table tests of LeaderMachine: a fake
+// clock, a lease view set by hand, no process.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "daemon/leader.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::daemon;
+using namespace redisgo::daemon::leader;
+using redisgo::Clock;
+using redisgo::FakeClock;
+using redisgo::kExitTempFail;
+using redisgo::kExitTimeout;
+using redisgo::config::Mode;
+using redisgo::config::Restart;
+
+namespace {
+
+constexpr auto kTtl = 5000ms;
+constexpr auto kGrace = 2000ms;
+
+LeaderSettings settings(Mode mode) {
+  LeaderSettings s;
+  s.mode = mode;
+  s.restart = Restart::kOnFailure;
+  s.restart_delay = 1000ms;
+  s.restart_window = 60'000ms;
+  s.restart_limit = 3;
+  s.kill_grace = kGrace;
+  s.ttl = kTtl;
+  s.kill_signal = SIGTERM;
+  s.control_channel = "k:control";
+  return s;
+}
+
+/// A leader phase under test: its machine, a fake clock and the lease as the renewer
+/// would report it.
+struct Rig {
+  explicit Rig(LeaderSettings s)
+      : restarts(s.restart_limit, s.restart_window, s.restart_delay), machine(s, restarts) {
+    lease.valid_until = clock.now() + kTtl;
+  }
+  Actions step(const Event& e) { return last = machine.step(e, clock.now(), lease); }
+  /// Starts the phase and reports the child started.
+  void run_child() {
+    step(Start{});
+    ASSERT_EQ(machine.state(), LeaderState::kStarting);
+    step(Spawned{100, 99});
+    ASSERT_EQ(machine.state(), LeaderState::kRunning);
+  }
+  void renew() { lease.valid_until = clock.now() + kTtl; }
+  void advance(Clock::duration d) { clock.advance(d); }
+
+  FakeClock clock;
+  RestartTracker restarts;
+  LeaderMachine machine;
+  LeaseView lease;
+  Actions last;
+};
+
+template <class T>
+std::vector<T> all(const Actions& actions) {
+  std::vector<T> out;
+  for (const auto& a : actions) {
+    if (const auto* t = std::get_if<T>(&a)) out.push_back(*t);
+  }
+  return out;
+}
+
+std::vector<int> signals(const Actions& actions) {
+  std::vector<int> out;
+  for (const auto& s : all<SignalGroup>(actions)) out.push_back(s.sig);
+  return out;
+}
+
+bool said(const Actions& actions, const std::string& part, Level level) {
+  for (const auto& s : all<Say>(actions)) {
+    if (s.level == level && s.text.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(Leader, TheChildStartsUnderTheLeaseWithTheKeeperHoldingItsKillDeadline) {
+  Rig r(settings(Mode::kOneshot));
+  r.step(Start{});
+  const auto spawns = all<Spawn>(r.last);
+  ASSERT_EQ(spawns.size(), 1u);
+  EXPECT_EQ(spawns[0].kill_at, stop_schedule(r.lease.valid_until, kGrace, kTtl).kill_at);
+  r.step(Spawned{100, 99});
+  EXPECT_EQ(r.machine.state(), LeaderState::kRunning);
+  EXPECT_EQ(all<ArmHealth>(r.last).size(), 1u);
+  EXPECT_TRUE(r.machine.serving());
+}
+
+// A lease that is lost, or too short to stop a child in time, starts no child.
+TEST(Leader, NoChildStartsWithoutEnoughLease) {
+  struct Row {
+    Mode mode;
+    bool lost;
+    Clock::duration left;
+    LeaderOutcome want;
+  };
+  const LeaderOutcome exit75{AfterExit::Kind::kExit, kExitTempFail, 0ms, "", ""};
+  const LeaderOutcome recontend{AfterExit::Kind::kRecontend, 0, 1000ms, "", ""};
+  const std::vector<Row> rows = {
+      {Mode::kOneshot, true, kTtl, exit75},
+      {Mode::kOneshot, false, kGrace, exit75},  // kill_grace left: the stop could not finish in time
+      {Mode::kSupervise, true, kTtl, recontend},
+      {Mode::kSupervise, false, 1ms, recontend},
+  };
+  for (const auto& row : rows) {
+    Rig r(settings(row.mode));
+    r.lease.lost = row.lost;
+    r.lease.lost_reason = "taken by another holder";
+    r.lease.valid_until = r.clock.now() + row.left;
+    r.step(Start{});
+    EXPECT_TRUE(all<Spawn>(r.last).empty());
+    EXPECT_TRUE(said(r.last, "not starting the child", Level::kWarn));
+    ASSERT_TRUE(r.machine.done());
+    EXPECT_EQ(*r.machine.outcome(), row.want);
+  }
+}
+
+TEST(Leader, ACommandThatCannotStartEndsOneshotWithItsStatusAndStepsASuperviseLeaderDown) {
+  struct Row {
+    Mode mode;
+    int code;
+    LeaderOutcome want;
+  };
+  const std::vector<Row> rows = {
+      {Mode::kOneshot, 127, {AfterExit::Kind::kExit, 127, 0ms, "", ""}},
+      {Mode::kOneshot, 126, {AfterExit::Kind::kExit, 126, 0ms, "", ""}},
+      {Mode::kOneshot, kExitTempFail, {AfterExit::Kind::kExit, kExitTempFail, 0ms, "", ""}},
+      {Mode::kSupervise, 127, {AfterExit::Kind::kRecontend, 0, 0ms, "cannot start the command: nope", "cannot_start"}},
+      {Mode::kSupervise, kExitTempFail, {AfterExit::Kind::kRecontend, 0, 1000ms, "", ""}},
+  };
+  for (const auto& row : rows) {
+    Rig r(settings(row.mode));
+    r.step(Start{});
+    r.step(SpawnFailed{row.code, "nope"});
+    ASSERT_TRUE(r.machine.done());
+    EXPECT_EQ(*r.machine.outcome(), row.want) << row.code;
+  }
+}
+
+// The deadline rule (invariant 2): without a confirmed renewal, kill_signal goes at
+// deadline - kill_grace - margin, SIGKILL at deadline - margin, and a tree that survives
+// SIGKILL 200 ms has its keeper killed from the daemon. The run then counts as lost (75).
+TEST(Leader, WithoutRenewalsTheChildIsStoppedThenKilledBeforeTheDeadline) {
+  Rig r(settings(Mode::kOneshot));
+  r.run_child();
+  const auto sched = stop_schedule(r.lease.valid_until, kGrace, kTtl);
+  EXPECT_EQ(r.machine.next_wakeup(r.lease), sched.term_at);
+  r.clock.advance(sched.term_at - r.clock.now() - 1ms);
+  r.step(Tick{});
+  EXPECT_TRUE(signals(r.last).empty());
+  r.advance(1ms);
+  r.step(Tick{});
+  EXPECT_EQ(signals(r.last), (std::vector<int>{SIGTERM, SIGCONT}));
+  EXPECT_TRUE(said(r.last, "no confirmed renewal", Level::kWarn));
+  EXPECT_EQ(all<Status>(r.last).size(), 1u);
+  EXPECT_EQ(r.machine.state(), LeaderState::kStopping);
+  EXPECT_EQ(r.machine.next_wakeup(r.lease), sched.kill_at);
+  r.clock.advance(sched.kill_at - r.clock.now());
+  r.step(Tick{});
+  EXPECT_EQ(signals(r.last), std::vector<int>{SIGKILL});
+  EXPECT_EQ(r.machine.state(), LeaderState::kKilling);
+  EXPECT_TRUE(r.machine.killing());
+  r.advance(kForceKillAfter - 1ms);
+  r.step(Tick{});
+  EXPECT_TRUE(all<ForceKill>(r.last).empty());
+  r.advance(1ms);
+  r.step(Tick{});
+  EXPECT_EQ(all<ForceKill>(r.last).size(), 1u);
+  EXPECT_EQ(r.machine.state(), LeaderState::kForced);
+  r.step(ChildExited{137});
+  ASSERT_TRUE(r.machine.done());
+  EXPECT_EQ(r.machine.outcome()->exit_code, kExitTempFail);
+  EXPECT_EQ(r.machine.cause(), StopCause::kDeadline);
+}
+
+TEST(Leader, RenewalsKeepTheChildRunningAndMoveTheKeepersDeadline) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  for (int i = 0; i < 20; ++i) {
+    r.advance(1000ms);
+    r.renew();
+    r.step(Tick{});
+    EXPECT_TRUE(signals(r.last).empty());
+    const auto moved = all<MoveDeadline>(r.last);
+    ASSERT_EQ(moved.size(), 1u);
+    EXPECT_EQ(moved[0].kill_at, stop_schedule(r.lease.valid_until, kGrace, kTtl).kill_at);
+  }
+  r.step(Tick{});
+  EXPECT_TRUE(all<MoveDeadline>(r.last).empty());  // said once per move
+  EXPECT_EQ(r.machine.state(), LeaderState::kRunning);
+}
+
+// After a pause (SIGSTOP, a VM freeze) the lease is checked before the child's exit is
+// taken: a child that ended while the lease ran out did not run to its end under it.
+TEST(Leader, AChildThatEndedDuringAPausePastTheDeadlineCountsAsLost) {
+  Rig r(settings(Mode::kOneshot));
+  r.run_child();
+  r.advance(kTtl);
+  r.step(Woke{});
+  EXPECT_EQ(r.machine.cause(), StopCause::kDeadline);
+  r.step(Signals{});
+  r.step(ChildExited{0});
+  EXPECT_EQ(r.machine.outcome()->exit_code, kExitTempFail);
+}
+
+TEST(Leader, ALostLeaseStopsTheChildWithinKillGrace) {
+  for (Mode mode : {Mode::kOneshot, Mode::kSupervise}) {
+    Rig r(settings(mode));
+    r.run_child();
+    r.lease.lost = true;
+    r.lease.lost_reason = "the key holds another holder's value";
+    r.step(Woke{});
+    EXPECT_EQ(signals(r.last), (std::vector<int>{SIGTERM, SIGCONT}));
+    EXPECT_TRUE(said(r.last, "another holder's value", Level::kWarn));
+    EXPECT_EQ(r.machine.next_wakeup(r.lease), r.clock.now() + kGrace);
+    r.step(ChildExited{143});
+    ASSERT_TRUE(r.machine.done());
+    if (mode == Mode::kOneshot) {
+      EXPECT_EQ(r.machine.outcome()->exit_code, kExitTempFail);
+    } else {
+      EXPECT_EQ(r.machine.outcome()->kind, AfterExit::Kind::kRecontend);
+    }
+  }
+}
+
+TEST(Leader, OneshotPassesTheChildsStatusOnAndStopsItAtItsTimeout) {
+  for (int code : {0, 1, 42, 143}) {
+    Rig r(settings(Mode::kOneshot));
+    r.run_child();
+    r.step(ChildExited{code});
+    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, code, 0ms, "", ""}));
+  }
+  auto s = settings(Mode::kOneshot);
+  s.timeout = 2000ms;
+  Rig r(s);
+  r.run_child();
+  EXPECT_EQ(r.machine.next_wakeup(r.lease), r.clock.now() + 2000ms);
+  r.advance(2000ms);
+  r.renew();
+  r.step(Tick{});
+  EXPECT_TRUE(said(r.last, "ran past timeout 2s", Level::kWarn));
+  r.step(ChildExited{143});
+  EXPECT_EQ(r.machine.outcome()->exit_code, kExitTimeout);
+}
+
+// Signals: others are forwarded to the child's group; TERM/INT stop it: oneshot forwards
+// the signal received, supervise uses kill_signal; the first stop names it.
+TEST(Leader, SignalsAreForwardedAndAStopEndsThePhaseAsEachModeSays) {
+  struct Row {
+    Mode mode;
+    int stop;
+    int child_code;
+    std::vector<int> sent;
+    int want;
+  };
+  const std::vector<Row> rows = {
+      {Mode::kOneshot, SIGINT, 130, {SIGINT, SIGCONT}, 130},
+      {Mode::kOneshot, SIGTERM, 0, {SIGTERM, SIGCONT}, 0},
+      {Mode::kSupervise, SIGINT, 143, {SIGTERM, SIGCONT}, 0},
+  };
+  for (const auto& row : rows) {
+    Rig r(settings(row.mode));
+    r.run_child();
+    r.step(Signals{{SIGHUP}, false, SIGTERM});
+    EXPECT_EQ(signals(r.last), std::vector<int>{SIGHUP});
+    EXPECT_TRUE(said(r.last, "forwarding SIGHUP", Level::kInfo));
+    r.step(Signals{{}, true, row.stop});
+    EXPECT_EQ(signals(r.last), row.sent);
+    EXPECT_TRUE(said(r.last, "shutdown requested", Level::kInfo));  // a planned stop is no warning
+    r.step(Signals{{}, true, SIGTERM});                               // a second does not signal again
+    EXPECT_TRUE(signals(r.last).empty());
+    r.step(ChildExited{row.child_code});
+    EXPECT_EQ(r.machine.outcome()->exit_code, row.want);
+  }
+}
+
+// supervise: the child is restarted per `restart` after its delay while the lease holds;
+// otherwise the leader releases and contends again after restart_delay.
+TEST(Leader, SuperviseRestartsPerRestartPolicy) {
+  struct Row {
+    Restart restart;
+    int code;
+    bool restarts;
+  };
+  const std::vector<Row> rows = {
+      {Restart::kAlways, 0, true},    {Restart::kAlways, 1, true},  {Restart::kOnFailure, 0, false},
+      {Restart::kOnFailure, 1, true}, {Restart::kNever, 1, false},
+  };
+  for (const auto& row : rows) {
+    auto s = settings(Mode::kSupervise);
+    s.restart = row.restart;
+    Rig r(s);
+    r.run_child();
+    r.step(ChildExited{row.code});
+    if (!row.restarts) {
+      ASSERT_TRUE(r.machine.done());
+      EXPECT_EQ(r.machine.outcome()->kind, AfterExit::Kind::kRecontend);
+      continue;
+    }
+    EXPECT_EQ(r.machine.state(), LeaderState::kRestarting);
+    EXPECT_TRUE(said(r.last, "restarting child in 1s", Level::kInfo));
+    EXPECT_EQ(r.machine.next_wakeup(r.lease), r.clock.now() + 1000ms);
+    r.advance(999ms);
+    r.renew();
+    r.step(Tick{});
+    EXPECT_TRUE(all<Spawn>(r.last).empty());
+    r.advance(1ms);
+    r.step(Tick{});
+    EXPECT_EQ(all<Spawn>(r.last).size(), 1u);
+  }
+}
+
+TEST(Leader, ACrashLoopStepsTheLeaderDownAfterRestartLimitExits) {
+  Rig r(settings(Mode::kSupervise));  // restart_limit 3 within 60 s
+  r.run_child();
+  for (int exits = 1; exits <= 3; ++exits) {
+    r.step(ChildExited{1});
+    ASSERT_EQ(r.machine.state(), LeaderState::kRestarting) << exits;
+    r.lease.valid_until = r.clock.now() + 1h;  // the delays grow past one lease
+    r.advance(r.machine.next_wakeup(r.lease) - r.clock.now());
+    r.step(Tick{});
+    r.step(Spawned{100 + exits, 99});
+  }
+  r.step(ChildExited{1});
+  ASSERT_TRUE(r.machine.done());
+  EXPECT_EQ(r.machine.outcome()->cause, "restart_limit");
+  EXPECT_NE(r.machine.outcome()->step_down.find("exited 4 times within 1m"), std::string::npos)
+      << r.machine.outcome()->step_down;
+}
+
+TEST(Leader, AHandoverStopsTheChildAsPlannedAndStepsDown) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  r.step(HandoverAsked{});
+  EXPECT_TRUE(said(r.last, "handover requested (a control message on k:control)", Level::kInfo));
+  r.step(HandoverAsked{});
+  EXPECT_TRUE(r.last.empty());  // heard once
+  r.step(Woke{});
+  EXPECT_EQ(signals(r.last), (std::vector<int>{SIGTERM, SIGCONT}));
+  EXPECT_TRUE(said(r.last, "stepping down: handover requested", Level::kInfo));
+  r.step(ChildExited{143});
+  EXPECT_EQ(*r.machine.outcome(),
+            (LeaderOutcome{AfterExit::Kind::kRecontend, 0, 0ms, "handover requested", "handover"}));
+}
+
+TEST(Leader, AHandoverBetweenTwoRunsStepsDownWithoutStartingTheChild) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  r.step(ChildExited{1});
+  ASSERT_EQ(r.machine.state(), LeaderState::kRestarting);
+  r.step(HandoverAsked{});
+  r.step(Tick{});
+  EXPECT_TRUE(all<Spawn>(r.last).empty());
+  EXPECT_EQ(r.machine.outcome()->cause, "handover");
+}
+
+TEST(Leader, AFailingHealthCheckStopsTheChildWithAWarningAndStepsDown) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  r.step(HealthFailed{"health check failed 3 times in a row"});
+  r.step(Woke{});
+  EXPECT_TRUE(said(r.last, "stepping down: health check failed", Level::kWarn));
+  r.step(ChildExited{143});
+  EXPECT_EQ(r.machine.outcome()->cause, "health");
+}
+
+TEST(Leader, DuringTheRestartDelayAStopExitsAndALostLeaseContendsAgain) {
+  {
+    Rig r(settings(Mode::kSupervise));
+    r.run_child();
+    r.step(ChildExited{1});
+    r.step(Signals{{}, true, SIGTERM});
+    r.step(Tick{});
+    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", ""}));
+  }
+  {
+    Rig r(settings(Mode::kSupervise));
+    r.run_child();
+    r.step(ChildExited{1});
+    r.lease.lost = true;
+    r.lease.lost_reason = "gone";
+    r.step(Tick{});
+    EXPECT_EQ(all<Status>(r.last).at(0).text, "lease lost: gone");
+    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kRecontend, 0, 1000ms, "", ""}));
+  }
+}
+
+// The first cause names the stop: a lease lost while a timeout's stop runs changes nothing.
+TEST(Leader, TheFirstStopCauseWins) {
+  auto s = settings(Mode::kOneshot);
+  s.timeout = 100ms;
+  Rig r(s);
+  r.run_child();
+  r.advance(100ms);
+  r.step(Tick{});
+  ASSERT_EQ(r.machine.cause(), StopCause::kTimeout);
+  r.lease.lost = true;
+  r.step(Woke{});
+  EXPECT_TRUE(signals(r.last).empty());
+  EXPECT_EQ(r.machine.cause(), StopCause::kTimeout);
+}
+
+TEST(Leader, NothingHappensAfterTheOutcome) {
+  Rig r(settings(Mode::kOneshot));
+  r.run_child();
+  r.step(ChildExited{0});
+  ASSERT_TRUE(r.machine.done());
+  for (const Event& e : std::vector<Event>{Tick{}, Woke{}, Signals{{SIGHUP}, true, SIGTERM}, ChildExited{1},
+                                           HandoverAsked{}, Start{}}) {
+    EXPECT_TRUE(r.step(e).empty());
+  }
+  EXPECT_EQ(r.machine.state(), LeaderState::kDone);
+}

@@ -1,0 +1,300 @@
+// The standby phase's rules (redisgo_task(1) "Modes"; docs/DESIGN.md invariant 7, the
+// restart guard) as table tests of StandbyMachine: a fake clock, attempts made up by hand.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+#include "daemon/standby.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::daemon;
+using namespace redisgo::daemon::standby;
+using redisgo::Clock;
+using redisgo::FakeClock;
+using redisgo::Millis;
+using redisgo::config::Mode;
+using redisgo::lock::Acquisition;
+
+namespace {
+
+/// A strategy that always says the same.
+class FixedBackoff final : public redisgo::backoff::Backoff {
+ public:
+  explicit FixedBackoff(std::optional<Millis> d) : d_(d) {}
+  std::optional<Millis> next() override { return d_; }
+  void reset() override { ++resets; }
+  int resets = 0;
+
+ private:
+  std::optional<Millis> d_;
+};
+
+struct Rig {
+  explicit Rig(StandbySettings s, std::optional<Millis> strategy = 50ms) : backoff(strategy), machine(s, backoff) {}
+  Actions step(const Event& e) { return last = machine.step(e, clock.now()); }
+  /// An attempt sent now that came back `took` later with `acq`.
+  Actions attempted(Acquisition acq, Clock::duration took = 1ms, bool subscribed = true, bool stop = false) {
+    const auto started = clock.now();
+    clock.advance(took);
+    return step(Attempted{std::move(acq), started, stop, subscribed});
+  }
+  FakeClock clock;
+  FixedBackoff backoff;
+  StandbyMachine machine;
+  Actions last;
+};
+
+StandbySettings settings(Mode mode) {
+  StandbySettings s;
+  s.mode = mode;
+  return s;
+}
+
+Acquisition held(std::int64_t ttl_ms) {
+  Acquisition a;
+  a.holder = "other";
+  a.holder_ttl_ms = ttl_ms;
+  a.busy = 1;
+  return a;
+}
+
+Acquisition granted() {
+  Acquisition a;
+  a.acquired = true;
+  a.token = 7;
+  return a;
+}
+
+template <class T>
+std::optional<T> first(const Actions& actions) {
+  for (const auto& a : actions) {
+    if (const auto* t = std::get_if<T>(&a)) return *t;
+  }
+  return std::nullopt;
+}
+
+template <class T>
+bool has(const Actions& actions) {
+  return first<T>(actions).has_value();
+}
+
+}  // namespace
+
+TEST(Standby, AGrantedAttemptIsReportedThenLeads) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  EXPECT_EQ(r.backoff.resets, 1);
+  r.attempted(granted());
+  ASSERT_EQ(r.last.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<Report>(r.last[0]));
+  EXPECT_TRUE(std::holds_alternative<Lead>(r.last[1]));
+  EXPECT_EQ(r.machine.state(), StandbyState::kLeading);
+  EXPECT_EQ(r.machine.last().token, 7u);
+}
+
+// How long a miss waits (after_miss, then the pacing floor), and when oneshot gives up.
+TEST(Standby, AMissWaitsAsTheModeAndTheHolderSay) {
+  struct Row {
+    const char* name;
+    Mode mode;
+    bool wait_flag;
+    bool monitor_try_all;
+    std::int64_t ttl_ms;
+    bool subscribed;
+    std::optional<Millis> want_wait;  // from the attempt's end; nullopt = gives up
+  };
+  const std::vector<Row> rows = {
+      {"--no-wait gives up", Mode::kOneshot, false, true, 3000, true, std::nullopt},
+      {"subscribed: sleep until the lease could expire", Mode::kSupervise, true, true, 3000, true, 3001ms},
+      {"not subscribed: the backoff", Mode::kSupervise, true, true, 3000, false, 99ms},  // floor: 100 ms from the start
+      {"counted attempts: the backoff", Mode::kOneshot, true, false, 3000, true, 99ms},
+      {"a lease about to end: at least the pacing gap", Mode::kSupervise, true, true, 10, true, 99ms},
+  };
+  for (const auto& row : rows) {
+    auto s = settings(row.mode);
+    s.wait_flag = row.wait_flag;
+    s.monitor_try_all = row.monitor_try_all;
+    Rig r(s);
+    r.step(Begin{});
+    r.attempted(held(row.ttl_ms), 1ms, row.subscribed);
+    const auto wait = first<Wait>(r.last);
+    if (!row.want_wait) {
+      EXPECT_FALSE(wait) << row.name;
+      EXPECT_EQ(first<GiveUp>(r.last)->attempts, 1) << row.name;
+      EXPECT_EQ(r.machine.state(), StandbyState::kGaveUp);
+      continue;
+    }
+    ASSERT_TRUE(wait) << row.name;
+    EXPECT_TRUE(wait->wake_on_release);
+    EXPECT_EQ(wait->until - r.clock.now(), *row.want_wait) << row.name;
+    EXPECT_TRUE(has<ShowMiss>(r.last));
+  }
+}
+
+TEST(Standby, RetriesCountBoundsTheRequestsTheReCheckIncluded) {
+  auto s = settings(Mode::kOneshot);
+  s.monitor_try_all = false;
+  s.retries_count = 3;
+  Rig r(s);
+  r.step(Begin{});
+  r.attempted(held(3000));
+  // A new subscription asks for a re-check: with counted attempts it counts too.
+  r.step(WaitEnded{End::kSubscribed});
+  r.clock.advance(first<Wait>(r.last)->until - r.clock.now());
+  r.step(WaitEnded{End::kTimer});
+  ASSERT_TRUE(has<Attempt>(r.last));
+  r.attempted(held(3000));
+  r.clock.advance(first<Wait>(r.last)->until - r.clock.now());
+  r.step(WaitEnded{End::kTimer});
+  r.attempted(held(3000));
+  EXPECT_EQ(first<GiveUp>(r.last)->attempts, 3);
+}
+
+TEST(Standby, TheReCheckAfterANewSubscriptionIsNotCountedWhenWaitingForever) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  r.attempted(held(3000));
+  r.step(WaitEnded{End::kSubscribed});
+  const auto soon = first<Wait>(r.last)->until;
+  EXPECT_EQ(soon, r.machine.attempt_started() + kMinAttemptGap);
+  r.clock.advance(soon - r.clock.now());
+  r.step(WaitEnded{End::kTimer});
+  r.attempted(held(3000));
+  EXPECT_EQ(r.machine.attempts(), 1);
+}
+
+// A release message wakes a waiter at once, but never sooner than kMinAttemptGap after
+// its last attempt began: a flood of messages cannot drive it (invariant 7).
+TEST(Standby, AReleaseWakesAtOnceButNeverFasterThanThePacingGap) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  r.attempted(held(3000), 1ms);
+  r.clock.advance(20ms);
+  r.step(WaitEnded{End::kReleased});
+  const auto paced = first<Wait>(r.last);
+  ASSERT_TRUE(paced);
+  EXPECT_EQ(paced->until, r.machine.attempt_started() + kMinAttemptGap);
+  EXPECT_EQ(first<Debug>(r.last)->text, "release message received; trying in 79ms");
+  r.step(WaitEnded{End::kReleased});  // another message: no second line
+  EXPECT_FALSE(has<Debug>(r.last));
+  r.clock.advance(paced->until - r.clock.now());
+  r.step(WaitEnded{End::kTimer});
+  EXPECT_TRUE(has<Attempt>(r.last));
+
+  Rig late(settings(Mode::kSupervise));
+  late.step(Begin{});
+  late.attempted(held(3000));
+  late.clock.advance(500ms);
+  late.step(WaitEnded{End::kReleased});
+  EXPECT_TRUE(has<Attempt>(late.last));
+  EXPECT_EQ(first<Debug>(late.last)->text, "release message received; trying now");
+}
+
+// Whatever arrives, a waiter sends at most one attempt per kMinAttemptGap.
+TEST(Standby, AFloodOfReleasesAndSubscriptionsNeverBreaksThePacing) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  std::vector<Clock::time_point> attempts;
+  std::optional<Clock::time_point> wake;
+  for (int ms = 0; ms < 10'000; ++ms) {
+    if (has<Attempt>(r.last)) {
+      attempts.push_back(r.clock.now());
+      r.attempted(held(3000), 0ms);
+    }
+    if (auto w = first<Wait>(r.last)) wake = w->until;
+    r.clock.advance(1ms);
+    const End end = wake && r.clock.now() >= *wake ? End::kTimer : ms % 3 ? End::kReleased : End::kSubscribed;
+    r.step(WaitEnded{end});
+  }
+  ASSERT_GE(attempts.size(), 50u);
+  for (std::size_t i = 1; i < attempts.size(); ++i) EXPECT_GE(attempts[i] - attempts[i - 1], kMinAttemptGap);
+}
+
+TEST(Standby, NoAttemptBeforeAQuorumOfNodesIsOutOfItsRetryBackoff) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  Acquisition a;
+  a.errors.push_back({"127.0.0.1:1", redisgo::redis::Fault::kConnect, "refused"});
+  a.not_before = r.clock.now() + 700ms;
+  r.attempted(a, 1ms, false);
+  EXPECT_EQ(first<Wait>(r.last)->until, r.clock.now() + 699ms);
+  r.clock.advance(300ms);
+  r.step(WaitEnded{End::kReleased});
+  EXPECT_FALSE(has<Attempt>(r.last));
+}
+
+// The restart guard (docs/DESIGN.md "Restart guard"): with no holder known and the guard's
+// wait known, the waiter asks exactly when the guard opens (+1 ms), not before.
+TEST(Standby, TheRestartGuardsWaitIsWaitedExactly) {
+  for (bool subscribed : {true, false}) {
+    Rig r(settings(Mode::kSupervise));
+    r.step(Begin{});
+    Acquisition a;
+    a.guard_wait_ms = 2500;
+    r.attempted(a, 1ms, subscribed);
+    EXPECT_EQ(first<Wait>(r.last)->until - r.clock.now(), 2501ms);
+  }
+}
+
+// A signal that does not stop us (SIGHUP, SIGWINCH) cuts an attempt short; it is re-run,
+// at most every 100 ms however many arrive, and it is never counted as a miss.
+TEST(Standby, AStraySignalReRunsTheAttemptPaced) {
+  auto s = settings(Mode::kOneshot);
+  s.monitor_try_all = false;
+  s.retries_count = 1;
+  Rig r(s);
+  r.step(Begin{});
+  Acquisition cut;
+  cut.cancelled = true;
+  r.attempted(cut);
+  EXPECT_TRUE(has<Attempt>(r.last));  // the first re-run goes at once
+  r.attempted(cut, 10ms);
+  const auto paced = first<Wait>(r.last);
+  ASSERT_TRUE(paced);
+  EXPECT_FALSE(paced->wake_on_release);
+  EXPECT_EQ(r.machine.state(), StandbyState::kPacing);
+  r.clock.advance(paced->until - r.clock.now());
+  r.step(WaitEnded{End::kTimer});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  EXPECT_EQ(r.machine.attempts(), 0);
+}
+
+TEST(Standby, AStopEndsTheWaitWhereverItIs) {
+  {
+    Rig r(settings(Mode::kSupervise));
+    r.step(Begin{});
+    r.step(StopAsked{});
+    EXPECT_TRUE(has<Stopped>(r.last));
+  }
+  {
+    Rig r(settings(Mode::kSupervise));
+    r.step(Begin{});
+    Acquisition cut;
+    cut.cancelled = true;
+    r.attempted(cut, 1ms, true, /*stop=*/true);
+    EXPECT_TRUE(has<Stopped>(r.last));
+  }
+  {
+    Rig r(settings(Mode::kSupervise));
+    r.step(Begin{});
+    r.attempted(held(3000));
+    r.step(WaitEnded{End::kShutdown});
+    EXPECT_TRUE(has<Stopped>(r.last));
+    EXPECT_EQ(r.machine.state(), StandbyState::kStopped);
+  }
+}
+
+TEST(Standby, ANewWaitStartsItsCountFromZero) {
+  auto s = settings(Mode::kOneshot);
+  s.monitor_try_all = false;
+  s.retries_count = 2;
+  Rig r(s);
+  r.step(Begin{});
+  r.attempted(held(3000));
+  EXPECT_EQ(r.machine.attempts(), 1);
+  r.step(Begin{});
+  EXPECT_EQ(r.machine.attempts(), 0);
+  EXPECT_EQ(r.machine.began(), r.clock.now());
+}
