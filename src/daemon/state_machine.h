@@ -1,6 +1,6 @@
 #pragma once
 /// The daemon's decisions as pure functions of its state (pure transitions,
-/// carried out by daemon.cpp's event loop). Nothing here touches Redis, processes or
+/// used by the phase machines, standby.h and leader.h). Nothing here touches Redis, processes or
 /// clocks, so every rule of redisgo_task(1), MODES and EXIT STATUS is unit-tested directly.
 ///
 ///   Idle -> Acquiring -> (Waiting -> Acquiring)* -> Running -> Draining -> Releasing

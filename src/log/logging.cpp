@@ -283,7 +283,7 @@ int syslog_priority(spdlog::level::level_enum level) {
 }
 
 std::string_view event_of(std::string_view message) {
-  // The heads of the daemon's lifecycle messages (src/daemon/daemon.cpp); a test pins
+  // The heads of the daemon's lifecycle messages (src/daemon/contend.cpp, lead.cpp); a test pins
   // each against the real message.
   static constexpr std::pair<std::string_view, std::string_view> kEvents[] = {
       {"contending for ", "contending"},

@@ -1,0 +1,96 @@
+#include "support/fake_lease.h"
+
+namespace redisgo::testing {
+
+class FakeLease::Backend final : public lock::LeaseBackend {
+ public:
+  Backend(FakeLease& lease, const Clock& clock) : lease_(lease), clock_(clock) {}
+
+  lock::Acquisition acquire() override {
+    std::lock_guard lk(lease_.mu_);
+    ++lease_.acquisitions_;
+    lock::Acquisition a;
+    a.started = clock_.now();
+    a.answered = {"fake"};
+    if (lease_.grant_) {
+      a.acquired = true;
+      a.token = ++lease_.token_;
+      a.valid_until = clock_.now() + lease_.ttl_;
+    } else {
+      a.busy = 1;
+      a.holder = "someone-else";
+      a.holder_ttl_ms = lease_.held_ttl_.count();
+    }
+    return a;
+  }
+  lock::Renewal renew() override {
+    std::lock_guard lk(lease_.mu_);
+    ++lease_.renewals_;
+    lock::Renewal r;
+    switch (lease_.renew_) {
+      case Renew::kConfirm:
+        r.confirmed = true;
+        r.votes = 1;
+        r.valid_until = clock_.now() + lease_.ttl_;
+        r.answered = {"fake"};
+        break;
+      case Renew::kUnconfirmed:
+        r.errors.push_back({"fake", redis::Fault::kTimeout, "fake: no reply"});
+        break;
+      case Renew::kLost:
+        r.lost = true;
+        break;
+    }
+    return r;
+  }
+  lock::Release release() noexcept override {
+    std::lock_guard lk(lease_.mu_);
+    ++lease_.releases_;
+    lock::Release r;
+    r.released = 1;
+    return r;
+  }
+  std::vector<lock::NodeView> inspect() override { return {}; }
+  int node_count() const override { return 1; }
+
+ private:
+  FakeLease& lease_;
+  const Clock& clock_;
+};
+
+void FakeLease::set_grant(bool grant, Millis held_ttl) {
+  std::lock_guard lk(mu_);
+  grant_ = grant;
+  held_ttl_ = held_ttl;
+}
+
+void FakeLease::set_renew(Renew r) {
+  std::lock_guard lk(mu_);
+  renew_ = r;
+}
+
+int FakeLease::acquisitions() const {
+  std::lock_guard lk(mu_);
+  return acquisitions_;
+}
+
+int FakeLease::renewals() const {
+  std::lock_guard lk(mu_);
+  return renewals_;
+}
+
+int FakeLease::releases() const {
+  std::lock_guard lk(mu_);
+  return releases_;
+}
+
+std::uint64_t FakeLease::last_token() const {
+  std::lock_guard lk(mu_);
+  return token_;
+}
+
+std::unique_ptr<lock::LeaseBackend> FakeLease::make(const lock::LeaseOptions&, const Clock& clock) {
+  return std::make_unique<Backend>(*this, clock);
+}
+
+}  // namespace redisgo::testing

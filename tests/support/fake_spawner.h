@@ -1,0 +1,45 @@
+#pragma once
+// A spawner whose jobs are no processes: they record the signals sent to them and end
+// when a test says so or when a signal that stops them arrives. For the daemon's driver
+// in-process (daemon::Dependencies); the keeper itself is tested with real processes.
+
+#include <csignal>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "process/child.h"
+
+namespace redisgo::testing {
+
+class FakeSpawner final : public process::Spawner {
+ public:
+  std::unique_ptr<process::Job> spawn(const process::SpawnOptions& options) override;
+
+  /// Signals that end a job (as 128 + N); others are only recorded. Default TERM, INT, KILL.
+  void set_fatal(std::vector<int> signals);
+  /// Ends the running job with `code`.
+  void finish(int code);
+
+  int spawned() const;
+  bool running() const;
+  /// The signals every job received, in order.
+  std::vector<int> signals() const;
+  /// The environment the last job was given.
+  std::map<std::string, std::string> last_env() const;
+
+ private:
+  class Job;
+  mutable std::mutex mu_;
+  std::vector<int> fatal_{SIGTERM, SIGINT, SIGKILL};
+  std::vector<int> signals_;
+  std::map<std::string, std::string> env_;
+  std::optional<int> code_;  // the running job's end, once decided
+  bool running_ = false;
+  int spawned_ = 0;
+};
+
+}  // namespace redisgo::testing

@@ -1,0 +1,177 @@
+// The daemon's driver in-process (docs/DESIGN.md "Dependencies"): run_task with a fake
+// lease backend and a fake spawner, on the real clock and the real signalfd. What the
+// machines decide is tested in daemon_leader_test / daemon_standby_test; this proves the
+// driver carries it out: spawn, signals, renewals, release, exit statuses.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <string>
+
+#include "daemon/daemon.h"
+#include "process/signals.h"
+#include "util/exit_status.h"
+#include "support/fake_lease.h"
+#include "support/fake_spawner.h"
+#include "support/redis_server.h"
+
+using namespace std::chrono_literals;
+using redisgo::kExitTempFail;
+using redisgo::daemon::Dependencies;
+using redisgo::daemon::TaskOptions;
+using redisgo::testing::FakeLease;
+using redisgo::testing::FakeSpawner;
+using redisgo::testing::wait_until;
+
+namespace {
+
+/// Blocks the daemon's signals in this thread (and the threads it starts) while it lives,
+/// as main does; restores the mask after.
+class BlockedSignals {
+ public:
+  BlockedSignals() {
+    pthread_sigmask(SIG_SETMASK, nullptr, &old_);
+    redisgo::process::block_handled_signals();
+  }
+  ~BlockedSignals() {
+    // A signal sent to this process during the test and never read must not fire now.
+    sigset_t pending;
+    sigpending(&pending);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+      if (sigismember(&pending, sig)) {
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        int got = 0;
+        sigwait(&one, &got);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t old_;
+};
+
+TaskOptions options(const std::string& mode, const std::string& extra_task = "", bool wait = true) {
+  // The node is never reached (the backend is fake); only the release subscribers try it.
+  const std::string text = "[redis]\nhost = \"127.0.0.1:1\"\nkey = \"runner-test\"\nexpire = \"2s\"\n"
+                           "cron = \"100ms\"\n[task]\ncommand = [\"fake-job\"]\nmode = \"" +
+                           mode + "\"\nkill_grace = \"500ms\"\n" + extra_task + "[log]\nlevel = \"error\"\n";
+  auto loaded = redisgo::config::load_string(text, "runner-test.toml");
+  if (!loaded.config) throw std::runtime_error(loaded.errors.at(0).str());
+  TaskOptions o;
+  o.config = *loaded.config;
+  o.wait = wait;
+  o.holder = "test-holder:1:00";
+  return o;
+}
+
+struct Rig {
+  FakeLease lease{2000ms};
+  FakeSpawner spawner;
+  Dependencies deps() {
+    Dependencies made;
+    made.make_backend = [this](const redisgo::lock::LeaseOptions& o, const redisgo::Clock& c) {
+      return lease.make(o, c);
+    };
+    made.spawner = &spawner;
+    return made;
+  }
+  /// run_task on its own thread (it inherits the blocked signals).
+  std::future<int> start(const TaskOptions& o) {
+    opts = o;
+    d = deps();
+    return std::async(std::launch::async, [this] { return redisgo::daemon::run_task(opts, d); });
+  }
+  TaskOptions opts;
+  Dependencies d;
+};
+
+}  // namespace
+
+TEST(Runner, OneshotRunsTheChildUnderTheLeaseAndExitsWithItsStatus) {
+  BlockedSignals blocked;
+  Rig r;
+  auto done = r.start(options("oneshot"));
+  ASSERT_TRUE(wait_until([&] { return r.spawner.running(); }, 5000ms));
+  const auto env = r.spawner.last_env();
+  EXPECT_EQ(env.at("REDISGO_TASK_TOKEN"), std::to_string(r.lease.last_token()));
+  EXPECT_EQ(env.at("REDISGO_TASK_KEY"), "runner-test");
+  EXPECT_EQ(env.at("REDISGO_TASK_HOLDER"), "test-holder:1:00");
+  r.spawner.finish(3);
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 3);
+  EXPECT_EQ(r.lease.releases(), 1);
+  EXPECT_EQ(r.spawner.spawned(), 1);
+}
+
+TEST(Runner, ALostLeaseStopsTheChildAndTheRunCountsAsLost) {
+  BlockedSignals blocked;
+  Rig r;
+  auto done = r.start(options("oneshot"));
+  ASSERT_TRUE(wait_until([&] { return r.spawner.running(); }, 5000ms));
+  r.lease.set_renew(FakeLease::Renew::kLost);
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), kExitTempFail);
+  EXPECT_EQ(r.spawner.signals().at(0), SIGTERM);
+  EXPECT_EQ(r.lease.releases(), 1);
+}
+
+TEST(Runner, UnconfirmedRenewalsStopTheChildBeforeTheLocalDeadline) {
+  BlockedSignals blocked;
+  Rig r;
+  r.spawner.set_fatal({SIGKILL});  // a job that ignores SIGTERM: SIGKILL must follow
+  r.lease.set_renew(FakeLease::Renew::kUnconfirmed);
+  const auto began = std::chrono::steady_clock::now();
+  auto done = r.start(options("oneshot"));
+  ASSERT_TRUE(wait_until([&] { return r.spawner.spawned() == 1; }, 5000ms));
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), kExitTempFail);
+  // expire 2s: SIGKILL went out before the 2 s lease could end.
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 2500ms);
+  const auto sent = r.spawner.signals();
+  ASSERT_GE(sent.size(), 2u);
+  EXPECT_EQ(sent.front(), SIGTERM);
+  EXPECT_NE(std::find(sent.begin(), sent.end(), SIGKILL), sent.end());
+}
+
+TEST(Runner, ABusyLeaseWithNoWaitExits75WithoutStartingAnything) {
+  BlockedSignals blocked;
+  Rig r;
+  r.lease.set_grant(false);
+  auto done = r.start(options("oneshot", "", /*wait=*/false));
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), kExitTempFail);
+  EXPECT_EQ(r.lease.acquisitions(), 1);
+  EXPECT_EQ(r.spawner.spawned(), 0);
+  EXPECT_EQ(r.lease.releases(), 0);
+}
+
+TEST(Runner, ASuperviseLeaderStopsOnSigtermAndExitsZero) {
+  BlockedSignals blocked;
+  Rig r;
+  auto done = r.start(options("supervise"));
+  ASSERT_TRUE(wait_until([&] { return r.spawner.running(); }, 5000ms));
+  ::kill(::getpid(), SIGTERM);
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  EXPECT_EQ(r.spawner.signals().at(0), SIGTERM);
+  EXPECT_EQ(r.lease.releases(), 1);
+}
+
+TEST(Runner, ASuperviseLeaderRestartsAFailedChildUnderTheSameLease) {
+  BlockedSignals blocked;
+  Rig r;
+  auto done = r.start(options("supervise", "restart_delay = \"0s\"\n"));
+  ASSERT_TRUE(wait_until([&] { return r.spawner.running(); }, 5000ms));
+  r.spawner.finish(1);
+  ASSERT_TRUE(wait_until([&] { return r.spawner.spawned() == 2 && r.spawner.running(); }, 5000ms));
+  EXPECT_EQ(r.lease.acquisitions(), 1);
+  ::kill(::getpid(), SIGTERM);
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+}
