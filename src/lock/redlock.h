@@ -102,6 +102,28 @@ class RedlockBackend final : public LeaseBackend {
   bool wait(std::vector<redis::CallPtr>& calls, const std::function<bool()>& decided, bool cancellable);
   /// The redirects of `calls` that can be followed, followed.
   void follow_redirects(std::vector<redis::CallPtr>& calls);
+  /// acquire(): one round's replies, read as votes for a slot (redlock_acquire.cpp).
+  struct Ballot;
+  /// acquire(): what the round left on each node.
+  struct Tally {
+    std::vector<bool> granted;       ///< voted for the slot won
+    std::vector<std::string> taken;  ///< the slot key it gave us, if any ("" = none)
+    /// It holds a key of ours that this attempt did not set (a late SET of an earlier
+    /// attempt, a release that did not reach it): no holder to wait for, undone.
+    std::vector<bool> leftover;
+    std::map<std::string, std::vector<std::int64_t>> busy_ttls;  ///< holder -> its nodes' PTTLs
+  };
+  /// acquire(): sends the acquire script (the slot keys in this attempt's order).
+  std::vector<redis::CallPtr> send_acquire(bool semaphore);
+  /// acquire(): reads every node's reply into `a` and the tally.
+  Tally count_votes(const Ballot& ballot, int slot, Acquisition& a);
+  /// acquire(): fencing across quorums (lock/fencing.h): raises the fence where a node
+  /// stores less than the quorum's token. False when fewer than a quorum store it.
+  bool raise_fence(Acquisition& a);
+  /// acquire(): whether enough of the lease is left to stop a child in time (else why, in `a`).
+  bool still_valid(Clock::time_point start, Acquisition& a);
+  /// acquire(): undoes our leftover keys, except on the slot `keep` (-1: none).
+  void undo_leftovers(const std::vector<bool>& leftover, int keep);
   /// Sentinel: WAIT for the replicas on the nodes that granted; false if too few have it.
   bool replicated(const std::vector<bool>& granted, std::vector<NodeError>& errors);
   /// Reads what arrived for earlier rounds and accounts each node's health from the
