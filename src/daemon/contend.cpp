@@ -23,7 +23,11 @@ std::optional<int> Runner::contend() {
       if (std::holds_alternative<Attempt>(action)) {
         next = attempt(machine);
       } else if (const auto* w = std::get_if<Wait>(&action)) {
-        next = machine.step(WaitEnded{wait_for(machine, *w)}, clock_.now());
+        // The time the wait ended, read after it (two arguments of one call would be
+        // evaluated in either order: the clock first would hand the machine the time the
+        // wait began, and a paced re-run would go out early).
+        const End end = wait_for(machine, *w);
+        next = machine.step(WaitEnded{end}, clock_.now());
       } else if (std::holds_alternative<Report>(action)) {
         report_attempt(machine.last());
         report_guard(machine.last());

@@ -1,16 +1,29 @@
 #include "support/fake_lease.h"
 
+#include <poll.h>
+
 namespace redisgo::testing {
 
 class FakeLease::Backend final : public lock::LeaseBackend {
  public:
-  Backend(FakeLease& lease, const Clock& clock) : lease_(lease), clock_(clock) {}
+  Backend(FakeLease& lease, const Clock& clock, int cancel_fd) : lease_(lease), clock_(clock), cancel_fd_(cancel_fd) {}
 
   lock::Acquisition acquire() override {
-    std::lock_guard lk(lease_.mu_);
-    ++lease_.acquisitions_;
     lock::Acquisition a;
     a.started = clock_.now();
+    // As the real backend: anything readable on cancel_fd (the daemon's signalfd) during
+    // the round (a round trip of up to 5 ms here) ends the attempt unanswered.
+    bool cancelled = false;
+    if (cancel_fd_ >= 0) {
+      pollfd p{cancel_fd_, POLLIN, 0};
+      cancelled = ::poll(&p, 1, 5) > 0;
+    }
+    std::lock_guard lk(lease_.mu_);
+    ++lease_.acquisitions_;
+    if (cancelled) {
+      a.cancelled = true;
+      return a;
+    }
     a.answered = {"fake"};
     if (lease_.grant_) {
       a.acquired = true;
@@ -56,6 +69,7 @@ class FakeLease::Backend final : public lock::LeaseBackend {
  private:
   FakeLease& lease_;
   const Clock& clock_;
+  int cancel_fd_;
 };
 
 void FakeLease::set_grant(bool grant, Millis held_ttl) {
@@ -89,8 +103,8 @@ std::uint64_t FakeLease::last_token() const {
   return token_;
 }
 
-std::unique_ptr<lock::LeaseBackend> FakeLease::make(const lock::LeaseOptions&, const Clock& clock) {
-  return std::make_unique<Backend>(*this, clock);
+std::unique_ptr<lock::LeaseBackend> FakeLease::make(const lock::LeaseOptions& options, const Clock& clock) {
+  return std::make_unique<Backend>(*this, clock, options.cancel_fd);
 }
 
 }  // namespace redisgo::testing

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <future>
 #include <string>
+#include <thread>
 
 #include "daemon/daemon.h"
 #include "process/signals.h"
@@ -174,4 +175,28 @@ TEST(Runner, ASuperviseLeaderRestartsAFailedChildUnderTheSameLease) {
   ::kill(::getpid(), SIGTERM);
   ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(done.get(), 0);
+}
+
+// A flood of signals that do not stop the daemon (SIGHUP, a resized terminal's SIGWINCH)
+// cuts attempts short; each is re-run, at most every 100 ms (invariant 7). Found by a
+// review: the driver handed the machine the time a wait began instead of when it ended,
+// and half the re-runs went out at once (20 attempts/s instead of 10).
+TEST(Runner, AFloodOfStraySignalsRerunsAttemptsAtMostEvery100ms) {
+  BlockedSignals blocked;
+  Rig r;
+  r.lease.set_grant(false, 60'000ms);
+  auto done = r.start(options("supervise"));
+  ASSERT_TRUE(wait_until([&] { return r.lease.acquisitions() >= 1; }, 5000ms));
+  const int before = r.lease.acquisitions();
+  const auto until = std::chrono::steady_clock::now() + 1000ms;
+  while (std::chrono::steady_clock::now() < until) {
+    ::kill(::getpid(), SIGHUP);
+    std::this_thread::sleep_for(1ms);  // the flood's pace, not a synchronisation
+  }
+  const int rerun = r.lease.acquisitions() - before;
+  ::kill(::getpid(), SIGTERM);
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  EXPECT_GE(rerun, 5);   // re-run, not given up
+  EXPECT_LE(rerun, 12);  // 1 s / 100 ms, +1 at each end
 }
