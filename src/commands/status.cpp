@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -180,14 +179,6 @@ void write_topology_text(const TopologyView& t, std::ostream& out) {
   }
 }
 
-std::string utc(std::int64_t seconds) {
-  const time_t t = static_cast<time_t>(seconds);
-  struct tm tm {};
-  char buf[32] = "?";
-  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 /// A number as JSON: the digits when the text is one, else null.
 std::string json_number(const std::string& text) {
   if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return "null";
@@ -274,19 +265,19 @@ void write_claims(lock::LeaseBackend& backend, const config::Config& config, boo
     // Unreadable: shown as no claim found; the nodes' own lines say why.
   }
   if (json) out << ",\"once_per_ms\":" << period.count() << ",\"claims\":[";
-  if (!json) out << "once_per: " << format_duration(period) << "; the slot now is " << utc(nearest) << "\n";
+  if (!json) out << "once_per: " << format_duration(period) << "; the slot now is " << utc_text(nearest) << "\n";
   bool first = true;
   for (std::size_t i = 0; i < slots.size() && i < claims.size(); ++i) {
     if (!claims[i]) continue;
     const auto& c = *claims[i];
     if (json) {
-      out << (first ? "" : ",") << "{\"slot\":" << log::json_quoted(utc(slots[i])) << ",\"holder\":"
+      out << (first ? "" : ",") << "{\"slot\":" << log::json_quoted(utc_text(slots[i])) << ",\"holder\":"
           << log::json_quoted(c.holder) << ",\"token\":" << json_number(c.token)
           << ",\"start_ms\":" << json_number(c.start_ms) << ",\"status\":" << json_number(c.status) << "}";
     } else {
-      out << "slot " << utc(slots[i]) << ": run by " << log::printable(c.holder) << ", token " << log::printable(c.token);
+      out << "slot " << utc_text(slots[i]) << ": run by " << log::printable(c.holder) << ", token " << log::printable(c.token);
       if (json_number(c.start_ms) != "null") {
-        out << ", started " << utc(std::stoll(c.start_ms) / 1000);
+        out << ", started " << utc_text(std::stoll(c.start_ms) / 1000);
       }
       out << (c.status.empty() ? ", running or no exit status recorded" : ", exit status " + log::printable(c.status))
           << "\n";

@@ -1,7 +1,6 @@
 #include "daemon/runner.h"
 
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,14 +31,6 @@ std::int64_t wall_ms() {
 }  // namespace
 
 std::string cause_key(const lock::NodeError& e) { return e.node.empty() ? redis::to_string(e.fault) : e.node; }
-
-std::string utc_text(std::int64_t seconds) {
-  const time_t t = static_cast<time_t>(seconds);
-  struct tm tm {};
-  char buf[32] = "?";
-  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string describe_claim(const lock::ClaimRecord& c) {
   std::string out = "holder " + c.holder + " (token " + (c.token.empty() ? "?" : c.token);

@@ -1,6 +1,9 @@
 #include "util/duration.h"
 
+#include <time.h>
+
 #include <cctype>
+#include <ctime>
 #include <cstdint>
 #include <limits>
 
@@ -49,6 +52,14 @@ std::string format_duration(std::chrono::milliseconds d) {
   if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
   if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
   return std::to_string(ms) + "ms";
+}
+
+std::string utc_text(std::int64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  struct tm tm {};
+  char buf[32] = "?";
+  if (::gmtime_r(&t, &tm)) std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace redisgo

@@ -3,6 +3,7 @@
 /// "1m30s", or an integer meaning seconds.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,5 +16,9 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, s
 
 /// Formats as the shortest exact form: "1h", "90s", "1500ms", "0ms".
 std::string format_duration(std::chrono::milliseconds d);
+
+/// A wall-clock instant, seconds since the epoch, as "2026-11-25T10:15:00Z" ("?" if it
+/// cannot be represented).
+std::string utc_text(std::int64_t seconds);
 
 }  // namespace redisgo
