@@ -1,0 +1,346 @@
+// The keeper and the job between fork and exec (child.h): only async-signal-safe calls
+// from fork to the job's exec, and none that allocates.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "process/keeper.h"
+
+namespace redisgo::process::detail {
+namespace {
+
+// While the keeper kills leftovers it re-checks this often (milliseconds).
+constexpr int kSweepMs = 5;
+
+// The daemon's own argument area (main's argv strings), which the keeper overwrites with
+// its name: `killall redisgo_task` and `pkill -f redisgo_task` aimed at the daemon must
+// not hit the keeper, whose survival is what takes the job's tree down.
+char* g_args = nullptr;
+std::size_t g_args_len = 0;
+constexpr char kKeeperName[] = "redisgo-keeper";
+
+void write_all(int fd, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+[[noreturn]] void fail_in_child(int report_fd, Stage stage, int err) {
+  ChildFailure failure{stage, err};
+  // Nothing more can be done if this write fails; the exit code still says 126/127.
+  write_all(report_fd, &failure, sizeof failure);
+  ::_exit(stage == Stage::kExec && err == ENOENT ? 127 : 126);
+}
+
+// Marks every fd above 2 close-on-exec.
+void cloexec_all_fds_above_stderr() {
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  if (for_each_proc_entry("/proc/self/fd", [](int fd, int dir) {
+        if (fd > 2 && fd != dir) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      })) {
+    return;
+  }
+  struct rlimit limit {};
+  rlim_t max_fd = 65536;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < max_fd) max_fd = limit.rlim_cur;
+  for (rlim_t fd = 3; fd < max_fd; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+}
+
+void close_range_or_loop(unsigned first, unsigned last) {
+  if (first > last) return;
+  if (::close_range(first, last, 0) == 0) return;
+  struct rlimit limit {};
+  unsigned max_fd = 65536;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < max_fd) max_fd = static_cast<unsigned>(limit.rlim_cur);
+  for (unsigned fd = first; fd <= last && fd < max_fd; ++fd) ::close(static_cast<int>(fd));
+}
+
+// The keeper keeps only stdio and its three pipe ends: the daemon's Redis sockets, its
+// signalfd and the other end of each pipe must not be held open by it.
+void close_all_but(int a, int b, int c) {
+  int keep[3] = {a, b, c};
+  std::sort(keep, keep + 3);
+  unsigned from = 3;
+  for (int k : keep) {
+    if (k < 3) continue;
+    if (static_cast<unsigned>(k) > from) close_range_or_loop(from, static_cast<unsigned>(k) - 1);
+    from = static_cast<unsigned>(k) + 1;
+  }
+  close_range_or_loop(from, ~0U);
+}
+
+[[noreturn]] void run_job(const Plan& plan, int report_fd, pid_t keeper) noexcept {
+  // Default dispositions: an ignored signal (the daemon ignores SIGPIPE) stays ignored
+  // across exec. All signals are still blocked here.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    ::sigaction(sig, &dfl, nullptr);  // EINVAL for glibc's reserved signals: fine
+  }
+  // Own group, so kill(-pgid) reaches the job and everything it starts, and a ^C to the
+  // daemon's terminal group is delivered through the daemon only.
+  ::setpgid(0, 0);
+  // The keeper is single-threaded, so the death signal is tied to its life, not a thread's.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail_in_child(report_fd, Stage::kExec, errno);
+  if (::getppid() != keeper) ::_exit(128 + SIGKILL);  // the keeper died before prctl
+  if (!plan.workdir.empty() && ::chdir(plan.workdir.c_str()) != 0) fail_in_child(report_fd, Stage::kChdir, errno);
+  cloexec_all_fds_above_stderr();
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
+  fail_in_child(report_fd, Stage::kExec, errno);
+}
+
+// SIGKILLs every live child of this process. As a subreaper, the keeper inherits each
+// orphan of its tree, so repeating this until none is left kills every descendant,
+// setsid'd ones included.
+void kill_children(pid_t self) {
+  for_each_proc_entry("/proc", [self](int pid, int proc_dir) {
+    if (parent_of(pid, proc_dir) == self) ::kill(pid, SIGKILL);
+  });
+}
+
+// ---- The keeper's main ----
+
+// Everything up to the job's fork that makes this process the keeper: the job's output,
+// no inherited descriptors, its own name, group and subreaper role.
+void become_keeper(const Plan& plan, int control_fd, int status_fd, int report_fd) {
+  // The job inherits the keeper's stdout and stderr (the keeper itself writes to neither).
+  if (plan.output_fd >= 0) {
+    ::dup2(plan.output_fd, STDOUT_FILENO);
+    ::dup2(plan.output_fd, STDERR_FILENO);
+  }
+  close_all_but(control_fd, status_fd, report_fd);
+  ::prctl(PR_SET_NAME, kKeeperName, 0, 0, 0);
+  if (g_args && g_args_len > 0) {
+    std::memset(g_args, 0, g_args_len);
+    std::memcpy(g_args, kKeeperName, std::min(g_args_len - 1, sizeof kKeeperName - 1));
+  }
+  ::setpgid(0, 0);  // group signals to the job never reach the keeper, nor the other way
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+// The lease deadline, held here too: if the daemon is stopped or wedged (SIGSTOP, a
+// debugger, a stuck page fault) the job is still killed when the lease can end. An
+// absolute CLOCK_BOOTTIME timer also fires at once after a suspend or a freeze of the
+// whole tree. Returns the timer, or -1 when none could be made.
+int arm_lease_deadline(const Plan& plan, int report_fd) {
+  int deadline_fd = ::timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (plan.deadline_ns <= 0) return deadline_fd;
+  // Armed before the job exists, and the job is not started at all once the lease can
+  // have ended: a daemon that stalled between its own check and here must not start a
+  // child under a lease another host may hold by now.
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  const std::int64_t now_ns = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  if (now_ns >= plan.deadline_ns) fail_in_child(report_fd, Stage::kDeadline, ETIME);
+  if (deadline_fd >= 0) {
+    itimerspec spec{};
+    spec.it_value.tv_sec = static_cast<time_t>(plan.deadline_ns / 1'000'000'000);
+    spec.it_value.tv_nsec = static_cast<long>(plan.deadline_ns % 1'000'000'000);
+    ::timerfd_settime(deadline_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+  }
+  return deadline_fd;
+}
+
+// The keeper once the job runs: reaps, forwards the daemon's requests, holds the deadline,
+// and kills the whole tree when the job ends, the deadline passes or the daemon is gone.
+class Keeper {
+ public:
+  Keeper(pid_t self, pid_t job, int control_fd, int status_fd, int chld_fd, int deadline_fd)
+      : self_(self), job_(job), control_fd_(control_fd), status_fd_(status_fd), chld_fd_(chld_fd),
+        deadline_fd_(deadline_fd) {}
+
+  [[noreturn]] void run() {
+    for (;;) {
+      reap_exited();
+      if (killing_) kill_children(self_);
+
+      pollfd fds[3];
+      nfds_t nfds = 0;
+      int control_at = -1, deadline_at = -1;
+      if (daemon_alive_) {
+        control_at = static_cast<int>(nfds);
+        fds[nfds++] = pollfd{control_fd_, POLLIN, 0};
+      }
+      if (chld_fd_ >= 0) fds[nfds++] = pollfd{chld_fd_, POLLIN, 0};
+      if (deadline_fd_ >= 0 && !killing_) {
+        deadline_at = static_cast<int>(nfds);
+        fds[nfds++] = pollfd{deadline_fd_, POLLIN, 0};
+      }
+      // Without a SIGCHLD fd (signalfd failed) fall back to checking every few ms.
+      const int timeout = killing_ || chld_fd_ < 0 ? kSweepMs : -1;
+      if (::poll(fds, nfds, timeout) < 0 && errno != EINTR) ::poll(nullptr, 0, kSweepMs);
+      if (chld_fd_ >= 0) {
+        signalfd_siginfo si;
+        while (::read(chld_fd_, &si, sizeof si) > 0) {
+        }
+      }
+      if (deadline_at >= 0 && fds[deadline_at].revents != 0) {
+        // The lease can end now and nobody stopped the job: it must not run on.
+        if (!job_done_) ::kill(-job_, SIGKILL);
+        killing_ = true;
+      }
+      // The control pipe is blocking on this side: read it only when poll says so.
+      if (control_at >= 0 && fds[control_at].revents != 0) read_control();
+    }
+  }
+
+ private:
+  // Reaps whatever exited; once killing, exits when the whole tree is gone. The job is
+  // peeked first (WNOWAIT) so that its group can be killed while its zombie still holds
+  // the group id.
+  void reap_exited() {
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        if (errno == EINTR) continue;
+        if (killing_) {  // ECHILD: the whole tree is gone
+          KeeperReport exited{Report::kExited, job_status_};
+          write_all(status_fd_, &exited, sizeof exited);
+          ::_exit(0);
+        }
+        return;
+      }
+      if (info.si_pid == 0) return;
+      if (info.si_pid == job_) ::kill(-job_, SIGKILL);
+      int status = 0;
+      while (::waitpid(info.si_pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (info.si_pid == job_) {
+        job_status_ = status;
+        job_done_ = true;
+        killing_ = true;
+      }
+    }
+  }
+
+  // Reads the control pipe: a whole request is carried out; EOF means the daemon is gone.
+  void read_control() {
+    ssize_t n = ::read(control_fd_, pending_ + pending_len_, sizeof pending_ - pending_len_);
+    if (n < 0) return;
+    if (n == 0) {
+      // The daemon is gone (exit, crash, SIGKILL): nothing may outlive it.
+      daemon_alive_ = false;
+      if (!job_done_) ::kill(-job_, SIGKILL);
+      killing_ = true;
+      return;
+    }
+    pending_len_ += static_cast<std::size_t>(n);
+    if (pending_len_ < sizeof pending_) return;
+    pending_len_ = 0;
+    KeeperRequest req;
+    std::memcpy(&req, pending_, sizeof req);
+    if (req.kind == Request::kDeadline && deadline_fd_ >= 0) {
+      itimerspec spec{};  // 0: disarm
+      if (req.value > 0) {
+        spec.it_value.tv_sec = static_cast<time_t>(req.value / 1'000'000'000);
+        spec.it_value.tv_nsec = static_cast<long>(req.value % 1'000'000'000);
+      }
+      ::timerfd_settime(deadline_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
+    } else if (req.kind == Request::kSignal && !job_done_ && req.value > 0 && req.value < NSIG) {
+      ::kill(-job_, static_cast<int>(req.value));
+      if (req.value == SIGKILL) killing_ = true;
+    }
+  }
+
+  const pid_t self_;
+  const pid_t job_;
+  const int control_fd_;
+  const int status_fd_;
+  const int chld_fd_;
+  const int deadline_fd_;
+  bool daemon_alive_ = true;
+  bool job_done_ = false;
+  bool killing_ = false;  // the job is over or must die: kill every descendant
+  int job_status_ = 0;
+  char pending_[sizeof(KeeperRequest)];
+  std::size_t pending_len_ = 0;
+};
+
+}  // namespace
+
+int parent_of(int pid, int proc_dir) {
+  char path[32];
+  // "<pid>/stat" relative to /proc, built by hand (no snprintf after fork).
+  char digits[16];
+  int nd = 0;
+  for (int v = pid; v > 0 && nd < 15; v /= 10) digits[nd++] = static_cast<char>('0' + v % 10);
+  int len = 0;
+  while (nd > 0) path[len++] = digits[--nd];
+  const char* suffix = "/stat";
+  for (const char* s = suffix; *s; ++s) path[len++] = *s;
+  path[len] = '\0';
+  int fd = ::openat(proc_dir, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* close_paren = nullptr;
+  for (ssize_t i = 0; i < n; ++i) {
+    if (buf[i] == ')') close_paren = buf + i;
+  }
+  if (!close_paren) return -1;
+  const char* p = close_paren + 1;
+  while (*p == ' ') ++p;
+  while (*p && *p != ' ') ++p;  // state
+  while (*p == ' ') ++p;
+  int ppid = 0;
+  while (*p >= '0' && *p <= '9') ppid = ppid * 10 + (*p++ - '0');
+  return ppid;
+}
+
+void set_keeper_name_area(char* args, std::size_t len) noexcept {
+  g_args = args;
+  g_args_len = len;
+}
+
+[[noreturn]] void run_keeper(const Plan& plan, int control_fd, int status_fd, int report_fd) noexcept {
+  become_keeper(plan, control_fd, status_fd, report_fd);
+  const pid_t self = ::getpid();
+
+  // The daemon may have died already: then nothing is started.
+  pollfd check{control_fd, POLLIN, 0};
+  if (::poll(&check, 1, 0) > 0 && (check.revents & (POLLHUP | POLLERR))) ::_exit(0);
+
+  // Every signal stays blocked in the keeper (the mask came from spawn()); SIGCHLD is
+  // read from a signalfd.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  const int chld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  const int deadline_fd = arm_lease_deadline(plan, report_fd);
+
+  const pid_t job = ::fork();
+  if (job == 0) run_job(plan, report_fd, self);
+  if (job < 0) fail_in_child(report_fd, Stage::kFork, errno);
+  ::setpgid(job, job);  // from this side too, so the group exists before any signal
+  KeeperReport started{Report::kStarted, job};
+  write_all(status_fd, &started, sizeof started);
+  ::close(report_fd);  // the daemon reads EOF once the job has exec'd as well
+
+  Keeper(self, job, control_fd, status_fd, chld_fd, deadline_fd).run();
+}
+
+}  // namespace redisgo::process::detail
