@@ -141,6 +141,17 @@ class RedlockBackend final : public LeaseBackend {
                                     const std::vector<std::string>& args, bool cancellable);
   /// renew(): node i's report that our key was gone there and is set again.
   NodeError set_again_error(std::size_t i) const;
+  /// A script's keys and arguments.
+  struct ScriptCall {
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+  };
+  /// renew(): reports what the previous round's late answers said (set again there).
+  void report_late_renewals(Renewal& rn);
+  /// renew(): the renew script's keys and arguments for the lease held.
+  ScriptCall renew_call() const;
+  /// renew(): reads every node's reply into `rn`; returns how many said "not ours".
+  int count_renewals(const std::vector<redis::CallPtr>& calls, Renewal& rn);
   const std::string& held_key() const { return slot_keys_[static_cast<std::size_t>(held_)]; }
   /// When a quorum of nodes will be past their retry times ({} = now).
   Clock::time_point quorum_available_at() const;

@@ -20,77 +20,69 @@ NodeError RedlockBackend::set_again_error(std::size_t i) const {
                                       "restarted empty, or never set there); set again"};
 }
 
-Renewal RedlockBackend::renew() {
-  sweep();
-  const std::size_t n = nodes_.size();
-  const int q = quorum();
-  Renewal rn;
-  const auto start = clock_.now();
-  // A key of ours gone from a node is set again while the lease is held (the caller only
-  // renews before its local deadline). With several nodes a quorum still holds it; with
-  // one, the node restarted empty or the key was deleted, and the restart guard keeps
-  // anyone else from taking it first (docs/DESIGN.md "Restart guard").
-  const bool repair = options_.token != 0;
+namespace {
+
+// A renewal's reply: 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no
+// answer or a failure.
+int renew_vote(const CallPtr& c) {
+  if (!c || !c->done() || !c->ok()) return -1;
+  auto v = redis::as_integer(c->reply().get());
+  return v && *v >= 0 && *v <= 2 ? static_cast<int>(*v) : -1;
+}
+
+// The calls that failed because the server closed the connection just as we used it (its
+// idle `timeout` firing in the same instant): worth one retry on a fresh connection.
+std::vector<bool> closed_under_us(const std::vector<CallPtr>& calls) {
+  std::vector<bool> again(calls.size(), false);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
+  }
+  return again;
+}
+
+bool any_of(const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); }
+
+}  // namespace
+
+void RedlockBackend::report_late_renewals(Renewal& rn) {
   // The last round was decided without some nodes' answers; one that has come since and
   // says the key was set again there is reported now (not a vote: that round is over).
-  for (std::size_t i = 0; i < late_renewals_.size() && i < n; ++i) {
+  for (std::size_t i = 0; i < late_renewals_.size() && i < nodes_.size(); ++i) {
     const auto& c = late_renewals_[i];
     if (c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 2) {
       rn.errors.push_back(set_again_error(i));
     }
   }
-  late_renewals_.assign(n, nullptr);
-  std::vector<std::string> renew_keys{held_key(), keys_.fence};
+  late_renewals_.assign(nodes_.size(), nullptr);
+}
+
+RedlockBackend::ScriptCall RedlockBackend::renew_call() const {
+  // A key of ours gone from a node is set again while the lease is held (the caller only
+  // renews before its local deadline). With several nodes a quorum still holds it; with
+  // one, the node restarted empty or the key was deleted, and the restart guard keeps
+  // anyone else from taking it first (docs/DESIGN.md "Restart guard").
+  const bool repair = options_.token != 0;
   const bool claim = !options_.claim_key.empty();
-  std::vector<std::string> renew_args{options_.holder,
-                                      ttl_arg_,
-                                      repair ? std::to_string(options_.token) : "",
-                                      fence_ttl_arg_,
-                                      claim ? std::to_string(options_.claim_ttl.count()) : "",
-                                      claim && options_.claim_start_ms > 0 ? std::to_string(options_.claim_start_ms) : "",
-                                      // One node and one slot: a counter above our token proves a later grant
-                                      // of this key (a semaphore's slots share the counter: it proves nothing).
-                                      n == 1 && slot_keys_.size() == 1 ? "1" : ""};
-  if (claim) renew_keys.push_back(options_.claim_key);
-  auto calls = send(kRenew, renew_keys, renew_args, {}, Send::kRespectBackoff);
-  // 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no answer/failure.
-  auto vote = [&](std::size_t i) -> int {
-    const auto& c = calls[i];
-    if (!c || !c->done() || !c->ok()) return -1;
-    auto v = redis::as_integer(c->reply().get());
-    return v && *v >= 0 && *v <= 2 ? static_cast<int>(*v) : -1;
-  };
-  auto decided = [&] {
-    int yes = 0, not_ours = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      int v = vote(i);
-      yes += v >= 1;
-      not_ours += v == 0;
-    }
-    return yes >= q || not_ours > static_cast<int>(n) - q;
-  };
-  bool finished = wait(calls, decided, true);
-  sweep();
-  if (finished && !decided()) {
-    // A connection the server closed just as we used it (its idle `timeout` firing in the
-    // same instant) is retried once on a fresh one, like a release: the renew script is
-    // idempotent, and a node that is really gone fails again at once.
-    std::vector<bool> again(n, false);
-    for (std::size_t i = 0; i < n; ++i) {
-      again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
-    }
-    if (std::find(again.begin(), again.end(), true) != again.end()) {
-      auto retried = send(kRenew, renew_keys, renew_args, again, Send::kAlways);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (again[i] && retried[i]) calls[i] = retried[i];
-      }
-      finished = wait(calls, decided, true);
-      sweep();
-    }
-  }
+  ScriptCall call;
+  call.keys = {held_key(), keys_.fence};
+  call.args = {options_.holder,
+               ttl_arg_,
+               repair ? std::to_string(options_.token) : "",
+               fence_ttl_arg_,
+               claim ? std::to_string(options_.claim_ttl.count()) : "",
+               claim && options_.claim_start_ms > 0 ? std::to_string(options_.claim_start_ms) : "",
+               // One node and one slot: a counter above our token proves a later grant
+               // of this key (a semaphore's slots share the counter: it proves nothing).
+               nodes_.size() == 1 && slot_keys_.size() == 1 ? "1" : ""};
+  if (claim) call.keys.push_back(options_.claim_key);
+  return call;
+}
+
+int RedlockBackend::count_renewals(const std::vector<CallPtr>& calls, Renewal& rn) {
+  const bool repair = options_.token != 0;
   int not_ours = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const int v = vote(i);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const int v = renew_vote(calls[i]);
     if (v >= 0) rn.answered.push_back(nodes_[i].name);  // reachable again, if it was not
     if (v == 2) {
       // Our key was gone from this node and is set again. Said once per cause like any
@@ -119,6 +111,43 @@ Renewal RedlockBackend::renew() {
       }
     }
   }
+  return not_ours;
+}
+
+Renewal RedlockBackend::renew() {
+  sweep();
+  const std::size_t n = nodes_.size();
+  const int q = quorum();
+  Renewal rn;
+  const auto start = clock_.now();
+  report_late_renewals(rn);
+  const ScriptCall request = renew_call();
+  auto calls = send(kRenew, request.keys, request.args, {}, Send::kRespectBackoff);
+  auto decided = [&] {
+    int yes = 0, not_ours = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int v = renew_vote(calls[i]);
+      yes += v >= 1;
+      not_ours += v == 0;
+    }
+    return yes >= q || not_ours > static_cast<int>(n) - q;
+  };
+  bool finished = wait(calls, decided, true);
+  sweep();
+  if (finished && !decided()) {
+    // A connection closed under us is retried once on a fresh one, like a release: the
+    // renew script is idempotent, and a node that is really gone fails again at once.
+    const auto again = closed_under_us(calls);
+    if (any_of(again)) {
+      auto retried = send(kRenew, request.keys, request.args, again, Send::kAlways);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (again[i] && retried[i]) calls[i] = retried[i];
+      }
+      finished = wait(calls, decided, true);
+      sweep();
+    }
+  }
+  const int not_ours = count_renewals(calls, rn);
   for (std::size_t i = 0; i < n; ++i) {
     if (calls[i] && !calls[i]->done()) late_renewals_[i] = calls[i];
   }
@@ -160,11 +189,8 @@ Release RedlockBackend::release() noexcept {
     sweep();
     // A connection closed under us (idle, then reset just as we used it) is retried once
     // on a fresh one: a lost release would keep the lease from the standbys for its TTL.
-    std::vector<bool> again(nodes_.size(), false);
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      again[i] = calls[i] && calls[i]->state() == Call::State::kFailed && calls[i]->fault() == Fault::kClosed;
-    }
-    if (std::find(again.begin(), again.end(), true) != again.end()) {
+    const auto again = closed_under_us(calls);
+    if (any_of(again)) {
       auto retried = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, again, Send::kAlways);
       wait(retried, nullptr, false);
       sweep();
