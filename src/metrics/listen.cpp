@@ -12,15 +12,10 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/socket_address.h"
 
 namespace redisgo::metrics::detail {
 namespace {
-
-/// One address to bind.
-struct Address {
-  sockaddr_storage storage{};
-  socklen_t len = 0;
-};
 
 [[noreturn]] void bad_listen(const std::string& listen, const std::string& why) {
   throw Error("metrics listen " + listen + ": " + why);
@@ -28,7 +23,7 @@ struct Address {
 
 /// "a.b.c.d:port", "[v6]:port", "localhost:port" (127.0.0.1) or "name:port" (resolved;
 /// every address is tried in turn).
-std::vector<Address> resolve(const std::string& listen) {
+std::vector<SocketAddress> resolve(const std::string& listen) {
   std::string host;
   std::string port;
   bool bracketed = false;
@@ -52,7 +47,7 @@ std::vector<Address> resolve(const std::string& listen) {
   }
   auto port_n = htons(static_cast<std::uint16_t>(std::stoi(port)));
 
-  Address a;
+  SocketAddress a;
   if (bracketed) {
     auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
     if (::inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) != 1) bad_listen(listen, "not an IPv6 address");
@@ -70,23 +65,9 @@ std::vector<Address> resolve(const std::string& listen) {
     a.len = sizeof(sockaddr_in);
     return {a};
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0) bad_listen(listen, std::string("cannot resolve ") + host + ": " + ::gai_strerror(rc));
-  std::vector<Address> out;
-  for (auto* ai = res; ai != nullptr; ai = ai->ai_next) {
-    if (ai->ai_addrlen > sizeof(sockaddr_storage)) continue;
-    Address r;
-    std::memcpy(&r.storage, ai->ai_addr, ai->ai_addrlen);
-    r.len = ai->ai_addrlen;
-    out.push_back(r);
-  }
-  ::freeaddrinfo(res);
-  if (out.empty()) bad_listen(listen, "cannot resolve " + host + ": no address");
+  std::string why;
+  std::vector<SocketAddress> out = lookup_stream(host, port, AI_NUMERICSERV, why);
+  if (out.empty()) bad_listen(listen, "cannot resolve " + host + ": " + why);
   return out;
 }
 

@@ -8,12 +8,7 @@
 #include "redis/subscriber.h"
 
 namespace redisgo::redis {
-
-using detail::drive_queries;
-using detail::endpoint_from;
-using detail::poll_queries;
-using detail::ThreadedLocator;
-
+namespace detail {
 namespace {
 
 struct SlotOwner {
@@ -120,6 +115,7 @@ class ClusterLocator final : public ThreadedLocator {
 };
 
 }  // namespace
+}  // namespace detail
 
 std::uint16_t hash_slot(std::string_view key) {
   auto open = key.find('{');
@@ -139,7 +135,7 @@ std::uint16_t hash_slot(std::string_view key) {
 
 std::shared_ptr<Locator> make_cluster_locator(ClusterOptions options) {
   if (options.seeds.empty()) throw std::invalid_argument("cluster: no seed nodes");
-  return std::make_shared<ClusterLocator>(std::move(options));
+  return std::make_shared<detail::ClusterLocator>(std::move(options));
 }
 
 ClusterReport inspect_cluster(const ClusterOptions& options, int cancel_fd) {
@@ -158,7 +154,7 @@ ClusterReport inspect_cluster(const ClusterOptions& options, int cancel_fd) {
   auto first_good = [&] {
     for (std::size_t i = 0; i < calls.size(); ++i) {
       if (!calls[i]->ok()) continue;
-      if (auto owner = owner_from_slots(calls[i]->reply(), report.slot, conns[i]->options().endpoint.host)) {
+      if (auto owner = detail::owner_from_slots(calls[i]->reply(), report.slot, conns[i]->options().endpoint.host)) {
         report.owner = owner->master;
         report.owner_id = owner->id;
         report.replicas = owner->replicas;

@@ -8,12 +8,7 @@
 #include "redis/subscriber.h"
 
 namespace redisgo::redis {
-
-using detail::drive_queries;
-using detail::endpoint_from;
-using detail::poll_queries;
-using detail::ThreadedLocator;
-
+namespace detail {
 namespace {
 
 constexpr const char* kSwitchMaster = "+switch-master";
@@ -136,10 +131,11 @@ class SentinelLocator final : public ThreadedLocator {
 };
 
 }  // namespace
+}  // namespace detail
 
 std::shared_ptr<Locator> make_sentinel_locator(SentinelOptions options) {
   if (options.sentinels.empty()) throw std::invalid_argument("sentinel: no sentinels");
-  return std::make_shared<SentinelLocator>(std::move(options));
+  return std::make_shared<detail::SentinelLocator>(std::move(options));
 }
 
 SentinelReport inspect_sentinels(const SentinelOptions& options, int cancel_fd) {
@@ -167,7 +163,7 @@ SentinelReport inspect_sentinels(const SentinelOptions& options, int cancel_fd) 
     } else {
       a.reachable = true;
       if (m->reply().is_array() && m->reply().size() == 2) {
-        a.master = endpoint_from(m->reply().element(0), m->reply().element(1), "");
+        a.master = detail::endpoint_from(m->reply().element(0), m->reply().element(1), "");
       } else {
         a.error = conns[i]->describe() + ": does not know a master named '" + options.master + "'";
       }

@@ -39,24 +39,6 @@ bool numeric_address(const Endpoint& ep, SocketAddress* out) {
 
 }  // namespace
 
-std::string SocketAddress::str() const {
-  char host[INET6_ADDRSTRLEN] = {};
-  switch (storage.ss_family) {
-    case AF_INET: {
-      const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
-      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-      return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
-    }
-    case AF_INET6: {
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
-      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-      return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
-    }
-    case AF_UNIX: return reinterpret_cast<const sockaddr_un*>(&storage)->sun_path;
-    default: return "?";
-  }
-}
-
 std::shared_ptr<Resolution> Resolution::deferred() {
   auto r = std::make_shared<Resolution>();
   r->event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -113,27 +95,9 @@ std::shared_ptr<Resolution> Resolution::start(const Endpoint& endpoint) {
   const std::string port = std::to_string(endpoint.port);
   try {
     std::thread([r, host, port] {
-      addrinfo hints{};
-      hints.ai_family = AF_UNSPEC;
-      hints.ai_socktype = SOCK_STREAM;
-      hints.ai_flags = AI_ADDRCONFIG;
-      addrinfo* list = nullptr;
-      int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
-      std::vector<SocketAddress> found;
-      std::string error;
-      if (rc != 0) {
-        error = "cannot resolve '" + host + "': " + ::gai_strerror(rc);
-      } else {
-        for (addrinfo* a = list; a; a = a->ai_next) {
-          if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
-          SocketAddress s;
-          std::memcpy(&s.storage, a->ai_addr, a->ai_addrlen);
-          s.len = a->ai_addrlen;
-          found.push_back(s);
-        }
-        ::freeaddrinfo(list);
-        if (found.empty()) error = "cannot resolve '" + host + "': no address";
-      }
+      std::string why;
+      std::vector<SocketAddress> found = lookup_stream(host, port, AI_ADDRCONFIG, why);
+      std::string error = found.empty() ? "cannot resolve '" + host + "': " + why : "";
       r->finish(std::move(found), std::move(error));
     }).detach();
   } catch (const std::system_error& e) {

@@ -16,16 +16,11 @@
 #include <vector>
 
 #include "redis/endpoint.h"
+#include "util/socket_address.h"
 #include "util/unique_fd.h"
 
 namespace redisgo::redis {
 
-/// One address to connect to.
-struct SocketAddress {
-  sockaddr_storage storage{};
-  socklen_t len = 0;
-  std::string str() const;  ///< "127.0.0.1:6379", "[::1]:6379", "/run/redis.sock"
-};
 
 /// A name lookup in progress. Numeric addresses and unix paths are done at once; a host
 /// name is looked up by getaddrinfo() on a detached thread (it can block for seconds when
