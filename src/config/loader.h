@@ -4,7 +4,9 @@
 /// into a Config and collects every error and warning on the way. config.h is the
 /// module's interface.
 ///
-/// Its members are defined in loader.cpp. The schema (known_keys()) is in config.cpp.
+/// Its members are defined by concept: the run, the diagnostics and the unknown keys in
+/// loader.cpp, lookups and typed conversions in loader_conversions.cpp, the rest in
+/// loader.cpp. The schema (known_keys()) is in config.cpp.
 
 #include <cstddef>
 #include <cstdint>
