@@ -7,7 +7,8 @@
 /// Its members are defined by concept: the run, the diagnostics and the unknown keys in
 /// loader.cpp, lookups and typed conversions in loader_conversions.cpp, the sections in
 /// loader_redis.cpp ([redis]) and loader_task.cpp ([task], [backoff], [metrics], [log]),
-/// the rest in loader.cpp. The schema (known_keys()) is in config.cpp.
+/// and the relations between keys in loader_cross_checks.cpp. The schema (known_keys())
+/// is in config.cpp.
 
 #include <cstddef>
 #include <cstdint>
