@@ -153,6 +153,15 @@ class Loader {
   /// `<base>`, `<base>_env` or `<base>_file` (base "password" or "sentinel_password").
   void load_password(const toml::table* sec, const std::string& base, std::string& secret, PasswordSource& source,
                      std::string& origin);
+  /// The password written in the config file itself (`<base>`), warned about.
+  void load_inline_password(const toml::node& n, const std::string& key, const std::string& base,
+                            std::string& secret, PasswordSource& source);
+  /// The password in the environment variable that `<base>_env` names.
+  void load_env_password(const toml::node& n, const std::string& key, std::string& secret, PasswordSource& source,
+                         std::string& origin);
+  /// The password in the file that `<base>_file` names.
+  void load_file_password(const toml::node& n, const std::string& key, std::string& secret, PasswordSource& source,
+                          std::string& origin);
   void load_sentinel(const toml::table* sec, RedisConfig& r);
   /// A file that must be a readable regular file now (TLS material).
   void check_readable_file(const toml::node& n, const std::string& key, std::string& out, bool secret);

@@ -149,62 +149,77 @@ void Loader::load_password(const toml::table* sec, const std::string& base, std:
   const std::string& name = given[0].name;
   std::string key = "redis." + name;
   if (name == base) {
-    // Only type and emptiness are checked: nothing here may quote the value.
-    if (!n.is_string()) {
-      type_error(n, key, "a string");
-      return;
-    }
-    if (n.as_string()->get().empty()) {
-      error(loc_of(n), key, "expected a non-empty password, found an empty string (leave the key out for no AUTH)");
-      return;
-    }
-    secret = n.as_string()->get();
-    source = PasswordSource::kInline;
-    warn(loc_of(n), key,
-         "password written in the config file; prefer " + base + "_env or " + base +
-             "_file so the secret stays out of the file");
+    load_inline_password(n, key, base, secret, source);
   } else if (name == base + "_env") {
-    if (!n.is_string()) {
-      type_error(n, key, "the name of an environment variable, such as \"REDIS_PASSWORD\"");
-      return;
-    }
-    const std::string& var = n.as_string()->get();
-    if (!looks_like_env_name(var)) {
-      // Not echoed: a value that is no variable name may well be the password itself.
-      error(loc_of(n), key,
-            "expected the name of an environment variable (letters, digits, '_'), such as "
-            "\"REDIS_PASSWORD\"; found a string that is not one (not shown, it may be the secret)");
-      return;
-    }
-    auto value = env_ ? env_(var) : std::nullopt;
-    if (!value) {
-      error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it unset");
-      return;
-    }
-    if (value->empty()) {
-      error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it empty");
-      return;
-    }
-    secret = *value;
-    source = PasswordSource::kEnv;
-    origin = var;
+    load_env_password(n, key, secret, source, origin);
   } else {
-    auto path = as_string(n, key, "the path of a file holding the password");
-    if (!path) return;
-    std::string why;
-    bool world_readable = false;
-    auto value = read_secret_file(*path, why, world_readable);
-    if (!value) {
-      error(loc_of(n), key, "expected a readable, non-empty password file; " + why);
-      return;
-    }
-    if (world_readable) {
-      warn(loc_of(n), key, "password file '" + *path + "' is readable by every user; chmod o-r it");
-    }
-    secret = std::move(*value);
-    source = PasswordSource::kFile;
-    origin = *path;
+    load_file_password(n, key, secret, source, origin);
   }
+}
+
+void Loader::load_inline_password(const toml::node& n, const std::string& key, const std::string& base,
+                                  std::string& secret, PasswordSource& source) {
+  // Only type and emptiness are checked: nothing here may quote the value.
+  if (!n.is_string()) {
+    type_error(n, key, "a string");
+    return;
+  }
+  if (n.as_string()->get().empty()) {
+    error(loc_of(n), key, "expected a non-empty password, found an empty string (leave the key out for no AUTH)");
+    return;
+  }
+  secret = n.as_string()->get();
+  source = PasswordSource::kInline;
+  warn(loc_of(n), key,
+       "password written in the config file; prefer " + base + "_env or " + base +
+           "_file so the secret stays out of the file");
+}
+
+void Loader::load_env_password(const toml::node& n, const std::string& key, std::string& secret,
+                               PasswordSource& source, std::string& origin) {
+  if (!n.is_string()) {
+    type_error(n, key, "the name of an environment variable, such as \"REDIS_PASSWORD\"");
+    return;
+  }
+  const std::string& var = n.as_string()->get();
+  if (!looks_like_env_name(var)) {
+    // Not echoed: a value that is no variable name may well be the password itself.
+    error(loc_of(n), key,
+          "expected the name of an environment variable (letters, digits, '_'), such as "
+          "\"REDIS_PASSWORD\"; found a string that is not one (not shown, it may be the secret)");
+    return;
+  }
+  auto value = env_ ? env_(var) : std::nullopt;
+  if (!value) {
+    error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it unset");
+    return;
+  }
+  if (value->empty()) {
+    error(loc_of(n), key, "expected environment variable " + var + " to hold the password, found it empty");
+    return;
+  }
+  secret = *value;
+  source = PasswordSource::kEnv;
+  origin = var;
+}
+
+void Loader::load_file_password(const toml::node& n, const std::string& key, std::string& secret,
+                                PasswordSource& source, std::string& origin) {
+  auto path = as_string(n, key, "the path of a file holding the password");
+  if (!path) return;
+  std::string why;
+  bool world_readable = false;
+  auto value = read_secret_file(*path, why, world_readable);
+  if (!value) {
+    error(loc_of(n), key, "expected a readable, non-empty password file; " + why);
+    return;
+  }
+  if (world_readable) {
+    warn(loc_of(n), key, "password file '" + *path + "' is readable by every user; chmod o-r it");
+  }
+  secret = std::move(*value);
+  source = PasswordSource::kFile;
+  origin = *path;
 }
 
 void Loader::load_sentinel(const toml::table* sec, RedisConfig& r) {
