@@ -172,6 +172,12 @@ class Loader {
   /// A command key (task.command, task.health_command): an argv, or a string run by sh -c.
   void load_command(const toml::node& n, const std::string& name, std::vector<std::string>& command, bool& is_shell);
   void load_task(const toml::table& root, TaskConfig& t);
+  /// task.kill_signal: a signal name or number.
+  void load_kill_signal(const toml::node& n, TaskConfig& t);
+  /// health_command and the keys that tune it.
+  void load_health(const toml::table* sec, TaskConfig& t);
+  /// task.env: the variables added to the child's environment.
+  void load_task_env(const toml::node& n, std::map<std::string, std::string>& env);
   void load_metrics(const toml::table& root, MetricsConfig& m);
   void load_log(const toml::table& root, LogConfig& l);
 

@@ -91,19 +91,7 @@ void Loader::load_task(const toml::table& root, TaskConfig& t) {
   get_enum(sec, "task", "restart", t.restart, kRestarts);
   // 0 is allowed: restart (or contend again) at once.
   get_duration(sec, "task", "restart_delay", t.restart_delay, Zero::kAllowed);
-  if (auto n = find(sec, "task", "kill_signal")) {
-    const std::string expected = "a signal name such as \"SIGTERM\" or a number from 1 to 31";
-    if (n->is_string() || n->is_integer()) {
-      std::string text = n->is_string() ? n->as_string()->get() : std::to_string(n->as_integer()->get());
-      if (auto sig = parse_signal(text)) {
-        t.kill_signal = *sig;
-      } else {
-        error(loc_of(*n), "task.kill_signal", "expected " + expected + ", found " + value_text(*n));
-      }
-    } else {
-      type_error(*n, "task.kill_signal", expected);
-    }
-  }
+  if (auto n = find(sec, "task", "kill_signal")) load_kill_signal(*n, t);
   get_duration(sec, "task", "kill_grace", t.kill_grace);
   if (auto n = find(sec, "task", "restart_limit")) {
     if (auto i = as_integer(*n, "task.restart_limit", 0, INT_MAX)) t.restart_limit = static_cast<int>(*i);
@@ -134,6 +122,28 @@ void Loader::load_task(const toml::table& root, TaskConfig& t) {
       }
     }
   }
+  load_health(sec, t);
+  if (auto n = find(sec, "task", "workdir")) {
+    if (auto s = as_string(*n, "task.workdir", "a directory path")) t.workdir = *s;
+  }
+  if (auto n = find(sec, "task", "env")) load_task_env(*n, t.env);
+}
+
+void Loader::load_kill_signal(const toml::node& n, TaskConfig& t) {
+  const std::string expected = "a signal name such as \"SIGTERM\" or a number from 1 to 31";
+  if (n.is_string() || n.is_integer()) {
+    std::string text = n.is_string() ? n.as_string()->get() : std::to_string(n.as_integer()->get());
+    if (auto sig = parse_signal(text)) {
+      t.kill_signal = *sig;
+    } else {
+      error(loc_of(n), "task.kill_signal", "expected " + expected + ", found " + value_text(n));
+    }
+  } else {
+    type_error(n, "task.kill_signal", expected);
+  }
+}
+
+void Loader::load_health(const toml::table* sec, TaskConfig& t) {
   if (auto n = find(sec, "task", "health_command")) {
     load_command(*n, "task.health_command", t.health_command, t.health_command_is_shell);
   }
@@ -146,23 +156,21 @@ void Loader::load_task(const toml::table& root, TaskConfig& t) {
   if (auto n = find(sec, "task", "health_fall")) {
     if (auto i = as_integer(*n, "task.health_fall", 1, 1000)) t.health_fall = static_cast<int>(*i);
   }
-  if (auto n = find(sec, "task", "workdir")) {
-    if (auto s = as_string(*n, "task.workdir", "a directory path")) t.workdir = *s;
-  }
-  if (auto n = find(sec, "task", "env")) {
-    if (auto tbl = n->as_table()) {
-      for (auto&& [k, v] : *tbl) {
-        std::string name(k.str());
-        std::string key = "task.env." + name;
-        if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
-          error(loc_of(k.source()), key, "expected an environment variable name (no '=' and not empty), found " + quote(name));
-          continue;
-        }
-        if (auto s = as_string(v, key, "a string value", true)) t.env[name] = *s;
+}
+
+void Loader::load_task_env(const toml::node& n, std::map<std::string, std::string>& env) {
+  if (auto tbl = n.as_table()) {
+    for (auto&& [k, v] : *tbl) {
+      std::string name(k.str());
+      std::string key = "task.env." + name;
+      if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
+        error(loc_of(k.source()), key, "expected an environment variable name (no '=' and not empty), found " + quote(name));
+        continue;
       }
-    } else {
-      type_error(*n, "task.env", "a table of strings, such as { NAME = \"value\" }");
+      if (auto s = as_string(v, key, "a string value", true)) env[name] = *s;
     }
+  } else {
+    type_error(n, "task.env", "a table of strings, such as { NAME = \"value\" }");
   }
 }
 
