@@ -2,6 +2,7 @@
 // and text that reads back as the same configuration.
 #include <algorithm>
 #include <charconv>
+#include <ostream>
 #include <sstream>
 #include <system_error>
 
@@ -52,59 +53,88 @@ std::string format_double(double v) {
 
 }  // namespace detail
 
-std::string render_effective(const Config& config) {
-  const RedisConfig& r = config.redis;
-  const BackoffConfig& b = config.backoff;
-  const TaskConfig& t = config.task;
-  std::ostringstream o;
-  auto dur = [](Millis d) { return quote(format_duration(d)); };
-  o << "# Effective configuration";
-  // A comment ends at a newline; a path containing one must not break the TOML.
-  auto comment_safe = [](std::string text) {
-    std::replace_if(text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, '?');
-    return text;
-  };
-  if (!config.source.empty()) o << " of " << comment_safe(config.source);
-  o << " (defaults filled in, secrets masked)\n\n";
+namespace {
 
-  o << "[redis]\n";
-  auto list = [&](const char* name, const std::vector<std::string>& items) {
-    o << name << " = [";
-    for (std::size_t i = 0; i < items.size(); ++i) o << (i ? ", " : "") << quote(items[i]);
-    o << "]\n";
-  };
-  // The secret itself is never written; the key that names its origin is, so that the
-  // output reads back as the same configuration.
-  auto password = [&](const std::string& base, PasswordSource source, const std::string& origin) {
-    switch (source) {
-      case PasswordSource::kNone:
-        o << "# " << base << ": none (no AUTH)\n";
-        break;
-      case PasswordSource::kInline:
-        o << base << " = \"" << kMask << "\"  # inline in the config file; masked\n";
-        break;
-      case PasswordSource::kEnv:
-        o << base << "_env = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from env "
-          << comment_safe(origin) << "\n";
-        break;
-      case PasswordSource::kFile:
-        o << base << "_file = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from file "
-          << comment_safe(origin) << "\n";
-        break;
-    }
-  };
+std::string dur(Millis d) { return quote(format_duration(d)); }
+
+// A comment ends at a newline; a path containing one must not break the TOML.
+std::string comment_safe(std::string text) {
+  std::replace_if(text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r'; }, '?');
+  return text;
+}
+
+void render_list(std::ostream& o, const char* name, const std::vector<std::string>& items) {
+  o << name << " = [";
+  for (std::size_t i = 0; i < items.size(); ++i) o << (i ? ", " : "") << quote(items[i]);
+  o << "]\n";
+}
+
+// The secret itself is never written; the key that names its origin is, so that the
+// output reads back as the same configuration.
+void render_password(std::ostream& o, const std::string& base, PasswordSource source, const std::string& origin) {
+  switch (source) {
+    case PasswordSource::kNone:
+      o << "# " << base << ": none (no AUTH)\n";
+      break;
+    case PasswordSource::kInline:
+      o << base << " = \"" << kMask << "\"  # inline in the config file; masked\n";
+      break;
+    case PasswordSource::kEnv:
+      o << base << "_env = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from env "
+        << comment_safe(origin) << "\n";
+      break;
+    case PasswordSource::kFile:
+      o << base << "_file = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from file "
+        << comment_safe(origin) << "\n";
+      break;
+  }
+}
+
+void render_command(std::ostream& o, const char* name, const std::vector<std::string>& argv, bool is_shell) {
+  if (is_shell && argv.size() == 3) {
+    o << name << " = " << quote(argv[2]) << "  # run by /bin/sh -c\n";
+    return;
+  }
+  render_list(o, name, argv);
+}
+
+/// Where the lease lives: host, nodes, sentinels (with the Sentinel keys) or cluster_nodes.
+void render_topology(std::ostream& o, const RedisConfig& r) {
   switch (r.topology) {
     case Topology::kSingle: o << "host = " << quote(r.nodes.empty() ? std::string() : r.nodes[0]) << "\n"; break;
-    case Topology::kRedlock: list("nodes", r.nodes); break;
+    case Topology::kRedlock: render_list(o, "nodes", r.nodes); break;
     case Topology::kSentinel:
-      list("sentinels", r.sentinels);
+      render_list(o, "sentinels", r.sentinels);
       o << "sentinel_master = " << quote(r.sentinel_master) << "\n";
       if (!r.sentinel_username.empty()) o << "sentinel_username = " << quote(r.sentinel_username) << "\n";
-      password("sentinel_password", r.sentinel_password_source, r.sentinel_password_origin);
+      render_password(o, "sentinel_password", r.sentinel_password_source, r.sentinel_password_origin);
       o << "sentinel_wait_replicas = " << r.sentinel_wait_replicas << "\n";
       break;
-    case Topology::kCluster: list("cluster_nodes", r.cluster_nodes); break;
+    case Topology::kCluster: render_list(o, "cluster_nodes", r.cluster_nodes); break;
   }
+}
+
+void render_tls(std::ostream& o, const TlsConfig& tls) {
+  o << "tls = " << (tls.enabled ? "true" : "false") << "\n";
+  if (!tls.enabled) return;
+  if (tls.ca_file.empty()) {
+    o << "# tls_ca_file: none (the system trust store)\n";
+  } else {
+    o << "tls_ca_file = " << quote(tls.ca_file) << "\n";
+  }
+  if (!tls.cert_file.empty()) o << "tls_cert_file = " << quote(tls.cert_file) << "\n";
+  if (!tls.key_file.empty()) o << "tls_key_file = " << quote(tls.key_file) << "\n";
+  if (tls.server_name.empty()) {
+    o << "# tls_server_name: each node's host\n";
+  } else {
+    o << "tls_server_name = " << quote(tls.server_name) << "\n";
+  }
+  o << "tls_skip_verify = " << (tls.skip_verify ? "true  # NOT VERIFIED: tests only" : "false") << "\n";
+}
+
+void render_redis(std::ostream& o, const RedisConfig& r) {
+  o << "[redis]\n";
+  render_topology(o, r);
   o << "key = " << quote(r.key) << "\n";
   o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
   o << "retries_count = " << r.retries_count << "\n";
@@ -116,31 +146,17 @@ std::string render_effective(const Config& config) {
     o << "value = " << quote(r.value) << "\n";
   }
   if (!r.username.empty()) o << "username = " << quote(r.username) << "\n";
-  password("password", r.password_source, r.password_origin);
+  render_password(o, "password", r.password_source, r.password_origin);
   o << "db = " << r.db << "\n";
   o << "connect_timeout = " << dur(r.connect_timeout) << "\n";
   o << "io_timeout = " << dur(r.io_timeout) << "\n";
   o << "drift_factor = " << format_double(r.drift_factor) << "\n";
   o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
   o << "restart_guard = " << (r.restart_guard ? "true" : "false") << "\n";
-  o << "tls = " << (r.tls.enabled ? "true" : "false") << "\n";
-  if (r.tls.enabled) {
-    if (r.tls.ca_file.empty()) {
-      o << "# tls_ca_file: none (the system trust store)\n";
-    } else {
-      o << "tls_ca_file = " << quote(r.tls.ca_file) << "\n";
-    }
-    if (!r.tls.cert_file.empty()) o << "tls_cert_file = " << quote(r.tls.cert_file) << "\n";
-    if (!r.tls.key_file.empty()) o << "tls_key_file = " << quote(r.tls.key_file) << "\n";
-    if (r.tls.server_name.empty()) {
-      o << "# tls_server_name: each node's host\n";
-    } else {
-      o << "tls_server_name = " << quote(r.tls.server_name) << "\n";
-    }
-    o << "tls_skip_verify = " << (r.tls.skip_verify ? "true  # NOT VERIFIED: tests only" : "false") << "\n";
-  }
-  o << "\n";
+  render_tls(o, r.tls);
+}
 
+void render_backoff(std::ostream& o, const BackoffConfig& b) {
   o << "[backoff]\n";
   o << "strategy = " << quote(to_string(b.strategy)) << "\n";
   o << "initial = " << dur(b.initial) << "\n";
@@ -152,20 +168,51 @@ std::string render_effective(const Config& config) {
     for (std::size_t i = 0; i < b.intervals.size(); ++i) o << (i ? ", " : "") << dur(b.intervals[i]);
     o << "]\n";
   }
-  o << "\n[task]\n";
-  auto command = [&o](const char* name, const std::vector<std::string>& argv, bool is_shell) {
-    if (is_shell && argv.size() == 3) {
-      o << name << " = " << quote(argv[2]) << "  # run by /bin/sh -c\n";
-      return;
+}
+
+/// The child's working directory and environment.
+void render_task_env(std::ostream& o, const TaskConfig& t) {
+  if (t.workdir.empty()) {
+    o << "# workdir: inherited\n";
+  } else {
+    o << "workdir = " << quote(t.workdir) << "\n";
+  }
+  if (!t.env.empty()) {
+    o << "env = { ";
+    bool first = true;
+    for (const auto& [k, v] : t.env) {
+      o << (first ? "" : ", ") << quote(k) << " = " << quote(v);
+      first = false;
     }
-    o << name << " = [";
-    for (std::size_t i = 0; i < argv.size(); ++i) o << (i ? ", " : "") << quote(argv[i]);
-    o << "]\n";
-  };
+    o << " }\n";
+  }
+}
+
+/// limit, once_per and the health check.
+void render_task_features(std::ostream& o, const TaskConfig& t) {
+  o << "limit = " << t.limit << "\n";
+  if (t.once_per) {
+    o << "once_per = " << dur(*t.once_per) << "\n";
+  } else {
+    o << "# once_per: none\n";
+  }
+  if (t.health_command.empty()) {
+    o << "# health_command: none\n";
+  } else {
+    render_command(o, "health_command", t.health_command, t.health_command_is_shell);
+    o << "health_interval = " << dur(t.health_interval) << "\n";
+    o << "health_timeout = " << dur(t.health_timeout) << "\n";
+    o << "health_fall = " << t.health_fall << "\n";
+  }
+}
+
+void render_task(std::ostream& o, const Config& config) {
+  const TaskConfig& t = config.task;
+  o << "[task]\n";
   if (t.command.empty()) {
     o << "# command: none in the file (given after -- on the command line)\n";
   } else {
-    command("command", t.command, t.command_is_shell);
+    render_command(o, "command", t.command, t.command_is_shell);
   }
   o << "mode = " << quote(to_string(t.mode)) << "\n";
   o << "restart = " << quote(to_string(t.restart)) << "\n";
@@ -184,48 +231,46 @@ std::string render_effective(const Config& config) {
   } else {
     o << "# timeout: none\n";
   }
-  if (t.workdir.empty()) {
-    o << "# workdir: inherited\n";
-  } else {
-    o << "workdir = " << quote(t.workdir) << "\n";
-  }
-  if (!t.env.empty()) {
-    o << "env = { ";
-    bool first = true;
-    for (const auto& [k, v] : t.env) {
-      o << (first ? "" : ", ") << quote(k) << " = " << quote(v);
-      first = false;
-    }
-    o << " }\n";
-  }
-  o << "limit = " << t.limit << "\n";
-  if (t.once_per) {
-    o << "once_per = " << dur(*t.once_per) << "\n";
-  } else {
-    o << "# once_per: none\n";
-  }
-  if (t.health_command.empty()) {
-    o << "# health_command: none\n";
-  } else {
-    command("health_command", t.health_command, t.health_command_is_shell);
-    o << "health_interval = " << dur(t.health_interval) << "\n";
-    o << "health_timeout = " << dur(t.health_timeout) << "\n";
-    o << "health_fall = " << t.health_fall << "\n";
-  }
-  o << "\n[log]\n";
-  o << "level = " << quote(to_string(config.log.level)) << "\n";
-  o << "format = " << quote(to_string(config.log.format)) << "\n";
-  o << "\n[metrics]\n";
-  if (config.metrics.listen.empty()) {
+  render_task_env(o, t);
+  render_task_features(o, t);
+}
+
+void render_log(std::ostream& o, const LogConfig& l) {
+  o << "[log]\n";
+  o << "level = " << quote(to_string(l.level)) << "\n";
+  o << "format = " << quote(to_string(l.format)) << "\n";
+}
+
+void render_metrics(std::ostream& o, const MetricsConfig& m) {
+  o << "[metrics]\n";
+  if (m.listen.empty()) {
     o << "# listen: none\n";
   } else {
-    o << "listen = " << quote(config.metrics.listen) << "\n";
+    o << "listen = " << quote(m.listen) << "\n";
   }
-  if (config.metrics.textfile.empty()) {
+  if (m.textfile.empty()) {
     o << "# textfile: none\n";
   } else {
-    o << "textfile = " << quote(config.metrics.textfile) << "\n";
+    o << "textfile = " << quote(m.textfile) << "\n";
   }
+}
+
+}  // namespace
+
+std::string render_effective(const Config& config) {
+  std::ostringstream o;
+  o << "# Effective configuration";
+  if (!config.source.empty()) o << " of " << comment_safe(config.source);
+  o << " (defaults filled in, secrets masked)\n\n";
+  render_redis(o, config.redis);
+  o << "\n";
+  render_backoff(o, config.backoff);
+  o << "\n";
+  render_task(o, config);
+  o << "\n";
+  render_log(o, config.log);
+  o << "\n";
+  render_metrics(o, config.metrics);
   return o.str();
 }
 

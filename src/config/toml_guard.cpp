@@ -35,6 +35,129 @@ std::string unquote_fragments(const std::string& s) {
   return out;
 }
 
+namespace {
+
+constexpr std::string_view kBasicDelim = "\"\"\"";
+constexpr std::string_view kLiteralDelim = "'''";
+
+bool non_ascii(char c) { return static_cast<unsigned char>(c) >= 0x80; }
+
+/// A walk over the text, a character (or a delimiter) a step, that knows the line and
+/// column it is at and whether it is in code, a comment or a string.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text) {}
+
+  bool done() const { return i_ >= text_.size(); }
+
+  /// Moves past what is at the current position; the unsafe character there, if any.
+  std::optional<Unsafe> step() {
+    const char c = text_[i_];
+    switch (in_) {
+      case In::kCode: return code(c);
+      case In::kComment: comment(c); return std::nullopt;
+      case In::kBasic:
+      case In::kLiteral: one_line_string(c); return std::nullopt;
+      case In::kMultiBasic:
+        if (c == '\\') return line_ending_backslash();
+        [[fallthrough]];
+      case In::kMultiLiteral: multi_line_string(); return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+
+  void advance(std::size_t n) {
+    for (std::size_t k = 0; k < n && i_ < text_.size(); ++k, ++i_) {
+      if (text_[i_] == '\n') {
+        ++line_;
+        col_ = 1;
+      } else if ((static_cast<unsigned char>(text_[i_]) & 0xC0) != 0x80) {
+        ++col_;  // characters, not UTF-8 continuation bytes
+      }
+    }
+  }
+  bool at(std::string_view s) const { return text_.substr(i_, s.size()) == s; }
+
+  std::optional<Unsafe> code(char c) {
+    if (non_ascii(c)) {
+      return Unsafe{{line_, col_}, "a non-ASCII character outside a string or a comment (keys with such characters "
+                                   "must be quoted)"};
+    }
+    if (c == '#') {
+      in_ = In::kComment;
+    } else if ((c == '"' || c == '\'') && std::string_view("=[{,.\n").find(prev_) != std::string_view::npos) {
+      if (at(kBasicDelim) || at(kLiteralDelim)) {
+        in_ = c == '"' ? In::kMultiBasic : In::kMultiLiteral;
+        advance(3);
+        return std::nullopt;
+      }
+      in_ = c == '"' ? In::kBasic : In::kLiteral;
+    } else if (c == '\n') {
+      prev_ = '\n';
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      prev_ = c;
+    }
+    advance(1);
+    return std::nullopt;
+  }
+
+  void comment(char c) {
+    if (c == '\n') {
+      in_ = In::kCode;
+      prev_ = '\n';
+    }
+    advance(1);
+  }
+
+  void one_line_string(char c) {
+    if (in_ == In::kBasic && c == '\\' && i_ + 1 < text_.size() && text_[i_ + 1] != '\n') {
+      advance(2);
+      return;
+    }
+    if (c == (in_ == In::kBasic ? '"' : '\'') || c == '\n') {
+      prev_ = c == '\n' ? '\n' : c;
+      in_ = In::kCode;
+    }
+    advance(1);
+  }
+
+  /// A line-ending backslash: toml++ skips the whitespace after it asking of each
+  /// character whether it is whitespace, the first non-ASCII one included.
+  std::optional<Unsafe> line_ending_backslash() {
+    std::size_t j = i_ + 1;
+    while (j < text_.size() && (text_[j] == ' ' || text_[j] == '\t' || text_[j] == '\r' || text_[j] == '\n')) ++j;
+    if (j < text_.size() && non_ascii(text_[j])) {
+      advance(j - i_);
+      return Unsafe{{line_, col_}, "a non-ASCII character right after a backslash in a multi-line string "
+                                   "(start the line with an ASCII character, or escape it as \\uXXXX)"};
+    }
+    advance(j > i_ + 1 ? j - i_ : 2);
+    return std::nullopt;
+  }
+
+  void multi_line_string() {
+    if (at(in_ == In::kMultiBasic ? kBasicDelim : kLiteralDelim)) {
+      prev_ = in_ == In::kMultiBasic ? '"' : '\'';
+      in_ = In::kCode;
+      advance(3);
+      return;
+    }
+    advance(1);
+  }
+
+  std::string_view text_;
+  std::size_t i_ = 0;
+  int line_ = 1;
+  int col_ = 1;
+  In in_ = In::kCode;
+  char prev_ = '\n';  ///< the last significant character outside strings and comments
+};
+
+}  // namespace
+
 /// toml++ 3.3.0 (Debian 12) reaches __builtin_unreachable() when it asks whether a
 /// non-ASCII character is whitespace (is_non_ascii_horizontal_whitespace, e.g. U+00E9 or
 /// U+FE00): undefined behaviour that fuzzing found. It asks wherever whitespace may
@@ -45,93 +168,9 @@ std::string unquote_fragments(const std::string& s) {
 /// start (a key at the start of a line, or after '=', '[', '{', ',' or '.'); elsewhere it
 /// is part of an unquoted value, as toml++ reads it.
 std::optional<Unsafe> toml_unsafe_character(std::string_view text) {
-  enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
-  constexpr std::string_view kBasicDelim = "\"\"\"";
-  constexpr std::string_view kLiteralDelim = "'''";
-  int line = 1, col = 1;
-  char prev = '\n';  // the last significant character outside strings and comments
-  const auto non_ascii = [](char c) { return static_cast<unsigned char>(c) >= 0x80; };
-  std::size_t i = 0;
-  auto advance = [&](std::size_t n) {
-    for (std::size_t k = 0; k < n && i < text.size(); ++k, ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-        ++col;  // characters, not UTF-8 continuation bytes
-      }
-    }
-  };
-  const auto at = [&](std::string_view s) { return text.substr(i, s.size()) == s; };
-  while (i < text.size()) {
-    const char c = text[i];
-    const Loc here{line, col};
-    switch (in) {
-      case In::kCode:
-        if (non_ascii(c)) {
-          return Unsafe{here, "a non-ASCII character outside a string or a comment (keys with such characters "
-                              "must be quoted)"};
-        }
-        if (c == '#') {
-          in = In::kComment;
-        } else if ((c == '"' || c == '\'') && std::string_view("=[{,.\n").find(prev) != std::string_view::npos) {
-          if (at(kBasicDelim) || at(kLiteralDelim)) {
-            in = c == '"' ? In::kMultiBasic : In::kMultiLiteral;
-            advance(3);
-            continue;
-          }
-          in = c == '"' ? In::kBasic : In::kLiteral;
-        } else if (c == '\n') {
-          prev = '\n';
-        } else if (c != ' ' && c != '\t' && c != '\r') {
-          prev = c;
-        }
-        advance(1);
-        break;
-      case In::kComment:
-        if (c == '\n') {
-          in = In::kCode;
-          prev = '\n';
-        }
-        advance(1);
-        break;
-      case In::kBasic:
-      case In::kLiteral:
-        if (in == In::kBasic && c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
-          advance(2);
-          continue;
-        }
-        if (c == (in == In::kBasic ? '"' : '\'') || c == '\n') {
-          prev = c == '\n' ? '\n' : c;
-          in = In::kCode;
-        }
-        advance(1);
-        break;
-      case In::kMultiBasic:
-        if (c == '\\') {
-          // A line-ending backslash: toml++ skips the whitespace after it asking of each
-          // character whether it is whitespace, the first non-ASCII one included.
-          std::size_t j = i + 1;
-          while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n')) ++j;
-          if (j < text.size() && non_ascii(text[j])) {
-            advance(j - i);
-            return Unsafe{{line, col}, "a non-ASCII character right after a backslash in a multi-line string "
-                                       "(start the line with an ASCII character, or escape it as \\uXXXX)"};
-          }
-          advance(j > i + 1 ? j - i : 2);
-          continue;
-        }
-        [[fallthrough]];
-      case In::kMultiLiteral:
-        if (at(in == In::kMultiBasic ? kBasicDelim : kLiteralDelim)) {
-          prev = in == In::kMultiBasic ? '"' : '\'';
-          in = In::kCode;
-          advance(3);
-          continue;
-        }
-        advance(1);
-        break;
-    }
+  Scanner scan(text);
+  while (!scan.done()) {
+    if (auto bad = scan.step()) return bad;
   }
   return std::nullopt;
 }

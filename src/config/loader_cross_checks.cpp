@@ -1,0 +1,182 @@
+// The config loader (loader.h): relations between keys, checked once every section is
+// read. A key with an error of its own is left out of them (Loader::ok()).
+#include "config/loader.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "util/duration.h"
+
+namespace redisgo::config::detail {
+
+namespace {
+
+std::string shown(Millis d, bool from_file, const char* default_note) {
+  return format_duration(d) + (from_file ? "" : std::string(" (") + default_note + ")");
+}
+
+}  // namespace
+
+void Loader::cross_check(const Config& c) {
+  const RedisConfig& r = c.redis;
+  if (ok({"redis.expire", "redis.cron"}) && r.cron >= r.expire) {
+    error(where("redis.cron"), "redis.cron",
+          "expected a renewal interval less than redis.expire (" + format_duration(r.expire) + "), found " +
+              format_duration(r.cron) + ": the lease would expire between renewals");
+  } else if (scope_ == Scope::kAll &&
+             ok({"redis.expire", "redis.cron", "task.kill_grace", "redis.drift_factor", "redis.drift_fixed"})) {
+    // (A margin for stopping the child: no business of a command that runs none.)
+    // The holder's local deadline is expire*(1-drift_factor)-drift_fixed after it sent
+    // the acquisition; the child is told to stop kill_grace before it. The first renewal
+    // goes out after cron, so if cron + kill_grace + drift reaches expire the child
+    // could not be stopped in time when a renewal fails (and would be stopped even
+    // when all goes well).
+    // The SIGKILL goes kill_margin() before the deadline, so that is part of it too.
+    Millis drift(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
+                 r.drift_fixed.count() + kill_margin(r.expire).count());
+    Millis need = r.cron + c.task.kill_grace + drift;
+    if (need >= r.expire) {
+      std::string key = given("task.kill_grace") ? "task.kill_grace" : given("redis.cron") ? "redis.cron" : "redis.expire";
+      error(where(key), key,
+            "expected redis.cron + task.kill_grace + drift and kill margin < redis.expire, found " +
+                shown(r.cron, given("redis.cron"), "expire/3") + " + " +
+                shown(c.task.kill_grace, given("task.kill_grace"), "default") + " + " + format_duration(drift) +
+                " >= " + format_duration(r.expire) +
+                ": if a renewal fails, the child could not be stopped before the lease expires; "
+                "shorten cron or kill_grace, or lengthen expire");
+    }
+  }
+  // A round waits up to connect_timeout + io_timeout on a node; a lease that expires
+  // sooner could never be renewed through a slow node in time.
+  for (const char* key : {"redis.io_timeout", "redis.connect_timeout"}) {
+    const Millis d = std::string(key) == "redis.io_timeout" ? r.io_timeout : r.connect_timeout;
+    if (ok({key, "redis.expire"}) && d >= r.expire) {
+      error(where(key), key,
+            "expected a timeout shorter than redis.expire (" + format_duration(r.expire) + "), found " +
+                format_duration(d) + ": one slow node would outlast the lease");
+    }
+  }
+  // AUTH with a user name always needs a password; a password key that was given but
+  // bad has its own error already.
+  if (!r.username.empty() && !given("redis.password") && !given("redis.password_env") &&
+      !given("redis.password_file")) {
+    error(where("redis.username"), "redis.username",
+          "expected a password with the ACL user (password_env, password_file or password), found none");
+  }
+  cross_check_modes(r);
+  const BackoffConfig& b = c.backoff;
+  if (ok({"backoff.initial", "backoff.max"}) && b.initial > b.max) {
+    std::string key = given("backoff.initial") ? "backoff.initial" : "backoff.max";
+    error(where(key), key,
+          "expected backoff.initial <= backoff.max, found initial " + format_duration(b.initial) + " > max " +
+              format_duration(b.max));
+  }
+  if (b.strategy == Strategy::kSimple && b.intervals.empty() && ok({"backoff.intervals", "backoff.strategy"})) {
+    std::string key = given("backoff.intervals") ? "backoff.intervals" : "backoff.strategy";
+    error(where(key), "backoff.intervals",
+          "strategy \"simple\" expects a non-empty list of durations, e.g. intervals = [\"10ms\", \"50ms\", \"200ms\"]");
+  }
+  if (b.strategy != Strategy::kSimple && given("backoff.intervals") && !bad_.count("backoff.strategy")) {
+    warn(where("backoff.intervals"), "backoff.intervals",
+         std::string("used only with strategy = \"simple\"; ignored with \"") + to_string(b.strategy) + "\"");
+  }
+  if (c.task.mode == Mode::kSupervise && c.task.timeout) {
+    warn(where("task.timeout"), "task.timeout", "applies to mode = \"oneshot\" only; ignored in supervise mode");
+  }
+  cross_check_features(c);
+}
+
+void Loader::cross_check_features(const Config& c) {
+  const TaskConfig& t = c.task;
+  const bool mode_ok = !bad_.count("task.mode");
+  if (t.once_per && mode_ok && t.mode != Mode::kOneshot) {
+    error(where("task.once_per"), "task.once_per",
+          "applies to mode = \"oneshot\" only (a run per slot, fired by cron or a timer), found mode = \"supervise\"");
+  }
+  if (t.once_per && t.limit > 1 && !bad_.count("task.limit")) {
+    error(where("task.once_per"), "task.once_per",
+          "expected limit = 1 with once_per (one run per slot), found limit = " + std::to_string(t.limit));
+  }
+  const bool health_given = given("task.health_command");
+  if (health_given && mode_ok && t.mode != Mode::kSupervise) {
+    error(where("task.health_command"), "task.health_command",
+          "applies to mode = \"supervise\" only (it checks a service while it leads), found mode = \"oneshot\"");
+  }
+  if (!health_given) {
+    for (const char* key : {"task.health_interval", "task.health_timeout", "task.health_fall"}) {
+      if (given(key)) {
+        error(where(key), key, "applies only with task.health_command, found no health_command in [task]");
+      }
+    }
+  }
+  if (health_given && ok({"task.health_interval", "task.health_timeout"}) && t.health_timeout >= t.health_interval) {
+    const char* key = given("task.health_timeout") ? "task.health_timeout" : "task.health_interval";
+    error(where(key), key,
+          "expected health_timeout < health_interval, found " + format_duration(t.health_timeout) + " >= " +
+              format_duration(t.health_interval) + ": a check must end before the next one is due");
+  }
+}
+
+void Loader::cross_check_modes(const RedisConfig& r) {
+  if (!bad_.count("redis.tls")) {
+    for (const char* key : {"redis.tls_ca_file", "redis.tls_cert_file", "redis.tls_key_file", "redis.tls_server_name",
+                            "redis.tls_skip_verify"}) {
+      if (given(key) && !r.tls.enabled) {
+        error(where(key), key,
+              std::string("applies only with tls = true, found ") + (given("redis.tls") ? "tls = false" : "no 'tls'") +
+                  ": set tls = true to use TLS (a TLS setting must not be ignored silently)");
+      }
+    }
+  }
+  if (r.tls.enabled) {
+    if (given("redis.tls_cert_file") != given("redis.tls_key_file")) {
+      const char* key = given("redis.tls_cert_file") ? "redis.tls_cert_file" : "redis.tls_key_file";
+      error(where(key), key, "expected both tls_cert_file and tls_key_file (a client certificate and its key), found only one");
+    }
+    if (r.tls.skip_verify) {
+      warn(where("redis.tls_skip_verify"), "redis.tls_skip_verify",
+           "the Redis server's certificate is NOT verified: anyone on the path can read the password and forge "
+           "the lease; for tests only");
+    }
+    for (const auto& node : r.nodes) {
+      if (node.rfind("unix://", 0) == 0) {
+        const char* key = r.topology == Topology::kSingle ? "redis.host" : "redis.nodes";
+        error(where(key), key,
+              "expected TCP nodes with tls = true, found the unix socket '" + node +
+                  "' (Redis serves no TLS on unix sockets)");
+        break;
+      }
+    }
+  }
+  const bool sentinel = r.topology == Topology::kSentinel && !bad_.count("redis.sentinels");
+  for (const char* key : {"redis.sentinel_master", "redis.sentinel_username", "redis.sentinel_password",
+                          "redis.sentinel_password_env", "redis.sentinel_password_file", "redis.sentinel_wait_replicas"}) {
+    if (given(key) && r.topology != Topology::kSentinel && !bad_.count("redis.sentinels")) {
+      error(where(key), key, "applies only with 'sentinels' (Redis Sentinel), found no 'sentinels' in [redis]");
+    }
+  }
+  if (sentinel && !given("redis.sentinel_master")) {
+    error(where("redis.sentinels"), "redis.sentinel_master",
+          "missing: expected the name of the master the sentinels watch with 'sentinels', e.g. "
+          "sentinel_master = \"mymaster\"");
+  }
+  if (!r.sentinel_username.empty() && r.sentinel_password_source == PasswordSource::kNone &&
+      !given("redis.sentinel_password") && !given("redis.sentinel_password_env") &&
+      !given("redis.sentinel_password_file")) {
+    error(where("redis.sentinel_username"), "redis.sentinel_username",
+          "expected a password with the sentinels' ACL user (sentinel_password_env, sentinel_password_file or "
+          "sentinel_password), found none");
+  }
+  if (r.topology == Topology::kCluster && !cluster_safe_key(r.key)) {
+    error(where("redis.key"), "redis.key",
+          "expected a key whose fence counter and release channel can share its hash slot: with cluster_nodes a "
+          "key containing '}' needs a non-empty hash tag, e.g. \"{jobs}" + r.key + "\"; found \"" + r.key + "\"");
+  }
+  if (r.topology == Topology::kCluster && r.db != 0 && given("redis.db")) {
+    error(where("redis.db"), "redis.db", "expected db = 0 with cluster_nodes (Redis Cluster has only database 0), found " +
+                                             std::to_string(r.db));
+  }
+}
+
+}  // namespace redisgo::config::detail
