@@ -241,98 +241,141 @@ std::optional<Millis> guard_left(const config::Config& config, const lock::NodeV
   return left;
 }
 
+/// What status read: the nodes, the key's (and each slot's) state, and where Sentinel or
+/// Cluster says the key lives.
+struct StatusView {
+  std::vector<lock::NodeView> nodes;
+  int quorum = 0;
+  std::vector<QuorumView> slots;  ///< limit > 1 only
+  QuorumView q;                   ///< the key; a semaphore as a whole
+  bool quorum_reachable = false;
+  bool known = false;             ///< held or free
+  bool here = false;              ///< held by this host
+  TopologyView topology;
+};
+
+StatusView read_status(lock::LeaseBackend& backend, const config::Config& config) {
+  StatusView s;
+  s.nodes = backend.inspect();
+  s.quorum = backend.quorum();
+  const QuorumView first = quorum_view(s.nodes, s.quorum);
+  s.slots = slot_views(backend, config, first);
+  s.q = overall(s.slots, first);
+  s.quorum_reachable = s.q.reachable >= s.quorum;
+  s.known = s.q.state != State::kUnknown;
+  s.here = s.q.state == State::kHeld && head_of(s.q.holder) == holder_head(config.redis.value);
+  s.topology = inspect_topology(config);
+  return s;
+}
+
+/// One node's object in the "nodes" array.
+void write_node_json(const lock::NodeView& n, const config::Config& config, std::ostream& out) {
+  out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
+  if (n.reachable) {
+    out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
+        << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
+        << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
+        << ",\"restart_guard_ms\":";
+    const auto left = guard_left(config, n);
+    out << (left ? std::to_string(left->count()) : "null");
+  } else {
+    out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
+        << "\",\"error\":" << log::json_quoted(n.error);
+  }
+  if (!n.server.empty()) out << ",\"server\":" << log::json_quoted(n.server);
+  if (!n.peer.empty()) out << ",\"tls\":" << log::json_quoted(n.peer);
+  out << "}";
+}
+
+/// --json: one object. Reads the once_per claims from `backend` as it goes.
+void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
+                       std::ostream& out) {
+  const QuorumView& q = s.q;
+  // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
+  // "could not see".
+  out << "{\"key\":" << log::json_quoted(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
+      << ",\"held\":" << (s.known ? (q.state == State::kHeld ? "true" : "false") : "null")
+      << ",\"holder\":" << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
+      << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
+      << ",\"token\":" << (s.known ? std::to_string(q.token) : "null")
+      << ",\"held_by_this_host\":" << (s.known ? (s.here ? "true" : "false") : "null") << ",\"quorum\":" << s.quorum
+      << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (s.quorum_reachable ? "true" : "false")
+      << ",\"nodes\":[";
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    if (i) out << ",";
+    write_node_json(s.nodes[i], config, out);
+  }
+  out << "]";
+  write_slots(s.slots, config, true, out);
+  write_claims(backend, config, true, out);
+  write_topology_json(s.topology, out);
+  out << "}\n";
+}
+
+/// One node's line, and its server and TLS lines when known.
+void write_node_text(const lock::NodeView& n, const config::Config& config, std::ostream& out) {
+  out << "node " << log::printable(n.node) << ": ";
+  if (!n.reachable) {
+    out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
+  } else if (n.held) {
+    out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
+  } else {
+    out << "free, token " << n.token;
+    if (const auto left = guard_left(config, n)) {
+      out << "; up " << n.uptime_s << " s: grants nothing new for " << left->count() << " ms (restart guard)";
+    }
+    out << "\n";
+  }
+  if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
+  if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
+}
+
+/// The text report. Reads the once_per claims from `backend` as it goes.
+void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
+                       std::ostream& out) {
+  const QuorumView& q = s.q;
+  out << "key:    " << log::printable(config.redis.key) << "\n";
+  switch (q.state) {
+    case State::kHeld:
+      out << "state:  held by " << log::printable(q.holder) << (s.here ? " (this host)" : "") << " (" << q.votes << "/"
+          << s.nodes.size() << " nodes, quorum " << s.quorum << "), " << ttl_text(q.ttl_ms) << "\n";
+      break;
+    case State::kFree:
+      out << "state:  free\n";
+      break;
+    case State::kUnknown:
+      out << "state:  unknown (" << q.reachable << "/" << s.nodes.size() << " nodes reachable, quorum " << s.quorum
+          << ")\n";
+      break;
+  }
+  if (s.known) out << "token:  " << q.token << "\n";
+  for (const auto& n : s.nodes) write_node_text(n, config, out);
+  write_slots(s.slots, config, false, out);
+  write_claims(backend, config, false, out);
+  write_topology_text(s.topology, out);
+}
+
+/// Whenever the state could not be read from a quorum, "unknown" must page someone: 77
+/// when a node refused our credentials or its certificate (fix the config), else 69.
+int status_exit(const StatusView& s) {
+  if (s.quorum_reachable) return 0;
+  for (const auto& n : s.nodes) {
+    if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
+  }
+  return kExitUnavailable;
+}
+
 }  // namespace
 
 int run_status(const config::Config& config, bool json, std::ostream& out) {
   auto backend = lock::make_redis_backend(lease_options(config, "status"));
-  std::vector<lock::NodeView> nodes = backend->inspect();
-  const int quorum = backend->quorum();
-  const QuorumView first = quorum_view(nodes, quorum);
-  const std::vector<QuorumView> slots = slot_views(*backend, config, first);
-  const QuorumView q = overall(slots, first);
-  const bool quorum_reachable = q.reachable >= quorum;
-  const bool known = q.state != State::kUnknown;
-  const bool here = q.state == State::kHeld && head_of(q.holder) == holder_head(config.redis.value);
-  const TopologyView topology = inspect_topology(config);
-
+  const StatusView view = read_status(*backend, config);
   if (json) {
-    // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
-    // "could not see".
-    out << "{\"key\":" << log::json_quoted(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
-        << ",\"held\":" << (known ? (q.state == State::kHeld ? "true" : "false") : "null")
-        << ",\"holder\":" << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
-        << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
-        << ",\"token\":" << (known ? std::to_string(q.token) : "null")
-        << ",\"held_by_this_host\":" << (known ? (here ? "true" : "false") : "null") << ",\"quorum\":" << quorum
-        << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (quorum_reachable ? "true" : "false")
-        << ",\"nodes\":[";
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const auto& n = nodes[i];
-      if (i) out << ",";
-      out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
-      if (n.reachable) {
-        out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
-            << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
-            << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
-            << ",\"restart_guard_ms\":";
-        const auto left = guard_left(config, n);
-        out << (left ? std::to_string(left->count()) : "null");
-      } else {
-        out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
-            << "\",\"error\":" << log::json_quoted(n.error);
-      }
-      if (!n.server.empty()) out << ",\"server\":" << log::json_quoted(n.server);
-      if (!n.peer.empty()) out << ",\"tls\":" << log::json_quoted(n.peer);
-      out << "}";
-    }
-    out << "]";
-    write_slots(slots, config, json, out);
-    write_claims(*backend, config, json, out);
-    write_topology_json(topology, out);
-    out << "}\n";
+    write_status_json(view, *backend, config, out);
   } else {
-    out << "key:    " << log::printable(config.redis.key) << "\n";
-    switch (q.state) {
-      case State::kHeld:
-        out << "state:  held by " << log::printable(q.holder) << (here ? " (this host)" : "") << " (" << q.votes << "/" << nodes.size()
-            << " nodes, quorum " << quorum << "), " << ttl_text(q.ttl_ms) << "\n";
-        break;
-      case State::kFree:
-        out << "state:  free\n";
-        break;
-      case State::kUnknown:
-        out << "state:  unknown (" << q.reachable << "/" << nodes.size() << " nodes reachable, quorum " << quorum
-            << ")\n";
-        break;
-    }
-    if (known) out << "token:  " << q.token << "\n";
-    for (const auto& n : nodes) {
-      out << "node " << log::printable(n.node) << ": ";
-      if (!n.reachable) {
-        out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
-      } else if (n.held) {
-        out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
-      } else {
-        out << "free, token " << n.token;
-        if (const auto left = guard_left(config, n)) {
-          out << "; up " << n.uptime_s << " s: grants nothing new for " << left->count() << " ms (restart guard)";
-        }
-        out << "\n";
-      }
-      if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
-      if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
-    }
-    write_slots(slots, config, json, out);
-    write_claims(*backend, config, json, out);
-    write_topology_text(topology, out);
+    write_status_text(view, *backend, config, out);
   }
-  // Whenever the state could not be read from a quorum, "unknown" must page someone: 77
-  // when a node refused our credentials or its certificate (fix the config), else 69.
-  if (quorum_reachable) return 0;
-  for (const auto& n : nodes) {
-    if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
-  }
-  return kExitUnavailable;
+  return status_exit(view);
 }
 
 }  // namespace redisgo::commands
