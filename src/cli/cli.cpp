@@ -188,6 +188,232 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
   return loaded.config;
 }
 
+/// Where CLI11 puts what the command line said, for every subcommand.
+struct Args {
+  std::string config_path;
+  std::optional<std::string> key;
+  bool wait = false, no_wait = false, json = false;
+  std::vector<std::string> command;
+  std::string handover_timeout;
+  int handover_slot = 0;
+};
+
+/// The subcommands, to tell which one was given.
+struct Subcommands {
+  CLI::App* task = nullptr;
+  CLI::App* status = nullptr;
+  CLI::App* validate = nullptr;
+  CLI::App* check = nullptr;
+  CLI::App* handover = nullptr;
+  CLI::App* version = nullptr;
+};
+
+CLI::App* add_task(CLI::App& app, Args& a) {
+  auto* task = app.add_subcommand("task", "Contend for the lease and run the command while holding it");
+  task->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  task->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  auto* wait_flag = task->add_flag("--wait", a.wait, "Wait for the lease as configured (default)");
+  task->add_flag("--no-wait", a.no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
+  task->add_option("command", a.command, "Command to run, after --; overrides [task] command");
+  task->footer(kTaskFooter);
+  return task;
+}
+
+CLI::App* add_status(CLI::App& app, Args& a) {
+  auto* status = app.add_subcommand("status", "Show who holds the lease, its TTL and fencing token, per node");
+  status->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  status->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  status->add_flag("--json", a.json, "Print one JSON object");
+  status->footer(kStatusFooter);
+  return status;
+}
+
+CLI::App* add_validate(CLI::App& app, Args& a) {
+  auto* validate = app.add_subcommand("validate", "Check a configuration file and print the effective settings");
+  validate->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  validate->footer(kValidateFooter);
+  return validate;
+}
+
+CLI::App* add_check(CLI::App& app, Args& a) {
+  auto* check = app.add_subcommand("check", "Preflight: ask every node whether it is fit to hold the lease");
+  check->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  check->add_flag("--json", a.json, "Print one JSON object");
+  check->footer(kCheckFooter);
+  return check;
+}
+
+CLI::App* add_handover(CLI::App& app, Args& a) {
+  auto* handover = app.add_subcommand("handover", "Ask the current leader to step down so another host takes over");
+  handover->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  handover->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  handover->add_option("-t,--timeout", a.handover_timeout, "How long to wait for another holder (default: expire + 5s)");
+  handover->add_option("--slot", a.handover_slot, "Semaphore ([task] limit > 1): ask the holder of this slot (default 0)");
+  handover->footer(kHandoverFooter);
+  return handover;
+}
+
+/// Every subcommand, in the order --help lists them, with its options writing into `a`.
+Subcommands add_subcommands(CLI::App& app, Args& a) {
+  Subcommands subs;
+  subs.task = add_task(app, a);
+  subs.status = add_status(app, a);
+  subs.validate = add_validate(app, a);
+  subs.check = add_check(app, a);
+  subs.handover = add_handover(app, a);
+  subs.version = app.add_subcommand("version", "Print the version");
+  return subs;
+}
+
+/// A first argument that names no subcommand: said with the nearest name (78). CLI11
+/// would say only "A subcommand is required" for a mistyped one.
+std::optional<int> unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc <= 1 || argv[1][0] == '-') return std::nullopt;
+  std::vector<std::string_view> names;
+  for (const auto* sub : app.get_subcommands(nullptr)) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), std::string_view(argv[1])) != names.end()) return std::nullopt;
+  std::cerr << "redisgo_task: unknown command '" << log::printable(argv[1]) << "'";
+  if (auto near = config::closest_name(argv[1], names)) std::cerr << "; did you mean '" << *near << "'?";
+  std::cerr << "\nCommands:";
+  for (auto n : names) std::cerr << " " << n;
+  std::cerr << "\nRun 'redisgo_task --help' for more.\n";
+  return kExitConfig;
+}
+
+/// Parses argv; the exit status when that ends the run (--help, --version: 0; a bad
+/// command line: 78), nullopt when a subcommand is to run.
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the usage hint
+    return kExitConfig;
+  }
+  return std::nullopt;
+}
+
+int run_validate(const std::string& config_path) {
+  config::LoadResult loaded = config::load_file(config_path);
+  print_diagnostics(loaded);
+  if (!loaded.config) {
+    std::cerr << "redisgo_task: " << config_path << ": " << loaded.errors.size() << " error(s)\n";
+    return kExitConfig;
+  }
+  if (!command_runnable(*loaded.config)) {
+    std::cerr << "redisgo_task: " << config_path << ": 1 error(s)\n";
+    return kExitConfig;
+  }
+  std::cout << "# " << config_path << ": valid\n" << config::render_effective(*loaded.config);
+  return output_written(0);
+}
+
+/// handover --timeout (`given`: the option was on the command line, maybe empty) into
+/// `timeout`; false, said on stderr, when it is not a duration.
+bool handover_timeout(const std::string& text, bool given, std::optional<std::chrono::milliseconds>& timeout) {
+  if (text.empty() && given) {
+    std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\", found an empty string\n";
+    return false;
+  }
+  if (text.empty()) return true;
+  std::string why;
+  // As in the config file, a bare integer is seconds.
+  const bool digits = text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  timeout = parse_duration(digits ? text + "s" : text, &why);
+  if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
+    std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
+              << log::printable(text) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// task: the daemon, on the loaded config and the command line's command.
+int start_task(config::Config cfg, const Args& a) {
+  // task: a command from the file that cannot run fails here, loudly, with its line; one
+  // from the command line fails as a shell's would (127/126) when it is started.
+  if (a.command.empty() ? !command_runnable(cfg) : !health_command_runnable(cfg) || !textfile_writable(cfg)) {
+    return kExitConfig;
+  }
+  if (!a.command.empty()) {
+    cfg.task.command = a.command;
+    cfg.task.command_is_shell = false;
+  }
+  if (cfg.task.command.empty()) {
+    std::cerr << "redisgo_task: " << a.config_path
+              << ": no command: set [task] command or give one after -- (redisgo_task task --config F -- CMD ARGS)\n";
+    return kExitConfig;
+  }
+  daemon::TaskOptions options;
+  options.config = std::move(cfg);
+  options.wait = !a.no_wait;
+  if (a.no_wait && options.config.task.mode == config::Mode::kSupervise) {
+    std::cerr << "redisgo_task: --no-wait applies to mode = \"oneshot\" only; " << a.config_path
+              << " sets mode = \"supervise\", which contends forever\n";
+    return kExitConfig;
+  }
+  // `value` is only a prefix: the id is unique per process (docs/DESIGN.md, invariant 9).
+  options.holder = daemon::default_holder_id(options.config.redis.value);
+  log::set_context(options.config.redis.key, options.holder);
+  try {
+    return guarded("task", a.config_path, Outcome::kBug, [&] { return daemon::run_task(options); });
+  } catch (const std::exception& e) {
+    log::get("daemon")->error("fatal: {}", e.what());
+    return exit_status(Outcome::kBug);
+  }
+}
+
+/// Runs the subcommand the command line named.
+int dispatch(const Subcommands& subs, const Args& a) {
+  if (*subs.version) {
+    std::cout << "redisgo_task " << REDISGO_VERSION << "\n";
+    return 0;
+  }
+
+  if (!*subs.task) {
+    // Only `task` reads signals from its signalfd; for the others Ctrl-C and SIGTERM must
+    // end them at once, as by default (they hold no lease and run no child).
+    const sigset_t handled = process::handled_signals();
+    ::sigprocmask(SIG_UNBLOCK, &handled, nullptr);
+  }
+
+  if (*subs.validate) return run_validate(a.config_path);
+
+  std::optional<std::chrono::milliseconds> timeout;
+  if (*subs.handover && !handover_timeout(a.handover_timeout, subs.handover->count("--timeout") > 0, timeout)) {
+    return kExitConfig;
+  }
+  auto cfg = load(a.config_path, a.key, *subs.status || *subs.handover ? config::Scope::kRedis : config::Scope::kAll);
+  if (!cfg) return kExitConfig;
+  log::setup(cfg->log.level, cfg->log.format);
+
+  if (*subs.handover) {
+    if (a.handover_slot < 0 || a.handover_slot >= cfg->task.limit) {
+      std::cerr << "redisgo_task: --slot: expected a slot from 0 to " << cfg->task.limit - 1
+                << " (the key's [task] limit is " << cfg->task.limit << "), found " << a.handover_slot << "\n";
+      return kExitConfig;
+    }
+    return guarded("handover", a.config_path, Outcome::kUnavailable,
+                   [&] { return commands::run_handover(*cfg, timeout, a.handover_slot, std::cout, std::cerr); });
+  }
+
+  // check and status read Redis and report; a TLS file that does not load is the config's
+  // fault (78), anything else that stops them is "could not reach" (69).
+  if (*subs.check || *subs.status) {
+    return guarded(*subs.check ? "check" : "status", a.config_path, Outcome::kUnavailable, [&] {
+      return output_written(*subs.check ? commands::run_check(*cfg, a.json, std::cout)
+                                        : commands::run_status(*cfg, a.json, std::cout));
+    });
+  }
+
+  return start_task(std::move(*cfg), a);
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -201,169 +427,11 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("redisgo_task ") + REDISGO_VERSION);
 
-  std::string config_path;
-  std::optional<std::string> key;
-  bool wait = false, no_wait = false, json = false;
-  std::vector<std::string> command;
-
-  auto* task = app.add_subcommand("task", "Contend for the lease and run the command while holding it");
-  task->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
-  task->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
-  auto* wait_flag = task->add_flag("--wait", wait, "Wait for the lease as configured (default)");
-  task->add_flag("--no-wait", no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
-  task->add_option("command", command, "Command to run, after --; overrides [task] command");
-  task->footer(kTaskFooter);
-
-  auto* status = app.add_subcommand("status", "Show who holds the lease, its TTL and fencing token, per node");
-  status->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
-  status->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
-  status->add_flag("--json", json, "Print one JSON object");
-  status->footer(kStatusFooter);
-
-  auto* validate = app.add_subcommand("validate", "Check a configuration file and print the effective settings");
-  validate->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
-  validate->footer(kValidateFooter);
-
-  auto* check = app.add_subcommand("check", "Preflight: ask every node whether it is fit to hold the lease");
-  check->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
-  check->add_flag("--json", json, "Print one JSON object");
-  check->footer(kCheckFooter);
-
-  std::string handover_timeout;
-  auto* handover = app.add_subcommand("handover", "Ask the current leader to step down so another host takes over");
-  handover->add_option("-c,--config", config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
-  handover->add_option("-k,--key", key, "Lock key (overrides [redis] key)");
-  handover->add_option("-t,--timeout", handover_timeout, "How long to wait for another holder (default: expire + 5s)");
-  int handover_slot = 0;
-  handover->add_option("--slot", handover_slot, "Semaphore ([task] limit > 1): ask the holder of this slot (default 0)");
-  handover->footer(kHandoverFooter);
-
-  auto* version = app.add_subcommand("version", "Print the version");
-
-  // CLI11 would say only "A subcommand is required" for a mistyped one.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::vector<std::string_view> names;
-    for (const auto* sub : app.get_subcommands(nullptr)) names.push_back(sub->get_name());
-    if (std::find(names.begin(), names.end(), std::string_view(argv[1])) == names.end()) {
-      std::cerr << "redisgo_task: unknown command '" << log::printable(argv[1]) << "'";
-      if (auto near = config::closest_name(argv[1], names)) std::cerr << "; did you mean '" << *near << "'?";
-      std::cerr << "\nCommands:";
-      for (auto n : names) std::cerr << " " << n;
-      std::cerr << "\nRun 'redisgo_task --help' for more.\n";
-      return kExitConfig;
-    }
-  }
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and the usage hint
-    return kExitConfig;
-  }
-
-  if (*version) {
-    std::cout << "redisgo_task " << REDISGO_VERSION << "\n";
-    return 0;
-  }
-
-  if (!*task) {
-    // Only `task` reads signals from its signalfd; for the others Ctrl-C and SIGTERM must
-    // end them at once, as by default (they hold no lease and run no child).
-    const sigset_t handled = process::handled_signals();
-    ::sigprocmask(SIG_UNBLOCK, &handled, nullptr);
-  }
-
-  if (*validate) {
-    config::LoadResult loaded = config::load_file(config_path);
-    print_diagnostics(loaded);
-    if (!loaded.config) {
-      std::cerr << "redisgo_task: " << config_path << ": " << loaded.errors.size() << " error(s)\n";
-      return kExitConfig;
-    }
-    if (!command_runnable(*loaded.config)) {
-      std::cerr << "redisgo_task: " << config_path << ": 1 error(s)\n";
-      return kExitConfig;
-    }
-    std::cout << "# " << config_path << ": valid\n" << config::render_effective(*loaded.config);
-    return output_written(0);
-  }
-
-  std::optional<std::chrono::milliseconds> timeout;
-  if (*handover && handover_timeout.empty() && app.get_subcommand("handover")->count("--timeout") > 0) {
-    std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\", found an empty string\n";
-    return kExitConfig;
-  }
-  if (*handover && !handover_timeout.empty()) {
-    std::string why;
-    // As in the config file, a bare integer is seconds.
-    const bool digits = handover_timeout.size() <= 9 &&
-                        handover_timeout.find_first_not_of("0123456789") == std::string::npos;
-    timeout = parse_duration(digits ? handover_timeout + "s" : handover_timeout, &why);
-    if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
-      std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
-                << log::printable(handover_timeout) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
-      return kExitConfig;
-    }
-  }
-  auto cfg = load(config_path, key, *status || *handover ? config::Scope::kRedis : config::Scope::kAll);
-  if (!cfg) return kExitConfig;
-  log::setup(cfg->log.level, cfg->log.format);
-
-  if (*handover) {
-    if (handover_slot < 0 || handover_slot >= cfg->task.limit) {
-      std::cerr << "redisgo_task: --slot: expected a slot from 0 to " << cfg->task.limit - 1
-                << " (the key's [task] limit is " << cfg->task.limit << "), found " << handover_slot << "\n";
-      return kExitConfig;
-    }
-    return guarded("handover", config_path, Outcome::kUnavailable,
-                   [&] { return commands::run_handover(*cfg, timeout, handover_slot, std::cout, std::cerr); });
-  }
-
-  // check and status read Redis and report; a TLS file that does not load is the config's
-  // fault (78), anything else that stops them is "could not reach" (69).
-  if (*check || *status) {
-    return guarded(*check ? "check" : "status", config_path, Outcome::kUnavailable, [&] {
-      return output_written(*check ? commands::run_check(*cfg, json, std::cout) : commands::run_status(*cfg, json, std::cout));
-    });
-  }
-
-  // task: a command from the file that cannot run fails here, loudly, with its line; one
-  // from the command line fails as a shell's would (127/126) when it is started.
-  if (command.empty() ? !command_runnable(*cfg) : !health_command_runnable(*cfg) || !textfile_writable(*cfg)) {
-    return kExitConfig;
-  }
-  if (!command.empty()) {
-    cfg->task.command = command;
-    cfg->task.command_is_shell = false;
-  }
-  if (cfg->task.command.empty()) {
-    std::cerr << "redisgo_task: " << config_path
-              << ": no command: set [task] command or give one after -- (redisgo_task task --config F -- CMD ARGS)\n";
-    return kExitConfig;
-  }
-  daemon::TaskOptions options;
-  options.config = std::move(*cfg);
-  options.wait = !no_wait;
-  if (no_wait && options.config.task.mode == config::Mode::kSupervise) {
-    std::cerr << "redisgo_task: --no-wait applies to mode = \"oneshot\" only; " << config_path
-              << " sets mode = \"supervise\", which contends forever\n";
-    return kExitConfig;
-  }
-  // `value` is only a prefix: the id is unique per process (docs/DESIGN.md, invariant 9).
-  options.holder = daemon::default_holder_id(options.config.redis.value);
-  log::set_context(options.config.redis.key, options.holder);
-  try {
-    return guarded("task", config_path, Outcome::kBug, [&] { return daemon::run_task(options); });
-  } catch (const std::exception& e) {
-    log::get("daemon")->error("fatal: {}", e.what());
-    return exit_status(Outcome::kBug);
-  }
+  Args args;
+  const Subcommands subs = add_subcommands(app, args);
+  if (auto code = unknown_command(app, argc, argv)) return *code;
+  if (auto code = parse(app, argc, argv)) return *code;
+  return dispatch(subs, args);
 }
 
 }  // namespace redisgo::cli

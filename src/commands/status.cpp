@@ -1,13 +1,10 @@
 #include "commands/status.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <optional>
-#include <tuple>
 
+#include "commands/quorum_view.h"
 #include "daemon/daemon.h"
 #include "daemon/servers.h"
 #include "daemon/state_machine.h"
@@ -25,63 +22,10 @@ using Millis = std::chrono::milliseconds;
 
 namespace {
 
-/// What the nodes say together: held (a holder has a quorum of nodes), free (no holder
-/// could have one, even counting every unreachable node as its own) or unknown.
-enum class State { kHeld, kFree, kUnknown };
-
-const char* to_string(State s) {
-  switch (s) {
-    case State::kHeld: return "held";
-    case State::kFree: return "free";
-    case State::kUnknown: return "unknown";
-  }
-  return "unknown";
-}
-
 /// "ttl 3398 ms", or for a key without expiry (PTTL -1: no lease of ours, set by hand)
 /// what that means.
 std::string ttl_text(std::int64_t ttl_ms) {
   return ttl_ms == -1 ? std::string("no expiry (not a lease of ours: set by hand?)") : "ttl " + std::to_string(ttl_ms) + " ms";
-}
-
-struct QuorumView {
-  State state = State::kUnknown;
-  std::string holder;        ///< kHeld only
-  int votes = 0;             ///< nodes that agree on the holder
-  std::int64_t ttl_ms = 0;   ///< kHeld only: the smallest TTL among the agreeing nodes
-  std::uint64_t token = 0;   ///< the highest counter any reachable node has
-  int reachable = 0;
-};
-
-QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
-  std::map<std::string, int> votes;
-  QuorumView q;
-  for (const auto& n : nodes) {
-    if (!n.reachable) continue;
-    ++q.reachable;
-    q.token = std::max(q.token, n.token);
-    if (n.held) ++votes[n.holder];
-  }
-  int held_nodes = 0;
-  for (const auto& [holder, count] : votes) {
-    held_nodes += count;
-    if (count >= quorum) {
-      q.holder = holder;
-      q.votes = count;
-    }
-  }
-  if (q.votes > 0) {
-    q.state = State::kHeld;
-    q.ttl_ms = -1;
-    for (const auto& n : nodes) {
-      if (n.reachable && n.held && n.holder == q.holder && (q.ttl_ms < 0 || n.pttl_ms < q.ttl_ms)) q.ttl_ms = n.pttl_ms;
-    }
-  } else if (q.reachable - held_nodes >= quorum) {
-    // Free only when a quorum of nodes have no key: a split between would-be holders
-    // (A on one node, B on another) is held by nobody but cannot be taken either.
-    q.state = State::kFree;
-  }
-  return q;
 }
 
 /// The text status prints for a node it could not read.
@@ -297,188 +241,141 @@ std::optional<Millis> guard_left(const config::Config& config, const lock::NodeV
   return left;
 }
 
-bool output_ok(std::ostream& out) {
-  out.flush();
-  return static_cast<bool>(out);
+/// What status read: the nodes, the key's (and each slot's) state, and where Sentinel or
+/// Cluster says the key lives.
+struct StatusView {
+  std::vector<lock::NodeView> nodes;
+  int quorum = 0;
+  std::vector<QuorumView> slots;  ///< limit > 1 only
+  QuorumView q;                   ///< the key; a semaphore as a whole
+  bool quorum_reachable = false;
+  bool known = false;             ///< held or free
+  bool here = false;              ///< held by this host
+  TopologyView topology;
+};
+
+StatusView read_status(lock::LeaseBackend& backend, const config::Config& config) {
+  StatusView s;
+  s.nodes = backend.inspect();
+  s.quorum = backend.quorum();
+  const QuorumView first = quorum_view(s.nodes, s.quorum);
+  s.slots = slot_views(backend, config, first);
+  s.q = overall(s.slots, first);
+  s.quorum_reachable = s.q.reachable >= s.quorum;
+  s.known = s.q.state != State::kUnknown;
+  s.here = s.q.state == State::kHeld && head_of(s.q.holder) == holder_head(config.redis.value);
+  s.topology = inspect_topology(config);
+  return s;
+}
+
+/// One node's object in the "nodes" array.
+void write_node_json(const lock::NodeView& n, const config::Config& config, std::ostream& out) {
+  out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
+  if (n.reachable) {
+    out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
+        << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
+        << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
+        << ",\"restart_guard_ms\":";
+    const auto left = guard_left(config, n);
+    out << (left ? std::to_string(left->count()) : "null");
+  } else {
+    out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
+        << "\",\"error\":" << log::json_quoted(n.error);
+  }
+  if (!n.server.empty()) out << ",\"server\":" << log::json_quoted(n.server);
+  if (!n.peer.empty()) out << ",\"tls\":" << log::json_quoted(n.peer);
+  out << "}";
+}
+
+/// --json: one object. Reads the once_per claims from `backend` as it goes.
+void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
+                       std::ostream& out) {
+  const QuorumView& q = s.q;
+  // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
+  // "could not see".
+  out << "{\"key\":" << log::json_quoted(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
+      << ",\"held\":" << (s.known ? (q.state == State::kHeld ? "true" : "false") : "null")
+      << ",\"holder\":" << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
+      << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
+      << ",\"token\":" << (s.known ? std::to_string(q.token) : "null")
+      << ",\"held_by_this_host\":" << (s.known ? (s.here ? "true" : "false") : "null") << ",\"quorum\":" << s.quorum
+      << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (s.quorum_reachable ? "true" : "false")
+      << ",\"nodes\":[";
+  for (std::size_t i = 0; i < s.nodes.size(); ++i) {
+    if (i) out << ",";
+    write_node_json(s.nodes[i], config, out);
+  }
+  out << "]";
+  write_slots(s.slots, config, true, out);
+  write_claims(backend, config, true, out);
+  write_topology_json(s.topology, out);
+  out << "}\n";
+}
+
+/// One node's line, and its server and TLS lines when known.
+void write_node_text(const lock::NodeView& n, const config::Config& config, std::ostream& out) {
+  out << "node " << log::printable(n.node) << ": ";
+  if (!n.reachable) {
+    out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
+  } else if (n.held) {
+    out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
+  } else {
+    out << "free, token " << n.token;
+    if (const auto left = guard_left(config, n)) {
+      out << "; up " << n.uptime_s << " s: grants nothing new for " << left->count() << " ms (restart guard)";
+    }
+    out << "\n";
+  }
+  if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
+  if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
+}
+
+/// The text report. Reads the once_per claims from `backend` as it goes.
+void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
+                       std::ostream& out) {
+  const QuorumView& q = s.q;
+  out << "key:    " << log::printable(config.redis.key) << "\n";
+  switch (q.state) {
+    case State::kHeld:
+      out << "state:  held by " << log::printable(q.holder) << (s.here ? " (this host)" : "") << " (" << q.votes << "/"
+          << s.nodes.size() << " nodes, quorum " << s.quorum << "), " << ttl_text(q.ttl_ms) << "\n";
+      break;
+    case State::kFree:
+      out << "state:  free\n";
+      break;
+    case State::kUnknown:
+      out << "state:  unknown (" << q.reachable << "/" << s.nodes.size() << " nodes reachable, quorum " << s.quorum
+          << ")\n";
+      break;
+  }
+  if (s.known) out << "token:  " << q.token << "\n";
+  for (const auto& n : s.nodes) write_node_text(n, config, out);
+  write_slots(s.slots, config, false, out);
+  write_claims(backend, config, false, out);
+  write_topology_text(s.topology, out);
+}
+
+/// Whenever the state could not be read from a quorum, "unknown" must page someone: 77
+/// when a node refused our credentials or its certificate (fix the config), else 69.
+int status_exit(const StatusView& s) {
+  if (s.quorum_reachable) return 0;
+  for (const auto& n : s.nodes) {
+    if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
+  }
+  return kExitUnavailable;
 }
 
 }  // namespace
 
 int run_status(const config::Config& config, bool json, std::ostream& out) {
   auto backend = lock::make_redis_backend(lease_options(config, "status"));
-  std::vector<lock::NodeView> nodes = backend->inspect();
-  const int quorum = backend->quorum();
-  const QuorumView first = quorum_view(nodes, quorum);
-  const std::vector<QuorumView> slots = slot_views(*backend, config, first);
-  const QuorumView q = overall(slots, first);
-  const bool quorum_reachable = q.reachable >= quorum;
-  const bool known = q.state != State::kUnknown;
-  const bool here = q.state == State::kHeld && head_of(q.holder) == holder_head(config.redis.value);
-  const TopologyView topology = inspect_topology(config);
-
+  const StatusView view = read_status(*backend, config);
   if (json) {
-    // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
-    // "could not see".
-    out << "{\"key\":" << log::json_quoted(config.redis.key) << ",\"state\":\"" << to_string(q.state) << "\""
-        << ",\"held\":" << (known ? (q.state == State::kHeld ? "true" : "false") : "null")
-        << ",\"holder\":" << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
-        << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
-        << ",\"token\":" << (known ? std::to_string(q.token) : "null")
-        << ",\"held_by_this_host\":" << (known ? (here ? "true" : "false") : "null") << ",\"quorum\":" << quorum
-        << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (quorum_reachable ? "true" : "false")
-        << ",\"nodes\":[";
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const auto& n = nodes[i];
-      if (i) out << ",";
-      out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
-      if (n.reachable) {
-        out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
-            << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
-            << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
-            << ",\"restart_guard_ms\":";
-        const auto left = guard_left(config, n);
-        out << (left ? std::to_string(left->count()) : "null");
-      } else {
-        out << ",\"held\":null,\"holder\":null,\"ttl_ms\":null,\"token\":null,\"fault\":\"" << redis::to_string(n.fault)
-            << "\",\"error\":" << log::json_quoted(n.error);
-      }
-      if (!n.server.empty()) out << ",\"server\":" << log::json_quoted(n.server);
-      if (!n.peer.empty()) out << ",\"tls\":" << log::json_quoted(n.peer);
-      out << "}";
-    }
-    out << "]";
-    write_slots(slots, config, json, out);
-    write_claims(*backend, config, json, out);
-    write_topology_json(topology, out);
-    out << "}\n";
+    write_status_json(view, *backend, config, out);
   } else {
-    out << "key:    " << log::printable(config.redis.key) << "\n";
-    switch (q.state) {
-      case State::kHeld:
-        out << "state:  held by " << log::printable(q.holder) << (here ? " (this host)" : "") << " (" << q.votes << "/" << nodes.size()
-            << " nodes, quorum " << quorum << "), " << ttl_text(q.ttl_ms) << "\n";
-        break;
-      case State::kFree:
-        out << "state:  free\n";
-        break;
-      case State::kUnknown:
-        out << "state:  unknown (" << q.reachable << "/" << nodes.size() << " nodes reachable, quorum " << quorum
-            << ")\n";
-        break;
-    }
-    if (known) out << "token:  " << q.token << "\n";
-    for (const auto& n : nodes) {
-      out << "node " << log::printable(n.node) << ": ";
-      if (!n.reachable) {
-        out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
-      } else if (n.held) {
-        out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
-      } else {
-        out << "free, token " << n.token;
-        if (const auto left = guard_left(config, n)) {
-          out << "; up " << n.uptime_s << " s: grants nothing new for " << left->count() << " ms (restart guard)";
-        }
-        out << "\n";
-      }
-      if (!n.server.empty()) out << "  server " << log::printable(n.server) << "\n";
-      if (!n.peer.empty()) out << "  " << log::printable(n.peer) << "\n";
-    }
-    write_slots(slots, config, json, out);
-    write_claims(*backend, config, json, out);
-    write_topology_text(topology, out);
+    write_status_text(view, *backend, config, out);
   }
-  // Whenever the state could not be read from a quorum, "unknown" must page someone: 77
-  // when a node refused our credentials or its certificate (fix the config), else 69.
-  if (quorum_reachable) return 0;
-  for (const auto& n : nodes) {
-    if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
-  }
-  return kExitUnavailable;
-}
-
-int run_handover(const config::Config& config, std::optional<Millis> timeout, int slot, std::ostream& out,
-                 std::ostream& err) {
-  using std::chrono::steady_clock;
-  const Millis limit = timeout.value_or(config.redis.expire + std::chrono::seconds(5));
-  const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
-  lock::LeaseOptions options = lease_options(config, "handover");
-  options.slot = slot;  // what inspect() reads
-  auto backend = lock::make_redis_backend(options);
-  const std::string what = config.task.limit > 1 ? "slot " + std::to_string(slot) + " of key " : "key ";
-  const int quorum = backend->quorum();
-  auto look = [&] {
-    auto nodes = backend->inspect();
-    QuorumView q = quorum_view(nodes, quorum);
-    int refused = 0;
-    std::string error;
-    for (const auto& n : nodes) {
-      refused += n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls ? 1 : 0;
-      if (error.empty()) error = n.error;
-    }
-    return std::make_tuple(q, refused, error);
-  };
-  auto [before, refused, first_error] = look();
-  if (before.reachable < quorum) {
-    err << "redisgo_task: handover: no quorum of nodes could be read (" << before.reachable << "/"
-        << backend->node_count() << " reachable, quorum " << quorum << ")"
-        << (first_error.empty() ? "" : ": " + log::printable(first_error)) << "\n";
-    return refused > 0 ? kExitNoPerm : kExitUnavailable;
-  }
-  if (before.state != State::kHeld) {
-    err << "redisgo_task: handover: " << what << log::printable(config.redis.key)
-        << (before.state == State::kFree ? " is not held by anyone" : " has no holder with a quorum")
-        << ": nothing to hand over\n";
-    return kExitTempFail;
-  }
-  const std::string leader = before.holder;
-  // The leader acts on a message naming its own id, so a leader that took over meanwhile
-  // is never asked by mistake. Sent again every second: a leader whose subscription was
-  // down for a moment hears the next one.
-  auto ask = [&] { return backend->publish(keys.control, leader); };
-  const lock::Published first = ask();
-  if (first.accepted == 0) {
-    // Refused by an ACL (the user lacks the channel or PUBLISH): the config's credentials
-    // are the problem, as with a refused AUTH (77); otherwise nobody could be reached.
-    err << "redisgo_task: handover: no node accepted the control message on " << keys.control << ": "
-        << log::printable(first.error)
-        << (first.refused ? " (grant it with ACL SETUSER <user> &" + keys.control + " +publish)" : "") << "\n";
-    return first.refused ? kExitNoPerm : kExitUnavailable;
-  }
-  out << "asked " << log::printable(leader) << " to step down (" << what << log::printable(config.redis.key) << ", token "
-      << before.token << ")\n";
-  if (first.receivers == 0) {
-    err << "redisgo_task: handover: warning: nobody is listening on " << keys.control
-        << " yet (a oneshot holder ignores handover; a supervise leader subscribes as it starts); asking again\n";
-  }
-  const auto deadline = steady_clock::now() + limit;
-  auto last_ask = steady_clock::now();
-  QuorumView now_view = before;
-  // Asked again while it still holds the lease (a message it missed), never once it let
-  // go: a leader back from its step_down_hold with no standby about must not be sent off
-  // a second time.
-  bool let_go = false;
-  while (steady_clock::now() < deadline) {
-    ::poll(nullptr, 0, 100);  // a status read every 100 ms: a few commands per second
-    now_view = std::get<0>(look());
-    if (now_view.state == State::kHeld && now_view.holder != leader) {
-      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
-          << ")\n";
-      return output_ok(out) ? 0 : kExitIoError;
-    }
-    let_go = let_go || now_view.state != State::kHeld || now_view.holder != leader;
-    if (!let_go && steady_clock::now() - last_ask >= std::chrono::seconds(1)) {
-      ask();
-      last_ask = steady_clock::now();
-    }
-  }
-  if (!let_go) {
-    err << "redisgo_task: handover: " << log::printable(leader) << " did not step down within " << format_duration(limit)
-        << " (a oneshot holder, or one that cannot hear the control channel)\n";
-  } else {
-    err << "redisgo_task: handover: " << log::printable(leader) << " stepped down, but no other holder took the lease within "
-        << format_duration(limit) << " (no standby?); it contends again after its step_down_hold\n";
-  }
-  return kExitTempFail;
+  return status_exit(view);
 }
 
 }  // namespace redisgo::commands

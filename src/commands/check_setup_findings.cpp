@@ -1,0 +1,82 @@
+// Findings about the setup as a whole (no node): the renewal margins the config leaves,
+// and how many nodes answered against the quorum.
+#include "commands/check_findings.h"
+
+#include <cmath>
+
+#include "util/duration.h"
+
+namespace redisgo::commands::check {
+namespace {
+
+std::string ms_field(Millis d) { return std::to_string(d.count()); }
+
+}  // namespace
+
+Margins margins(const config::Config& config) {
+  const auto& r = config.redis;
+  Margins m;
+  m.expire = r.expire;
+  m.cron = r.cron.count() > 0 ? r.cron : r.expire / 3;
+  m.kill_grace = config.task.kill_grace;
+  // As config.cpp's cross-check: the drift allowance and the kill margin.
+  m.drift = Millis(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
+                   r.drift_fixed.count() + config::kill_margin(r.expire).count());
+  m.need = m.cron + m.kill_grace + m.drift;
+  m.spare = m.expire - m.need;
+  m.round_trip = r.connect_timeout + r.io_timeout;
+  return m;
+}
+
+Finding margin_finding(const config::Config& config) {
+  const Margins m = margins(config);
+  const std::string figures = "cron " + format_duration(m.cron) + " + kill_grace " + format_duration(m.kill_grace) +
+                              " + drift and kill margin " + format_duration(m.drift) + " = " + format_duration(m.need) +
+                              " of expire " + format_duration(m.expire) + ": " + format_duration(m.spare) + " to spare";
+  const std::string fix = "lengthen expire, or shorten cron, kill_grace or the timeouts";
+  Finding f;
+  if (m.spare <= Millis(0)) {
+    f = make(Level::kFail, "margins", "",
+             figures + "; if a renewal fails, the child cannot be stopped before the lease expires", fix);
+  } else if (m.spare < m.round_trip) {
+    f = make(Level::kWarn, "margins", "",
+             figures + ", less than connect_timeout + io_timeout (" + format_duration(m.round_trip) +
+                 "): a renewal that has to reconnect is confirmed only after the child was told to stop",
+             fix);
+  } else if (m.spare < m.cron) {
+    f = make(Level::kWarn, "margins", "",
+             figures + ", less than one cron: when a renewal fails, the child is told to stop before the next tick; "
+                       "only the quick retries can save it",
+             fix);
+  } else {
+    f = make(Level::kOk, "margins", "",
+             figures + " (at least one cron and connect_timeout + io_timeout " + format_duration(m.round_trip) + ")");
+  }
+  f.fields.emplace_back("cron_ms", ms_field(m.cron));
+  f.fields.emplace_back("kill_grace_ms", ms_field(m.kill_grace));
+  f.fields.emplace_back("drift_ms", ms_field(m.drift));
+  f.fields.emplace_back("expire_ms", ms_field(m.expire));
+  f.fields.emplace_back("spare_ms", ms_field(m.spare));
+  return f;
+}
+
+Finding quorum_finding(int reachable, int nodes, int quorum) {
+  const std::string figures = std::to_string(reachable) + " of " + std::to_string(nodes) + " nodes reachable, quorum " +
+                              std::to_string(quorum);
+  Finding f;
+  if (reachable < quorum) {
+    f = make(Level::kFail, "quorum", "", figures + ": no lease can be taken or renewed",
+             "bring back at least " + std::to_string(quorum - reachable) + " more node(s)");
+  } else if (reachable < nodes) {
+    f = make(Level::kWarn, "quorum", "",
+             figures + ": " + std::to_string(reachable - quorum + 1) + " more failure(s) and no holder can renew",
+             "bring the unreachable node(s) back");
+  } else {
+    f = make(Level::kOk, "quorum", "", figures);
+  }
+  f.fields.emplace_back("reachable", std::to_string(reachable));
+  f.fields.emplace_back("quorum", std::to_string(quorum));
+  return f;
+}
+
+}  // namespace redisgo::commands::check

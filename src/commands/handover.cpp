@@ -1,0 +1,130 @@
+// `redisgo_task handover`: ask the current holder to step down, then wait until another
+// holder has the lease (redisgo_task(1), COMMANDS: handover).
+#include <poll.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "commands/quorum_view.h"
+#include "commands/status.h"
+#include "daemon/servers.h"
+#include "log/logging.h"
+#include "util/duration.h"
+#include "util/exit_status.h"
+
+namespace redisgo::commands {
+
+using daemon::lease_options;
+using Millis = std::chrono::milliseconds;
+
+namespace {
+
+bool output_ok(std::ostream& out) {
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+/// The key's state as the nodes say it, how many of them refused our credentials or
+/// TLS, and the first error any of them gave.
+struct Look {
+  QuorumView view;
+  int refused = 0;
+  std::string error;
+};
+
+Look look(lock::LeaseBackend& backend, int quorum) {
+  auto nodes = backend.inspect();
+  Look l;
+  l.view = quorum_view(nodes, quorum);
+  for (const auto& n : nodes) {
+    l.refused += n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls ? 1 : 0;
+    if (l.error.empty()) l.error = n.error;
+  }
+  return l;
+}
+
+/// Waits up to `limit` for a holder other than `leader`, asking `leader` again on
+/// `channel` every second while it still holds the lease. 0 once another holder has it
+/// (said on `out`), else 75 (why, on `err`).
+int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& channel, const std::string& leader,
+                   Millis limit, std::ostream& out, std::ostream& err) {
+  using std::chrono::steady_clock;
+  const auto deadline = steady_clock::now() + limit;
+  auto last_ask = steady_clock::now();
+  // Asked again while it still holds the lease (a message it missed), never once it let
+  // go: a leader back from its step_down_hold with no standby about must not be sent off
+  // a second time.
+  bool let_go = false;
+  while (steady_clock::now() < deadline) {
+    ::poll(nullptr, 0, 100);  // a status read every 100 ms: a few commands per second
+    const QuorumView now_view = look(backend, quorum).view;
+    if (now_view.state == State::kHeld && now_view.holder != leader) {
+      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
+          << ")\n";
+      return output_ok(out) ? 0 : kExitIoError;
+    }
+    let_go = let_go || now_view.state != State::kHeld || now_view.holder != leader;
+    if (!let_go && steady_clock::now() - last_ask >= std::chrono::seconds(1)) {
+      backend.publish(channel, leader);
+      last_ask = steady_clock::now();
+    }
+  }
+  if (!let_go) {
+    err << "redisgo_task: handover: " << log::printable(leader) << " did not step down within " << format_duration(limit)
+        << " (a oneshot holder, or one that cannot hear the control channel)\n";
+  } else {
+    err << "redisgo_task: handover: " << log::printable(leader) << " stepped down, but no other holder took the lease within "
+        << format_duration(limit) << " (no standby?); it contends again after its step_down_hold\n";
+  }
+  return kExitTempFail;
+}
+
+}  // namespace
+
+int run_handover(const config::Config& config, std::optional<Millis> timeout, int slot, std::ostream& out,
+                 std::ostream& err) {
+  const Millis limit = timeout.value_or(config.redis.expire + std::chrono::seconds(5));
+  const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
+  lock::LeaseOptions options = lease_options(config, "handover");
+  options.slot = slot;  // what inspect() reads
+  auto backend = lock::make_redis_backend(options);
+  const std::string what = config.task.limit > 1 ? "slot " + std::to_string(slot) + " of key " : "key ";
+  const int quorum = backend->quorum();
+  const Look first_look = look(*backend, quorum);
+  const QuorumView& before = first_look.view;
+  if (before.reachable < quorum) {
+    err << "redisgo_task: handover: no quorum of nodes could be read (" << before.reachable << "/"
+        << backend->node_count() << " reachable, quorum " << quorum << ")"
+        << (first_look.error.empty() ? "" : ": " + log::printable(first_look.error)) << "\n";
+    return first_look.refused > 0 ? kExitNoPerm : kExitUnavailable;
+  }
+  if (before.state != State::kHeld) {
+    err << "redisgo_task: handover: " << what << log::printable(config.redis.key)
+        << (before.state == State::kFree ? " is not held by anyone" : " has no holder with a quorum")
+        << ": nothing to hand over\n";
+    return kExitTempFail;
+  }
+  const std::string leader = before.holder;
+  // The leader acts on a message naming its own id, so a leader that took over meanwhile
+  // is never asked by mistake. Sent again every second (await_takeover): a leader whose
+  // subscription was down for a moment hears the next one.
+  const lock::Published first = backend->publish(keys.control, leader);
+  if (first.accepted == 0) {
+    // Refused by an ACL (the user lacks the channel or PUBLISH): the config's credentials
+    // are the problem, as with a refused AUTH (77); otherwise nobody could be reached.
+    err << "redisgo_task: handover: no node accepted the control message on " << keys.control << ": "
+        << log::printable(first.error)
+        << (first.refused ? " (grant it with ACL SETUSER <user> &" + keys.control + " +publish)" : "") << "\n";
+    return first.refused ? kExitNoPerm : kExitUnavailable;
+  }
+  out << "asked " << log::printable(leader) << " to step down (" << what << log::printable(config.redis.key) << ", token "
+      << before.token << ")\n";
+  if (first.receivers == 0) {
+    err << "redisgo_task: handover: warning: nobody is listening on " << keys.control
+        << " yet (a oneshot holder ignores handover; a supervise leader subscribes as it starts); asking again\n";
+  }
+  return await_takeover(*backend, quorum, keys.control, leader, limit, out, err);
+}
+
+}  // namespace redisgo::commands

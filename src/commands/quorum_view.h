@@ -1,0 +1,31 @@
+#pragma once
+/// Shared by status and handover only (not part of the module's interface; that is
+/// commands/status.h): what the nodes say together about one key, or one slot of it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lock/lease.h"
+
+namespace redisgo::commands {
+
+/// What the nodes say together: held (a holder has a quorum of nodes), free (no holder
+/// could have one, even counting every unreachable node as its own) or unknown.
+enum class State { kHeld, kFree, kUnknown };
+
+/// "held", "free", "unknown".
+const char* to_string(State s);
+
+struct QuorumView {
+  State state = State::kUnknown;
+  std::string holder;        ///< kHeld only
+  int votes = 0;             ///< nodes that agree on the holder
+  std::int64_t ttl_ms = 0;   ///< kHeld only: the smallest TTL among the agreeing nodes
+  std::uint64_t token = 0;   ///< the highest counter any reachable node has
+  int reachable = 0;
+};
+
+QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum);
+
+}  // namespace redisgo::commands
