@@ -145,7 +145,7 @@ Millis clock_limit(Millis expire, std::optional<Millis> once_per = std::nullopt)
 Finding clock_finding(const std::string& node, const ClockOffset& offset, Millis expire,
                       std::optional<Millis> once_per = std::nullopt);
 
-/// The same arithmetic as the config's cross-check (config.cpp): what a renewal cycle
+/// The same arithmetic as the config's cross-check (config/loader_cross_checks.cpp): what a renewal cycle
 /// needs of the lease, and what is left over.
 struct Margins {
   Millis cron{0};

@@ -19,7 +19,7 @@ Margins margins(const config::Config& config) {
   m.expire = r.expire;
   m.cron = r.cron.count() > 0 ? r.cron : r.expire / 3;
   m.kill_grace = config.task.kill_grace;
-  // As config.cpp's cross-check: the drift allowance and the kill margin.
+  // As the config's cross-check (config/loader_cross_checks.cpp): the drift allowance and the kill margin.
   m.drift = Millis(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
                    r.drift_fixed.count() + config::kill_margin(r.expire).count());
   m.need = m.cron + m.kill_grace + m.drift;
