@@ -33,6 +33,20 @@ using namespace redisgo::testing;
 
 namespace {
 
+// The channel a release is announced on (the key's hash tag, then ":released").
+std::string release_channel() { return "{" + test_key() + "}:released"; }
+
+// How many clients are subscribed to `channel` on `redis` (PUBSUB NUMSUB); -1 if unreadable.
+int subscribers(const RedisServer& redis, const std::string& channel) {
+  const auto lines = split_lines(redis.cli({"PUBSUB", "NUMSUB", channel}));
+  if (lines.size() < 2) return -1;
+  try {
+    return std::stoi(lines[1]);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
 /// Lines of `text` that contain `needle`.
 std::size_t count_lines(const std::string& text, const std::string& needle) {
   const auto lines = split_lines(text);
@@ -134,7 +148,11 @@ TEST_F(TaskFaults, ThreeStandbysRacingAReleaseTakeOverQuicklyAndQuietly) {
     standbys.push_back(std::make_unique<TaskProcess>(dir_.path(), "s" + std::to_string(i), task(cfg, job)));
   }
   for (auto& s : standbys) ASSERT_TRUE(s->wait_for_log("contending", 5s)) << s->err();
-  std::this_thread::sleep_for(500ms);  // every standby has missed once and subscribed
+  // Every standby has missed once and listens for the release on every node.
+  ASSERT_TRUE(wait_until([&] {
+    return subscribers(a, release_channel()) == 3 && subscribers(b, release_channel()) == 3 &&
+           subscribers(c, release_channel()) == 3;
+  }, 5s));
   const auto released = std::chrono::steady_clock::now();
   // (one standby's start line follows)
   leader.signal(SIGTERM);
@@ -467,7 +485,8 @@ TEST_F(TaskFaults, EscalationReportsTheTimeTheChildWasGiven) {
   auto cfg = config(spec, {redis.address()});
   TaskProcess p(dir_.path(), "stubborn", task(cfg, "trap '' TERM; echo up; exec sleep 60"));
   ASSERT_TRUE(p.wait_for_log("child started", 10s)) << p.err();
-  std::this_thread::sleep_for(100ms);  // the shell has set its trap
+  // "up" is written once the shell has set its trap.
+  ASSERT_TRUE(wait_until([&] { return p.out().find("up") != std::string::npos; }, 5s)) << p.err();
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_for(10s), 0) << p.err();
   const auto err = p.err();
@@ -699,10 +718,11 @@ TEST_F(TaskFaults, AFloodOfReleaseMessagesDoesNotDriveAStandby) {
   redis.cli({"SET", test_key(), "someone-else", "PX", "600000"});
   TaskProcess s(dir_.path(), "standby", task(cfg, "exec sleep 60"));
   ASSERT_TRUE(s.wait_for_log("contending", 5s));
-  std::this_thread::sleep_for(500ms);  // subscribed, sleeping until the key's TTL
+  // Subscribed, and so sleeping until the key's TTL.
+  ASSERT_TRUE(wait_until([&] { return subscribers(redis, release_channel()) == 1; }, 5s)) << s.err();
   std::atomic<bool> stop{false};
   std::thread flood([&] {
-    const std::string script = "for i in $(seq 1 200); do echo PUBLISH '{" + test_key() + "}:released' x; done | " +
+    const std::string script = "for i in $(seq 1 200); do echo PUBLISH '" + release_channel() + "' x; done | " +
                                "timeout 5 redis-cli -p " + std::to_string(redis.port()) + " > /dev/null";
     while (!stop) std::system(script.c_str());
   });
