@@ -85,6 +85,11 @@ Fault classify_error_reply(std::string_view text) {
       text.find("No permissions to access") != std::string_view::npos) {
     return Fault::kAuth;
   }
+  // A client that has not authenticated may send at most 10 arguments (and 16 KB per
+  // argument); past that Redis answers this and closes the connection. With no password
+  // sent to a server that needs one, that is a refusal of our credentials, not a fault of
+  // the node (a lease script with `limit` sends 1 + limit keys).
+  if (text.find("Protocol error: unauthenticated") != std::string_view::npos) return Fault::kAuth;
   return Fault::kReply;
 }
 

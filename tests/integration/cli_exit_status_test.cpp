@@ -59,6 +59,14 @@ TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
       {{"wrong password", 77, "refused our credentials"},
        config_for(dir, "wrongpass.toml", "host = \"" + guarded.address() + "\"", "password_env = \"RGT_PASS\"\n")},
       {{"NOAUTH", 77, "refused our credentials"}, config_for(dir, "noauth.toml", "host = \"" + guarded.address() + "\"")},
+      // With limit = 64 the lease script sends 1 + 64 keys: unauthenticated, that is more
+      // arguments than Redis reads ("Protocol error: unauthenticated multibulk length").
+      {{"NOAUTH, limit 64", 77, "refused our credentials"},
+       config_for(dir, "noauth64.toml", "host = \"" + guarded.address() + "\"", "",
+                  "command = [\"/bin/true\"]\nlimit = 64\n")},
+      {{"wrong password, limit 64", 77, "refused our credentials"},
+       config_for(dir, "wrongpass64.toml", "host = \"" + guarded.address() + "\"", "password_env = \"RGT_PASS\"\n",
+                  "command = [\"/bin/true\"]\nlimit = 64\n")},
       {{"not Redis", 69, "is this a Redis server?"}, config_for(dir, "http.toml", "host = \"" + http.address() + "\"")},
   };
   for (const auto& [cause, cfg] : table) {
