@@ -80,6 +80,11 @@ LoadResult load_string(const std::string& text, const std::string& source, const
   return detail::Loader(source, env, scope).run(text);
 }
 
+namespace {
+/// A config is a few kilobytes; anything past this is not one (it is read whole).
+constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
+}  // namespace
+
 LoadResult load_file(const std::string& path, const EnvLookup& env, Scope scope) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   std::string text;
@@ -97,11 +102,19 @@ LoadResult load_file(const std::string& path, const EnvLookup& env, Scope scope)
       }
       if (n == 0) break;
       text.append(buf, static_cast<std::size_t>(n));
+      if (text.size() > kMaxConfigBytes) break;
     }
   }
   if (err != 0) {
     LoadResult r;
     r.errors.push_back({path, 0, 0, "", errno_message("cannot read the config file", err)});
+    return r;
+  }
+  if (text.size() > kMaxConfigBytes) {
+    // /dev/zero, a log file named by mistake: refused before it costs the host its memory.
+    LoadResult r;
+    r.errors.push_back({path, 0, 0, "", "the config file is larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                                            " MiB: is this the right file?"});
     return r;
   }
   return load_string(text, path, env, scope);

@@ -505,6 +505,16 @@ TEST(ConfigErrors, UnreadableFileIsOneError) {
   EXPECT_NE(r.errors[0].message.find("No such file"), std::string::npos) << r.errors[0].str();
 }
 
+// Found by an attack round: `--config /dev/zero` grew the process to 5 GB, and a 1 GB
+// file took 2 GB and 8 s, before the first byte's error was reported.
+TEST(ConfigErrors, AFileFarTooLargeForAConfigIsRefusedWithoutReadingItAll) {
+  auto r = load_file("/dev/zero", fake_env({}));
+  EXPECT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u) << all_diagnostics(r);
+  EXPECT_EQ(r.errors[0].file, "/dev/zero");
+  EXPECT_NE(r.errors[0].message.find("larger than 4 MiB"), std::string::npos) << r.errors[0].str();
+}
+
 TEST(ConfigErrors, LoadFileReportsThePathAndLine) {
   TempDir dir;
   std::string path = dir.write("bad.toml", kBase + "\nexpire = \"soon\"\n");
