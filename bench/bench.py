@@ -825,11 +825,10 @@ class Bench:
         self.results["peers"] = res
 
     # -- 9. scale: 200 standbys on one key ----------------------------------------------
-    def scale(self):
-        n = 200
-        rounds = 4 if self.quick else 40
-        herd_rounds = 1 if self.quick else 3
-        window = 3.0 if self.quick else 10.0
+    def scale(self, n=200, rounds=None, herd_rounds=None, window=None, store="scale"):
+        rounds = rounds or (4 if self.quick else 40)
+        herd_rounds = herd_rounds or (1 if self.quick else 3)
+        window = window or (3.0 if self.quick else 10.0)
         log(f"scale: {n} standby daemons on one key: {rounds} handovers, {herd_rounds} herd windows, "
             f"a {window:.0f} s steady window")
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -838,9 +837,9 @@ class Bench:
             if hard != resource.RLIM_INFINITY and hard < need:
                 fail(f"ulimit -n is {soft} (hard {hard}); {n} daemons need about {need}")
             resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
-        redis = Redis(self.tmp, "scale", extra=["--maxclients", str(3 * n + 100)])
-        key = "bench:scale"
-        d = os.path.join(self.tmp, "scale_run")
+        redis = Redis(self.tmp, f"scale{n}", extra=["--maxclients", str(3 * n + 100)])
+        key = f"bench:scale{n}"
+        d = os.path.join(self.tmp, f"scale_run{n}")
         os.makedirs(d)
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
@@ -849,7 +848,7 @@ class Bench:
         # second field is the daemon's pid).
         cmd = (f'{self.stamp} {d}/s_${{REDISGO_TASK_TOKEN}}_$REDISGO_TASK_HOLDER; '
                f'exec {self.stamp} {d}/e_${{REDISGO_TASK_TOKEN}}_$REDISGO_TASK_HOLDER --wait {fifo}')
-        cfg = self.config("scale", redis, key, mode="supervise", level="debug", command=cmd,
+        cfg = self.config(f"scale{n}", redis, key, mode="supervise", level="debug", command=cmd,
                           extra='restart = "never"\nrestart_delay = "300ms"\nrestart_limit = 1000000')
 
         def leaders():
@@ -886,7 +885,7 @@ class Bench:
                     if read_text(logs[pid]).count("lease busy") >= 2:
                         pending.discard(pid)
                 return not pending
-            wait_until(f"{n} standbys to be subscribed and waiting", all_waiting, timeout=180, step=0.1)
+            wait_until(f"{n} standbys to be subscribed and waiting", all_waiting, timeout=180 + n * 0.3, step=0.1)
             startup_s = time.monotonic() - t0
             dead = [p.pid for p in procs if p.poll() is not None]
             if dead:
@@ -969,8 +968,12 @@ class Bench:
                         continue
                     args = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(3))
                     fence = [i for i, a in enumerate(args) if a.endswith(":fence")]
-                    if fence and fence[0] + 1 < len(args):  # the acquire script: KEYS lease, fence; ARGV[1] holder
-                        attempts.append((ts - t_rel, args[fence[0] + 1]))
+                    # The acquire script: KEYS lease, fence (the fair one: then the line); ARGV[1] holder.
+                    at = fence[0] + 1 if fence else None
+                    if at is not None and at < len(args) and args[at].endswith(":line"):
+                        at += 1
+                    if at is not None and at < len(args):
+                        attempts.append((ts - t_rel, args[at]))
                     elif holder in args:  # the old leader's release
                         release_at.append(ts - t_rel)
                 # The old leader (its holder id is per process) contends again after
@@ -1005,7 +1008,7 @@ class Bench:
             rcs = stop_all(procs, grace=20.0)
             stop(redis.proc)
         s = sorted(samples)
-        self.results["scale"] = {
+        self.results[store] = {
             "standbys": n, "startup_s": startup_s, "rounds": len(s), "rewon": len(rewon), "leaders": len(led),
             "distinct_leaders": len(set(led)), "most_led": max(collections.Counter(led).values()) if led else 0,
             "median_ms": statistics.median(s),
@@ -1015,6 +1018,99 @@ class Bench:
         log(f"  handover median {statistics.median(s):.2f} ms, p99 {percentile(s, 99):.2f} ms; herd: " +
             "; ".join(f"{h['commands']} commands in 1 s, {h['daemons']} of {n} standbys attempted, the last "
                       f"{h['last_attempt_ms']:.0f} ms after the release" for h in herds))
+
+    # -- 9b. the herd: 1, 20, 200 and 1,000 standbys on one key -------------------------
+    def herd(self):
+        sizes = [1, 20, 200] if self.quick else [1, 20, 200, 1000]
+        out = {}
+        for n in sizes:
+            if n == 200 and "scale" in self.results:
+                out[n] = self.results["scale"]
+                continue
+            rounds = 4 if self.quick else (20 if n < 1000 else 10)
+            self.scale(n, rounds=rounds, herd_rounds=1 if self.quick else 2, window=3.0 if self.quick else 10.0,
+                       store=f"scale_{n}")
+            out[n] = self.results.pop(f"scale_{n}")
+        self.results["herd"] = {n: {"standbys": r["standbys"], "median_ms": r["median_ms"], "p99_ms": r["p99_ms"],
+                                    "rounds": r["rounds"], "startup_s": r["startup_s"],
+                                    "herd_commands": [h["commands"] for h in r["herds"]],
+                                    "herd_attempts": [h["attempts"] for h in r["herds"]],
+                                    "steady_per_s": r["steady"]["per_s"],
+                                    "steady_scripts_per_s": r["steady"]["scripts_per_s"],
+                                    "distinct_leaders": r["distinct_leaders"], "leaders": r["leaders"]}
+                                for n, r in out.items()}
+
+    # -- 9c. fairness: K hosts looping on one key -----------------------------------------
+    def fairness(self, redis_set=None, label="one node", seconds=None):
+        """K = 4 hosts, each a shell loop of oneshot runs (a new process per run, a 10 ms
+        job), all on one key; each run appends its host's name to a shared file. The shares
+        are counted over the runs that started while all four loops ran (the first and the
+        last second left out)."""
+        k = 4
+        seconds = seconds or (10 if self.quick else 150)
+        nodes = redis_set or [Redis(self.tmp, f"fair_{label.replace(' ', '_')}")]
+        key = "bench:fair:" + label.replace(" ", "_")
+        d = os.path.join(self.tmp, "fair_" + label.replace(" ", "_"))
+        os.makedirs(d)
+        runs_log = os.path.join(d, "runs")
+        stop_file = os.path.join(d, "stop")
+
+        class Multi:  # the config of several nodes (Redlock)
+            def __init__(self, servers):
+                self.servers = servers
+                self.config_lines = ["nodes = [" + ", ".join(f'"{s.addr}"' for s in servers) + "]"]
+
+            def wait_guard_open(self, expire_s):
+                for s in self.servers:
+                    s.wait_guard_open(expire_s)
+        target = nodes[0] if len(nodes) == 1 else Multi(nodes)
+        cfg = self.config("fair_" + label.replace(" ", "_"), target, key, expire="5s")
+        log(f"fairness ({label}): {k} hosts looping oneshot runs of a 10 ms job on one key for {seconds} s")
+        loops = []
+        for h in range(k):
+            script = (f'while [ ! -e {stop_file} ]; do {self.task} task --config {cfg} -- /bin/sh -c '
+                      f'"echo $(date +%s%N) {h} >> {runs_log}; sleep 0.01" 2>>{d}/host{h}.err; done')
+            loops.append(spawn(["/bin/sh", "-c", script]))
+        c0 = sum(s.total_commands() for s in nodes)
+        t0 = time.monotonic()
+        time.sleep(seconds)  # the measurement window itself
+        open(stop_file, "w").close()
+        for p in loops:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                stop(p)
+        t1 = time.monotonic()
+        c1 = sum(s.total_commands() for s in nodes)
+        runs = []
+        for line in read_text(runs_log).splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                runs.append((int(parts[0]), int(parts[1])))
+        runs.sort()
+        if len(runs) < 10:
+            fail(f"fairness ({label}): only {len(runs)} runs")
+        lo, hi = runs[0][0] + 1_000_000_000, runs[-1][0] - 1_000_000_000
+        counted = [h for t, h in runs if lo <= t <= hi]
+        per = [counted.count(h) for h in range(k)]
+        total = sum(per)
+        shares = [100.0 * c / total for c in per] if total else [0.0] * k
+        res = {"hosts": k, "seconds": t1 - t0, "runs": len(runs), "counted": total, "per_host": per,
+               "shares_pct": shares, "max_dev_pp": max(abs(s - 100.0 / k) for s in shares),
+               "runs_per_s": total / max(1e-9, (hi - lo) / 1e9), "commands_per_run": (c1 - c0) / max(1, len(runs))}
+        log(f"  {total} runs counted: shares " + " / ".join(f"{s:.2f} %" for s in shares) +
+            f" (largest deviation from 25 %: {res['max_dev_pp']:.2f} pp), {res['runs_per_s']:.1f} runs/s")
+        self.results.setdefault("fairness", {})[label] = res
+        for s in ([] if redis_set else nodes):
+            stop(s.proc)
+
+    def fairness_redlock(self):
+        servers = [Redis(self.tmp, f"fair_rl{i}") for i in range(3)]
+        try:
+            self.fairness(servers, "3 Redlock nodes")
+        finally:
+            for s in servers:
+                stop(s.proc)
 
     # -- 10. a limit = 4 semaphore under 20 contenders ----------------------------------
     def semaphore(self):

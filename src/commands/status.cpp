@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "commands/quorum_view.h"
+#include "commands/waiting_line.h"
 #include "daemon/daemon.h"
 #include "daemon/servers.h"
 #include "daemon/state_machine.h"
@@ -307,6 +308,7 @@ void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const c
   }
   out << "]";
   write_slots(s.slots, config, true, out);
+  write_line(backend, config, true, out);
   write_claims(backend, config, true, out);
   write_topology_json(s.topology, out);
   out << "}\n";
@@ -318,7 +320,7 @@ void write_node_text(const lock::NodeView& n, const config::Config& config, std:
   if (!n.reachable) {
     out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
   } else if (n.held) {
-    out << "held by " << log::printable(n.holder) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
+    out << "held by " << log::printable(lock::describe_holder(n.holder)) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
   } else {
     out << "free, token " << n.token;
     if (const auto left = guard_left(config, n)) {
@@ -337,7 +339,7 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
   out << "key:    " << log::printable(config.redis.key) << "\n";
   switch (q.state) {
     case State::kHeld:
-      out << "state:  held by " << log::printable(q.holder) << (s.here ? " (this host)" : "") << " (" << q.votes << "/"
+      out << "state:  held by " << log::printable(lock::describe_holder(q.holder)) << (s.here ? " (this host)" : "") << " (" << q.votes << "/"
           << s.nodes.size() << " nodes, quorum " << s.quorum << "), " << ttl_text(q.ttl_ms) << "\n";
       break;
     case State::kFree:
@@ -351,6 +353,7 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
   if (s.known) out << "token:  " << q.token << "\n";
   for (const auto& n : s.nodes) write_node_text(n, config, out);
   write_slots(s.slots, config, false, out);
+  write_line(backend, config, false, out);
   write_claims(backend, config, false, out);
   write_topology_text(s.topology, out);
 }

@@ -42,7 +42,7 @@ const std::vector<SectionKeys>& known_keys() {
         "io_timeout", "drift_factor", "drift_fixed", "tls", "tls_ca_file", "tls_cert_file", "tls_key_file",
         "tls_server_name", "tls_skip_verify", "sentinels", "sentinel_master", "sentinel_username",
         "sentinel_password", "sentinel_password_env", "sentinel_password_file", "sentinel_wait_replicas",
-        "cluster_nodes", "restart_guard"}},
+        "cluster_nodes", "restart_guard", "fair"}},
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",
        {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",

@@ -6,6 +6,7 @@
 /// warnings (unknown keys, with their line). A secret (the Redis password) is resolved
 /// here and never appears in a Diagnostic or in render_effective().
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <functional>
@@ -77,6 +78,11 @@ struct RedisConfig {
   /// A server up for less than `expire` grants an absent lease key to nobody new
   /// (docs/DESIGN.md "Restart guard"). false: off.
   bool restart_guard = true;
+  /// The waiting line (docs/DESIGN.md "The waiting line", invariant 11): first come, first
+  /// served, one wake per release. false: every waiter races for a freed lease.
+  bool fair = true;
+  /// The time a woken head of the line has to take its turn: max(1 s, io_timeout).
+  Millis turn_window() const { return std::max(Millis(1000), io_timeout); }
   bool operator==(const RedisConfig&) const = default;
 };
 

@@ -294,6 +294,9 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
   if (auto n = find(sec, "redis", "monitor_try_all")) {
     if (auto b = as_bool(*n, "redis.monitor_try_all")) r.monitor_try_all = *b;
   }
+  if (auto n = find(sec, "redis", "fair")) {
+    if (auto b = as_bool(*n, "redis.fair")) r.fair = *b;
+  }
   if (auto n = find(sec, "redis", "restart_guard")) {
     if (auto b = as_bool(*n, "redis.restart_guard")) r.restart_guard = *b;
   }

@@ -152,6 +152,7 @@ void render_redis(std::ostream& o, const RedisConfig& r) {
   o << "io_timeout = " << dur(r.io_timeout) << "\n";
   o << "drift_factor = " << format_double(r.drift_factor) << "\n";
   o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
+  o << "fair = " << (r.fair ? "true" : "false") << "\n";
   o << "restart_guard = " << (r.restart_guard ? "true" : "false") << "\n";
   render_tls(o, r.tls);
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <string_view>
 
 #include "daemon/runner.h"
 #include "log/logging.h"
@@ -10,12 +11,18 @@ namespace redisgo::daemon {
 using namespace standby;
 
 std::optional<int> Runner::contend() {
-  // Whichever way the wait ends, the terminal line goes.
+  // Whichever way the wait ends, the terminal line goes; and but for the lease, we leave the
+  // waiting line at once.
+  StandbyMachine& machine = *standby_;
   struct ClearLine {
     WaitReporter& w;
-    ~ClearLine() { w.done(); }
-  } clear_line{waiting_};
-  StandbyMachine& machine = *standby_;
+    const StandbyMachine& m;
+    lock::LeaseBackend& backend;
+    ~ClearLine() {
+      w.done();
+      if (m.state() != StandbyState::kLeading) backend.leave_line();
+    }
+  } clear_line{waiting_, machine, *backend_};
   Actions actions = machine.step(Begin{}, clock_.now());
   for (;;) {
     Actions next;
@@ -27,7 +34,7 @@ std::optional<int> Runner::contend() {
         // evaluated in either order: the clock first would hand the machine the time the
         // wait began, and a paced re-run would go out early).
         const End end = wait_for(machine, *w);
-        next = machine.step(WaitEnded{end}, clock_.now());
+        next = machine.step(WaitEnded{end, next_window_}, clock_.now());
       } else if (std::holds_alternative<Report>(action)) {
         report_attempt(machine.last());
         report_guard(machine.last());
@@ -35,13 +42,14 @@ std::optional<int> Runner::contend() {
       } else if (std::holds_alternative<ShowMiss>(action)) {
         const auto& acq = machine.last();
         waiting_.missed(acq.holder, acq.holder_ttl_ms, machine.attempts(), machine.began(), clock_.now(),
-                        acq.guard_wait_ms);
+                        acq.guard_wait_ms, acq.position, acq.line_length);
       } else if (const auto* d = std::get_if<Debug>(&action)) {
         log_->debug("{}", d->text);
       } else if (std::holds_alternative<Lead>(action)) {
         guard_said_.clear();
         attempt_log_.clear();
         waiting_.done();  // before "acquired" is logged on the same terminal
+        metrics_.add_wait(std::chrono::duration<double>(clock_.now() - machine.began()).count());
         return lead(machine.last());
       } else if (const auto* g = std::get_if<GiveUp>(&action)) {
         return give_up(machine.last(), g->attempts);
@@ -56,6 +64,13 @@ std::optional<int> Runner::contend() {
 Actions Runner::attempt(StandbyMachine& machine) {
   if (stop_requested_) return machine.step(StopAsked{}, clock_.now());
   drain_subscriptions();  // messages from before this attempt are stale
+  if (cfg_.redis.fair) {
+    // Join the line only where a wake can reach us, and only if we would wait for it: a
+    // --no-wait run never makes anyone wait on it (docs/DESIGN.md "The waiting line").
+    std::vector<bool> listening;
+    for (const auto& s : subscribers_) listening.push_back(opts_.wait && s->active());
+    backend_->line_listening(listening);
+  }
   Attempted a;
   a.started = clock_.now();
   try {
@@ -65,6 +80,7 @@ Actions Runner::attempt(StandbyMachine& machine) {
   }
   read_signals();
   a.stop = stop_requested_;
+  note_line(a.acquisition);
   a.subscribed = std::any_of(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->active(); });
   return machine.step(a, clock_.now());
 }
@@ -79,6 +95,8 @@ End Runner::wait_for(const StandbyMachine& machine, const Wait& w) {
       case WaitEnd::kShutdown: return End::kShutdown;
       case WaitEnd::kReleased: return End::kReleased;
       case WaitEnd::kSubscribed: return End::kSubscribed;
+      case WaitEnd::kTurn: return End::kTurn;
+      case WaitEnd::kNext: return End::kNext;
       case WaitEnd::kTimer: break;
     }
     if (clock_.now() >= w.until) return End::kTimer;
@@ -86,7 +104,7 @@ End Runner::wait_for(const StandbyMachine& machine, const Wait& w) {
     const auto since = std::chrono::duration_cast<Millis>(clock_.now() - machine.attempt_started()).count();
     auto left = [&](std::int64_t ms) { return ms < 0 ? -1 : std::max<std::int64_t>(0, ms - since); };
     waiting_.missed(acq.holder, left(acq.holder_ttl_ms), machine.attempts(), machine.began(), clock_.now(),
-                    left(acq.guard_wait_ms));
+                    left(acq.guard_wait_ms), acq.position, acq.line_length);
   }
 }
 
@@ -122,17 +140,25 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
     poll_until(fds, until, cap);
     read_signals();  // nothing to forward while there is no child
     if (!wake_on_release) continue;
-    bool released = false, subscribed = false;
+    bool released = false, subscribed = false, turn = false, next = false;
     for (std::size_t i = 0; i < subscribers_.size(); ++i) {
       auto& s = subscribers_[i];
       if (fds[i + 1].revents != 0) s->on_ready(fds[i + 1].revents);
       s->maintain(redis::SteadyClock::now());
-      for (const auto& holder : s->take_payloads()) {
-        // Our own release (or any message naming us) says nothing about another holder.
-        if (holder != opts_.holder) released = true;
+      for (const auto& payload : s->take_payloads()) {
+        if (!cfg_.redis.fair) {
+          // Our own release (or any message naming us) says nothing about another holder.
+          if (payload != opts_.holder) released = true;
+        } else if (payload == "turn") {
+          turn = true;
+        } else if (auto window = next_message(payload)) {
+          next = true;
+          next_window_ = *window;
+        }
       }
       if (s->take_became_active()) {
-        log_->debug("subscribed to the release channel {} on {}", keys_.channel, s->describe());
+        log_->debug("subscribed to {} {} on {}", cfg_.redis.fair ? "our wake channel" : "the release channel",
+                    s->channel(), s->describe());
         subscribe_log_.success(s->describe());
         subscribed = true;
       }
@@ -147,8 +173,39 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
       }
     }
     if (stop_requested_) return WaitEnd::kShutdown;
+    if (turn) return WaitEnd::kTurn;
     if (released) return WaitEnd::kReleased;
     if (subscribed) return WaitEnd::kSubscribed;
+    if (next) return WaitEnd::kNext;
+  }
+}
+
+std::optional<Millis> Runner::next_message(const std::string& payload) {
+  // "next <window ms>" (lock/scripts.h kLineFunctions); anything else is not ours to read.
+  constexpr std::string_view kNext = "next ";
+  if (payload.size() <= kNext.size() || payload.size() > kNext.size() + 9 || payload.compare(0, kNext.size(), kNext) != 0) {
+    return std::nullopt;
+  }
+  std::int64_t ms = 0;
+  for (std::size_t i = kNext.size(); i < payload.size(); ++i) {
+    if (payload[i] < '0' || payload[i] > '9') return std::nullopt;
+    ms = ms * 10 + (payload[i] - '0');
+  }
+  if (ms <= 0) return std::nullopt;
+  return Millis(ms);
+}
+
+void Runner::note_line(const lock::Acquisition& acq) {
+  if (cfg_.redis.fair) {
+    metrics_.set_line_length(acq.line_length);
+    return;
+  }
+  // fair = false beside daemons with the line: they wait their turn while we race past.
+  if (!warned_line_ && lock::turn_of(acq.holder)) {
+    warned_line_ = true;
+    log_->warn("key {} has a waiting line (daemons with fair = true wait their turn in it) but this daemon runs "
+               "fair = false and races past them for every freed lease: set fair alike on every daemon of the key",
+               cfg_.redis.key);
   }
 }
 

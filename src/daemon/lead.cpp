@@ -354,11 +354,19 @@ void Runner::log_release(const lock::Release& r) {
     log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
                cfg_.redis.key);
   }
+  if (r.unfair_listeners > 0 && !warned_unfair_) {
+    warned_unfair_ = true;
+    log_->warn("{} waiter(s) of key {} heard the release outside the waiting line (fair = false, or a version "
+               "without the line): they race for each freed lease instead of waiting their turn; set fair alike on "
+               "every daemon of the key",
+               r.unfair_listeners, cfg_.redis.key);
+  }
   if (r.unpublished > 0 && !warned_unpublished_) {
     // Once: it is a setting, not an event.
     log_->warn("Redis refused the release message on {} (ACL: the user lacks the channel); standbys are not "
-               "woken and take over only when they next try. Grant it with ACL SETUSER <user> &{}",
-               keys_.channel, keys_.channel);
+               "woken and take over only when they next try. Grant it with ACL SETUSER <user> &{}{}",
+               cfg_.redis.fair ? keys_.channel + " or the waiting line's wake channels" : keys_.channel,
+               keys_.channel, cfg_.redis.fair ? " &" + keys_.base + ":wake:*" : "");
     warned_unpublished_ = true;
   }
 }

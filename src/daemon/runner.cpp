@@ -146,7 +146,10 @@ int Runner::run() {
   backoff_ = backoff::make(cfg_.backoff, seed);
   standby_.emplace(StandbySettings::from(cfg_, opts_.wait), *backoff_);
   for (const auto& node : lease_opts_.nodes) {
-    subscribers_.push_back(std::make_unique<redis::Subscriber>(node, keys_.channel));
+    // Fair: each waiter listens on its own wake channel (one release wakes one waiter);
+    // otherwise on the release channel that every standby shares.
+    subscribers_.push_back(std::make_unique<redis::Subscriber>(
+        node, cfg_.redis.fair ? keys_.wake(lease_opts_.holder) : keys_.channel));
   }
   subscriber_failures_.assign(subscribers_.size(), 0);
   if (!start_exporter()) return kExitConfig;

@@ -57,7 +57,8 @@ class Runner {
   int run();
 
  private:
-  enum class WaitEnd { kTimer, kReleased, kSubscribed, kShutdown };
+  /// kTurn / kNext: the waiting line's messages on our own wake channel (fair).
+  enum class WaitEnd { kTimer, kReleased, kSubscribed, kShutdown, kTurn, kNext };
   struct Leading;  // lead.cpp: the leader phase's live objects
 
   // --- contending (contend.cpp) ---
@@ -70,6 +71,11 @@ class Runner {
   /// `wake_on_release`, by another holder's release message or a subscription that
   /// became active. Keeps the subscriptions up meanwhile.
   WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
+  /// A "next <ms>" message of the waiting line: the window it names.
+  static std::optional<Millis> next_message(const std::string& payload);
+  /// After an attempt: the line's length for the metrics; with fair = false, a line seen
+  /// (mixed settings on one key) is said once.
+  void note_line(const lock::Acquisition& acq);
   /// Reads and discards what the subscriptions received while nobody listened.
   void drain_subscriptions();
   /// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
@@ -150,6 +156,9 @@ class Runner {
   std::optional<StandbyMachine> standby_;  ///< built once: it keeps the stray-signal pacing
   WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
   bool warned_unpublished_ = false;
+  bool warned_unfair_ = false;     // fair: waiters outside the line heard a release (said once)
+  bool warned_line_ = false;       // fair = false: a turn of the line seen (said once)
+  Millis next_window_{0};          // the window a "next" message named (WaitEnd::kNext)
   bool warned_never_expires_ = false;
   bool warned_longer_lease_ = false;
   bool guard_in_status_ = false;            ///< STATUS= names the restart guard's wait

@@ -102,6 +102,8 @@ lock::LeaseOptions lease_options(const config::Config& config, const std::string
   o.drift_factor = r.drift_factor;
   o.drift_fixed = r.drift_fixed;
   o.restart_guard = r.restart_guard ? r.expire : Millis(0);
+  o.fair = r.fair;
+  o.turn_window = r.turn_window();
   // An acquisition that leaves less than this could not have its child stopped in time.
   o.min_validity = config.task.kill_grace + config::kill_margin(r.expire);
   return o;

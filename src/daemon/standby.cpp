@@ -18,6 +18,8 @@ void emit(Actions& out, T action) {
 
 /// The least time between two re-runs of an attempt that a stray signal cut short.
 constexpr Millis kStrayRetryGap{100};
+/// After a "next" message: how long past the woken head's window we try.
+constexpr Millis kTurnMargin{50};
 
 StandbySettings StandbySettings::from(const config::Config& config, bool wait_flag) {
   StandbySettings s;
@@ -119,6 +121,7 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   miss.holder_ttl_ms = acq.holder_ttl_ms;
   miss.guard_ms = acq.guard_wait_ms;
   miss.subscribed = e.subscribed;
+  miss.position = acq.position;
   miss.backoff_max = s_.backoff_max;
   const AfterMiss next = after_miss(miss);
   if (next.give_up) {
@@ -169,6 +172,28 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       if (soon < wake_at_) {
         wake_at_ = soon;
         rechecking_ = true;
+      }
+      break;
+    }
+    case End::kTurn: {
+      // Addressed to us alone (one waiter per release): try at once. Only a second turn
+      // message within kMinAttemptGap of the last one that we followed is paced.
+      if (now >= last_turn_attempt_ + kMinAttemptGap) {
+        last_turn_attempt_ = now;
+        emit<Debug>(out, {"our turn in the waiting line; trying now"});
+        return attempt(out);
+      }
+      wake_at_ = std::min(wake_at_, paced());
+      break;
+    }
+    case End::kNext: {
+      // The head before us was woken: if it has not taken its turn when its window ends,
+      // the lease is ours to try (it lost the turn). A little after, so the turn has expired.
+      const auto after_window = now + e.window + kTurnMargin;
+      if (after_window < wake_at_) {
+        emit<Debug>(out, {"the waiter before us was woken; trying in " + format_duration(until(after_window, now)) +
+                          " unless it takes its turn"});
+        wake_at_ = after_window;
       }
       break;
     }

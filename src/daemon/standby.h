@@ -11,6 +11,8 @@
 ///   Attempting --Attempted(miss)--> Waiting | GaveUp
 ///   Attempting --Attempted(cancelled by a stray signal)--> Pacing --> Attempting
 ///   Waiting --WaitEnded(timer | release heard, paced)--> Attempting
+///   Waiting --WaitEnded(our turn: the line woke us)--> Attempting (at once)
+///   Waiting --WaitEnded(next: the head before us was woken)--> Waiting (until its window ends)
 ///   any --StopAsked / WaitEnded(shutdown)--> Stopped
 
 #include <optional>
@@ -47,9 +49,12 @@ struct Attempted {    ///< an attempt came back
   bool stop = false;          ///< a stop was requested meanwhile
   bool subscribed = false;    ///< a release message will wake us
 };
-enum class End { kTimer, kReleased, kSubscribed, kShutdown };
+/// kTurn: the waiting line woke us (a message on our own wake channel: the lease is our
+/// turn); kNext: the waiter before us was woken, and `window` is how long it has to come.
+enum class End { kTimer, kReleased, kSubscribed, kShutdown, kTurn, kNext };
 struct WaitEnded {  ///< the Wait action ended (kTimer: its instant came)
   End end = End::kTimer;
+  Millis window{0};  ///< kNext
 };
 using Event = std::variant<Begin, StopAsked, Attempted, WaitEnded>;
 
@@ -116,6 +121,9 @@ class StandbyMachine {
   /// The last attempt re-run after a stray signal (kept across waits: a flood of signals
   /// never re-runs attempts more often than every 100 ms).
   Clock::time_point last_stray_retry_{};
+  /// The last attempt that a turn message started: a second one within kMinAttemptGap is
+  /// paced (a flood of forged turn messages must not drive us either).
+  Clock::time_point last_turn_attempt_{};
   lock::Acquisition last_;
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)

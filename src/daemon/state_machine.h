@@ -48,6 +48,8 @@ struct MissContext {
   std::int64_t guard_ms = -1;
   bool subscribed = false;       ///< a release message will wake the waiter
   Millis backoff_max{1000};
+  /// The waiting line: our place in it (1 = head, 0 = not in line).
+  std::int64_t position = 0;
 };
 
 /// oneshot: --no-wait tries once; monitor_try_all=false tries retries_count times; else
@@ -59,7 +61,12 @@ struct MissContext {
 /// With no holder known and the restart guard's wait known, wait exactly that (+1 ms):
 /// nothing can be granted sooner, so neither counted attempts nor a waiter without a
 /// subscription ask before it opens (docs/DESIGN.md "Restart guard").
+/// In the waiting line (position > 1, subscribed), the wait is that expiry times the
+/// position, at most kLineSleepMax: the line wakes the waiters, and only the head need watch
+/// a holder that may die without releasing; the others are a fallback in case the head
+/// died too (docs/DESIGN.md "The waiting line").
 AfterMiss after_miss(const MissContext& c);
+inline constexpr Millis kLineSleepMax{3'600'000};
 
 /// The exit status of a oneshot run that gives up waiting, from its last attempt
 /// (redisgo_task(1), EXIT STATUS): 75 when another holder has the lease (`busy` nodes said so), else 77

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "lock/lease.h"
 #include "util/duration.h"
 
 namespace redisgo::daemon {
@@ -13,15 +14,22 @@ WaitReporter::WaitReporter(std::shared_ptr<spdlog::logger> log, std::string key,
     : log_(std::move(log)), key_(std::move(key)), tty_fd_(tty_fd) {}
 
 std::string WaitReporter::line(const std::string& key, const std::string& holder, std::int64_t ttl_ms, int attempts,
-                               std::chrono::milliseconds waited, std::int64_t guard_ms) {
+                               std::chrono::milliseconds waited, std::int64_t guard_ms, std::int64_t position,
+                               std::int64_t length) {
   std::string s = "waiting for key=" + key + ": ";
   if (holder.empty() && guard_ms >= 0) {
     s += "a Redis node restarted, no lease granted for " + format_duration(std::chrono::milliseconds(guard_ms)) +
          " (restart guard)";
   } else {
-    s += holder.empty() ? std::string("no holder with a quorum") : "held by " + holder;
+    const auto turn = lock::turn_of(holder);
+    s += holder.empty() ? std::string("no holder with a quorum")
+         : turn         ? "woken waiter " + *turn + " has its turn"
+                        : "held by " + holder;
   }
   if (!holder.empty() && ttl_ms >= 0) s += ", ttl " + format_duration(std::chrono::milliseconds(ttl_ms));
+  if (position > 0) {
+    s += "; in line " + std::to_string(position) + " of " + std::to_string(std::max(position, length));
+  }
   s += "; attempt " + std::to_string(attempts) + ", waited " +
        format_duration(std::chrono::duration_cast<std::chrono::seconds>(waited));
   return s;
@@ -40,9 +48,9 @@ void write_all(int fd, const std::string& s) {
 }  // namespace
 
 void WaitReporter::missed(const std::string& holder, std::int64_t ttl_ms, int attempts, Clock::time_point began,
-                          Clock::time_point now, std::int64_t guard_ms) {
+                          Clock::time_point now, std::int64_t guard_ms, std::int64_t position, std::int64_t length) {
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - began);
-  std::string text = line(key_, holder.substr(0, 256), ttl_ms, attempts, waited, guard_ms);
+  std::string text = line(key_, holder.substr(0, 256), ttl_ms, attempts, waited, guard_ms, position, length);
   if (tty_fd_ >= 0) {
     // Key and holder id can hold anything: at a terminal, keep the line printable.
     for (char& c : text) {

@@ -1,6 +1,7 @@
 #include "lock/lease.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "lock/redlock.h"
 
@@ -16,7 +17,23 @@ LeaseKeys LeaseKeys::derive(const std::string& key) {
     has_tag = close != std::string::npos && close > open + 1;
   }
   const std::string base = has_tag ? key : "{" + key + "}";
-  return LeaseKeys{key, base + ":fence", base + ":released", base + ":control", base};
+  return LeaseKeys{key, base + ":fence", base + ":released", base + ":control", base, base + ":line"};
+}
+
+std::string LeaseKeys::wake(const std::string& holder) const { return base + ":wake:" + holder; }
+
+namespace {
+constexpr std::string_view kTurnPrefix = "\x01turn:";
+}
+
+std::optional<std::string> turn_of(const std::string& value) {
+  if (value.size() <= kTurnPrefix.size() || value.compare(0, kTurnPrefix.size(), kTurnPrefix) != 0) return std::nullopt;
+  return value.substr(kTurnPrefix.size());
+}
+
+std::string describe_holder(const std::string& value) {
+  if (auto h = turn_of(value)) return *h + " (its turn: woken from the waiting line)";
+  return value;
 }
 
 std::string LeaseKeys::slot(int i) const { return i == 0 ? key : base + ":slot:" + std::to_string(i); }

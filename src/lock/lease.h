@@ -30,7 +30,10 @@ struct LeaseKeys {
   std::string channel;  ///< release notifications (PUBLISH by the release script)
   std::string control;  ///< control messages to the leader (`handover`)
   std::string base;     ///< "{key}" or the key itself when it has a hash tag
+  std::string line;     ///< the waiting line (fair = true): a sorted set of holder ids by ticket
   static LeaseKeys derive(const std::string& key);
+  /// The channel on which the line wakes `holder` (its own: one release wakes one waiter).
+  std::string wake(const std::string& holder) const;
   /// Semaphore slot `i`'s lease key: the key itself for slot 0 (limit = 1 is the plain
   /// lease, and daemons configured with different limits never hold more than the larger
   /// limit), "<base>:slot:<i>" for the others.
@@ -42,6 +45,12 @@ struct LeaseKeys {
 /// once_per (redisgo_task(1), MODES): the start (seconds since the Unix epoch) of the slot of length
 /// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
 std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
+
+/// The value a lease key holds while it is `holder`'s turn ("\1turn:<holder>", lock/scripts.h
+/// kLineFunctions): the holder, or nullopt for any other value.
+std::optional<std::string> turn_of(const std::string& value);
+/// How a lease key's value reads in logs and `status`: the holder, or "<holder> (its turn: ...)".
+std::string describe_holder(const std::string& value);
 
 /// docs/DESIGN.md "Keys": the fence counter lives the longer of 7 days and 100 × expire.
 Millis fence_ttl(Millis lease_ttl);
@@ -100,6 +109,10 @@ struct LeaseOptions {
   Millis restart_guard{0};
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
+  /// The waiting line (docs/DESIGN.md "The waiting line", invariant 11): acquire and release
+  /// use the fair scripts. turn_window: how long a woken head has to take its turn.
+  bool fair = false;
+  Millis turn_window{1000};
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
   /// signalfd, the renewer its stop eventfd). -1 = none.
   int cancel_fd = -1;
@@ -157,6 +170,13 @@ struct Acquisition {
   /// (ms) than the guard (our ttl, or a longer lease seen before): daemons of this key run
   /// different `expire`s, and the guard now covers the longer one. -1: none seen.
   std::int64_t longer_lease_ms = -1;
+  /// The waiting line (fair): our place in it as of this attempt (1 = head; 0 = not in
+  /// line), and how many wait (the longest line a node reported).
+  std::int64_t position = 0;
+  std::int64_t line_length = 0;
+  /// Nodes where we had a ticket but were no longer in line (we lost our turn, or a release
+  /// found us not listening): this attempt joined there again at the tail.
+  bool rejoined = false;
 };
 
 /// Outcome of one renewal round.
@@ -178,6 +198,22 @@ struct Release {
   int released = 0;     ///< nodes where a lease of ours was deleted
   int unpublished = 0;  ///< of those, nodes that refused the release message (ACL)
   int unanswered = 0;   ///< nodes it was sent to whose answer had not come (a quorum's had)
+  /// Fair: waiters outside the line (fair = false, an older version) that heard the release.
+  long long unfair_listeners = 0;
+};
+
+/// One waiter in the line, as `status` shows it.
+struct LineEntry {
+  std::string holder;
+  std::uint64_t ticket = 0;  ///< server TIME in µs when it joined (or later, see kLineFunctions)
+};
+/// One node's line.
+struct LineView {
+  std::string node;
+  bool reachable = false;
+  std::string error;
+  std::int64_t length = 0;
+  std::vector<LineEntry> entries;  ///< from the head, at most the number asked for
 };
 
 /// One node's view of the key (for `status`).
@@ -266,6 +302,18 @@ class LeaseBackend {
   /// The claims found under `claim_keys` (any reachable node's), in that order; nullopt where none.
   virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) {
     return std::vector<std::optional<ClaimRecord>>(claim_keys.size());
+  }
+  /// The waiting line (fair): whether this waiter listens on its wake channel on each node
+  /// (in LeaseOptions::nodes order). Where it does, the next attempts join the line there;
+  /// elsewhere they only look (a waiter that cannot be woken must not hold up the line).
+  virtual void line_listening(const std::vector<bool>& per_node) { (void)per_node; }
+  /// Leaves the line on every node and forgets the ticket (stopped, gave up, exiting).
+  /// Bounded by the nodes' timeouts; never throws.
+  virtual void leave_line() noexcept {}
+  /// The line on each node, its first `limit` entries.
+  virtual std::vector<LineView> read_line(int limit) {
+    (void)limit;
+    return {};
   }
   /// PUBLISH `message` on `channel` on every node.
   virtual Published publish(const std::string& channel, const std::string& message) {

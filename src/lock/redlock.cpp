@@ -60,6 +60,8 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
   if (options_.ttl <= Millis(0)) throw std::invalid_argument("lease: ttl must be positive");
   ttl_arg_ = std::to_string(options_.ttl.count());
   fence_ttl_arg_ = std::to_string(fence_ttl(options_.ttl).count());
+  window_arg_ = std::to_string(std::max<long long>(1, options_.turn_window.count()));
+  line_ttl_arg_ = fence_ttl_arg_;  // docs/DESIGN.md "Keys": the line lives as long as the fence
   if (options_.limit < 1) throw std::invalid_argument("lease: limit must be at least 1");
   for (int i = 0; i < options_.limit; ++i) slot_keys_.push_back(keys_.slot(i));
   select_slot(options_.slot);
@@ -119,15 +121,22 @@ void RedlockBackend::follow_redirects(std::vector<CallPtr>& calls) {
 std::vector<CallPtr> RedlockBackend::send(const redis::Script& script, const std::vector<std::string>& keys,
                                           const std::vector<std::string>& args, const std::vector<bool>& only,
                                           Send how) {
+  return send_each(script, keys, [&](std::size_t) { return args; }, only, how);
+}
+
+std::vector<CallPtr> RedlockBackend::send_each(const redis::Script& script, const std::vector<std::string>& keys,
+                                               const std::function<std::vector<std::string>(std::size_t)>& args_of,
+                                               const std::vector<bool>& only, Send how) {
   const auto now = SteadyClock::now();
   std::vector<CallPtr> calls(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     if (!only.empty() && !only[i]) continue;
     if (how == Send::kRespectBackoff && node.backoff > Millis(0) && now < node.retry_at) continue;
+    auto args = args_of(i);
     calls[i] = node.conn.eval(script, keys, args);
     node.inflight.push_back(calls[i]);
-    if (node.conn.options().locator) sent_.emplace(calls[i].get(), Sent{&script, keys, args});
+    if (node.conn.options().locator) sent_.emplace(calls[i].get(), Sent{&script, keys, std::move(args)});
   }
   return calls;
 }

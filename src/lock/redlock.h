@@ -45,6 +45,8 @@
 
 namespace redisgo::lock {
 
+struct AcquireReply;
+
 /// The local lease deadline of an operation sent at `start`:
 /// start + ttl - (ttl * drift_factor + drift_fixed). (Elapsed time is accounted for by
 /// the caller comparing it with the clock after the replies.)
@@ -73,6 +75,9 @@ class RedlockBackend final : public LeaseBackend {
   void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
   std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
   Published publish(const std::string& channel, const std::string& message) override;
+  void line_listening(const std::vector<bool>& per_node) override { listening_ = per_node; }
+  void leave_line() noexcept override;
+  std::vector<LineView> read_line(int limit) override;
 
   const LeaseKeys& keys() const { return keys_; }
 
@@ -95,6 +100,10 @@ class RedlockBackend final : public LeaseBackend {
   /// kRespectBackoff a node before its retry time is skipped: its call is null.
   std::vector<redis::CallPtr> send(const redis::Script& script, const std::vector<std::string>& keys,
                                    const std::vector<std::string>& args, const std::vector<bool>& only, Send how);
+  /// As send(), with each node's own arguments.
+  std::vector<redis::CallPtr> send_each(const redis::Script& script, const std::vector<std::string>& keys,
+                                        const std::function<std::vector<std::string>(std::size_t)>& args_of,
+                                        const std::vector<bool>& only, Send how);
   /// Drives every node until `decided()` or no call of `calls` is pending. Returns false
   /// when cancel_fd ended the wait (only if `cancellable`). Cluster redirects are
   /// followed on the way: a call answered MOVED or ASK is sent again where the reply
@@ -177,6 +186,16 @@ class RedlockBackend final : public LeaseBackend {
   std::map<const redis::Call*, Sent> sent_;
   /// renew(): the calls of the last round still unanswered when it was decided.
   std::vector<redis::CallPtr> late_renewals_;
+  /// The waiting line (fair): per node, whether we listen on our wake channel there (join
+  /// the line) and the ticket to write back (the largest any node gave us; 0 = none yet).
+  std::vector<bool> listening_;
+  std::uint64_t ticket_ = 0;
+  std::string window_arg_;
+  std::string line_ttl_arg_;
+  /// release(): the release script to the nodes of `only` (all when empty).
+  std::vector<redis::CallPtr> send_release(const std::vector<bool>& only);
+  /// acquire(): reads the line's part of node i's reply (fair).
+  void note_line(const AcquireReply& r, Acquisition& a, bool& first);
 };
 
 }  // namespace redisgo::lock

@@ -106,19 +106,42 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   // One slot: the plain lease script. A semaphore: the slot script, with the slot keys in
   // this attempt's order (the same on every node, so that they agree on the first free one).
   std::vector<std::string> keys{keys_.key, keys_.fence};
+  if (options_.fair) keys.push_back(keys_.line);
   if (semaphore) {
     keys = {keys_.fence};
+    if (options_.fair) keys.push_back(keys_.line);
     const std::size_t first = rotation_++ % slot_keys_.size();
     for (std::size_t j = 0; j < slot_keys_.size(); ++j) keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
   }
-  return send(semaphore ? kAcquireSlot : kAcquire, keys,
-              {options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())}, {},
-              Send::kRespectBackoff);
+  std::vector<std::string> args{options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
+  if (!options_.fair) return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);
+  // The line: our ticket, whether we join on this node (we listen there), its TTL, the window.
+  const std::string ticket = ticket_ > 0 ? std::to_string(ticket_) : "";
+  auto args_of = [&](std::size_t i) {
+    auto a = args;
+    const bool join = i < listening_.size() && listening_[i];
+    a.insert(a.end(), {ticket, join ? "1" : "", line_ttl_arg_, window_arg_});
+    return a;
+  };
+  return send_each(semaphore ? kAcquireSlotFair : kAcquireFair, keys, args_of, {}, Send::kRespectBackoff);
+}
+
+void RedlockBackend::note_line(const AcquireReply& r, Acquisition& a, bool& first) {
+  if (!r.line) return;
+  a.line_length = std::max(a.line_length, r.line_length);
+  if (r.position <= 0) return;
+  // Our place: the best any node gives (the line's order is the same on every node once our
+  // ticket is written back; a node that dropped us has us at its tail for now).
+  a.position = first ? r.position : std::min(a.position, r.position);
+  first = false;
+  if (ticket_ > 0 && r.ticket > ticket_) a.rejoined = true;
 }
 
 RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot, Acquisition& a) {
   const std::size_t n = nodes_.size();
   Tally t{std::vector<bool>(n, false), std::vector<std::string>(n), std::vector<bool>(n, false), {}};
+  bool unplaced = true;                // no node has placed us in its line yet
+  std::vector<std::uint64_t> tickets;  // the line's tickets the nodes gave us
   for (std::size_t i = 0; i < n; ++i) {
     const auto& c = ballot.calls[i];
     if (!c || !c->done() || !c->ok()) {
@@ -145,6 +168,8 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
         ++a.votes;
         break;
       case AcquireReply::Kind::kBusy:
+        note_line(r, a, unplaced);
+        tickets.push_back(r.ticket);
         if (r.holder == options_.holder && !holding_) {
           t.leftover[i] = true;
           break;
@@ -158,6 +183,8 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
         }
         break;
       case AcquireReply::Kind::kGuarded:
+        note_line(r, a, unplaced);
+        tickets.push_back(r.ticket);
         a.guarded.push_back({nodes_[i].name, r.guard_ms});
         break;
       case AcquireReply::Kind::kInvalid:
@@ -167,6 +194,10 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
         break;
     }
   }
+  // The ticket written back next time: the largest a node gave (docs/DESIGN.md "The
+  // waiting line": every node then orders us alike). One that rejoined somewhere takes that
+  // node's new (tail) ticket: its turn is lost everywhere, not kept where it was not seen.
+  for (auto ticket : tickets) ticket_ = std::max(ticket_, ticket);
   return t;
 }
 
@@ -280,6 +311,7 @@ Acquisition RedlockBackend::acquire() {
   }
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
   holding_ = true;
+  ticket_ = 0;  // the grant took us out of the line
   a.acquired = true;
   a.slot = slot;
   options_.token = a.token;  // what renew() sets again where the key goes missing

@@ -168,11 +168,20 @@ Renewal RedlockBackend::renew() {
   return rn;
 }
 
+std::vector<CallPtr> RedlockBackend::send_release(const std::vector<bool>& only) {
+  // Fair: the freed key becomes the line head's turn (lock/scripts.h kReleaseFair).
+  if (options_.fair) {
+    return send(kReleaseFair, {held_key(), keys_.line}, {options_.holder, window_arg_, keys_.channel}, only,
+                Send::kAlways);
+  }
+  return send(kRelease, {held_key()}, {options_.holder, keys_.channel}, only, Send::kAlways);
+}
+
 Release RedlockBackend::release() noexcept {
   holding_ = false;
   try {
     sweep();
-    auto calls = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, {}, Send::kAlways);
+    auto calls = send_release({});
     // Done once a quorum has answered and every request is written: the lease can no
     // longer be held by a quorum, and a hung minority node runs its DEL when it resumes
     // (TCP delivers what was written), so it costs the release nothing. Not cancellable:
@@ -191,11 +200,29 @@ Release RedlockBackend::release() noexcept {
     // on a fresh one: a lost release would keep the lease from the standbys for its TTL.
     const auto again = closed_under_us(calls);
     if (any_of(again)) {
-      auto retried = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, again, Send::kAlways);
+      auto retried = send_release(again);
       wait(retried, nullptr, false);
       sweep();
       for (std::size_t i = 0; i < calls.size(); ++i) {
         if (again[i]) calls[i] = retried[i];
+      }
+    }
+    // Cluster, fair: while the slot migrates, a script that names the line (absent on the
+    // source) is refused (TRYAGAIN, or a script that touched a "non local key"). The lease
+    // must go all the same: released plainly there (the head wakes at its own timer).
+    std::vector<bool> plain(calls.size(), false);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto& c = calls[i];
+      plain[i] = options_.fair && c && c->state() == Call::State::kReplied && !c->ok() &&
+                 (c->error().find("TRYAGAIN") != std::string::npos ||
+                  c->error().find("non local key") != std::string::npos);
+    }
+    if (any_of(plain)) {
+      auto retried = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, plain, Send::kAlways);
+      wait(retried, nullptr, false);
+      sweep();
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (plain[i]) calls[i] = retried[i];
       }
     }
     Release out;
@@ -205,6 +232,7 @@ Release RedlockBackend::release() noexcept {
       if (auto r = parse_release_reply(c->reply().get()); r && r->released) {
         ++out.released;
         if (!r->published) ++out.unpublished;
+        out.unfair_listeners += r->unfair_listeners;
       }
     }
     return out;

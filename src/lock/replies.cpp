@@ -29,6 +29,24 @@ std::string shown_holder(std::string h) {
   return h + "... (" + std::to_string(size) + " bytes)";
 }
 
+/// The fair scripts' {position, ticket or "", line length} from element `at` on.
+bool read_line(const redisReply* r, std::size_t at, AcquireReply& out) {
+  auto position = redis::as_integer(element(r, at));
+  auto ticket = text(element(r, at + 1));
+  auto length = redis::as_integer(element(r, at + 2));
+  if (!position || !ticket || !length || *position < 0 || *length < 0) return false;
+  std::optional<std::uint64_t> t;
+  if (!ticket->empty()) {
+    t = parse_token(*ticket);
+    if (!t) return false;
+  }
+  out.line = true;
+  out.position = *position;
+  out.ticket = t.value_or(0);
+  out.line_length = *length;
+  return true;
+}
+
 }  // namespace
 
 AcquireReply parse_acquire_reply(const redisReply* r) {
@@ -60,7 +78,7 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
   if (flag == 0) {
     auto holder = text(element(r, 1));
     auto pttl = redis::as_integer(element(r, 2));
-    if (r->elements == 3 && holder && pttl) {
+    if ((r->elements == 3 || (r->elements == 6 && read_line(r, 3, out))) && holder && pttl) {
       out.kind = AcquireReply::Kind::kBusy;
       out.holder = shown_holder(*holder);
       out.pttl_ms = *pttl;
@@ -71,7 +89,7 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
   }
   if (flag == 2) {
     auto left = redis::as_integer(element(r, 1));
-    if (r->elements == 2 && left && *left > 0) {
+    if ((r->elements == 2 || (r->elements == 5 && read_line(r, 2, out))) && left && *left > 0) {
       out.kind = AcquireReply::Kind::kGuarded;
       out.guard_ms = *left;
     } else {
@@ -91,6 +109,12 @@ std::optional<bool> parse_flag_reply(const redisReply* r) {
 }
 
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
+  if (r && r->type == REDIS_REPLY_ARRAY) {
+    auto flag = redis::as_integer(element(r, 0));
+    auto unfair = redis::as_integer(element(r, 1));
+    if (r->elements != 2 || !flag || !unfair || *unfair < 0 || (*flag != 1 && *flag != 2)) return std::nullopt;
+    return ReleaseReply{true, *flag == 1, *unfair};
+  }
   auto v = redis::as_integer(r);
   if (v == 0) return ReleaseReply{false, false};
   if (v == 1) return ReleaseReply{true, true};

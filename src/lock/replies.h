@@ -31,6 +31,12 @@ struct AcquireReply {
   bool unguarded = false;
   /// kGuarded: how long (ms, > 0) the server must still stay up before it grants.
   std::int64_t guard_ms = 0;
+  /// The fair scripts (kAcquireFair, kAcquireSlotFair) add to a busy or guarded reply:
+  /// {..., position (0: not in line), ticket or "", line length}.
+  bool line = false;
+  std::int64_t position = 0;
+  std::uint64_t ticket = 0;
+  std::int64_t line_length = 0;
 };
 AcquireReply parse_acquire_reply(const redisReply* r);
 
@@ -38,10 +44,12 @@ AcquireReply parse_acquire_reply(const redisReply* r);
 /// anything else.
 std::optional<bool> parse_flag_reply(const redisReply* r);
 
-/// The release script: 1 released, 2 released but its PUBLISH refused, 0 not ours.
+/// The release script: 1 released, 2 released but its PUBLISH refused, 0 not ours. The fair
+/// release answers {1 or 2, waiters outside the line that heard the release}.
 struct ReleaseReply {
   bool released = false;
   bool published = false;
+  long long unfair_listeners = 0;
 };
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
 

@@ -342,9 +342,250 @@ inline const Script kPublish{R"lua(
 return redis.call('PUBLISH', ARGV[1], ARGV[2])
 )lua"};
 
+/// The waiting line (docs/DESIGN.md "The waiting line", invariant 11), shared by the fair
+/// scripts below. The line is a sorted set beside the key ("<base>:line", LeaseKeys::line):
+/// member = holder id, score = ticket. A ticket is the server's TIME in µs when the waiter
+/// first joined (or one more than the line's tail, should that clock have stepped back), so
+/// a score also says since when; the waiter writes back the largest ticket that any node gave
+/// it (ARGV ticket), and a node raises a member's score to it, never lowers it: under Redlock
+/// every node orders the same waiters the same way, ties broken by holder id as ZSET does.
+/// A waiter that is not in a node's line (dropped, or it lost its turn) is given a new ticket
+/// there, at the tail.
+/// A turn: the lease key holds "\1turn:<holder>" with a PX of the turn window. Nobody renews
+/// it, so a head that does not come loses it when it expires; the head converts it into its
+/// lease (kAcquireFair). A turn is only written where the restart guard lets the key be
+/// given: by a release (the key was there: the server had not lost it) or by an acquire that
+/// found the key free on a server past its guard. So taking a turn asks no guard. (A wake
+/// from an acquire that ignored the guard let a standby take a restarted server's key from
+/// under the holder that was about to set it again: caught by the restart guard's test.)
+/// wake(): the first listener of the line, addressed on its own channel ("<base>:wake:<holder>").
+/// PUBLISH answers how many clients got the message: 0 means nobody listens (the waiter died
+/// or lost its connection), so that entry is dropped and the next one tried, at most
+/// kWakeTries times. The woken head is removed from the line (its turn is in the key) and the
+/// next one told "next <window ms>", so that someone acts if the head never comes.
+/// Returns 'empty' (nobody waits), 'self' (`me` heads the line: the caller takes the lease),
+/// 'woke', holder (the key now holds its turn), 'refused' (PUBLISH refused: an ACL user
+/// without the channel; the line is left as it was) or 'more' (only dead entries seen so far).
+inline const std::string kLineFunctions = R"lua(
+local TURN = '\1turn:'
+local function wake_channel(line, holder)
+  return string.sub(line, 1, -5) .. 'wake:' .. holder
+end
+local function wake(line, key, window, me)
+  for i = 1, 32 do
+    local two = redis.call('ZRANGE', line, 0, 1)
+    local head = two[1]
+    if not head then
+      return 'empty'
+    end
+    if head == me then
+      return 'self'
+    end
+    local n = redis.pcall('PUBLISH', wake_channel(line, head), 'turn')
+    if type(n) ~= 'number' then
+      return 'refused'
+    end
+    redis.call('ZREM', line, head)
+    if n > 0 then
+      redis.call('SET', key, TURN .. head, 'PX', window)
+      if two[2] then
+        redis.pcall('PUBLISH', wake_channel(line, two[2]), 'next ' .. window)
+      end
+      return 'woke', head
+    end
+  end
+  return 'more'
+end
+local function join(line, me, ticket, line_ttl)
+  local score = redis.call('ZSCORE', line, me)
+  if score then
+    score = tonumber(score)
+    local t = tonumber(ticket)
+    if t and t > score then
+      score = t
+      redis.call('ZADD', line, string.format('%.0f', score), me)
+    end
+    return score
+  end
+  local t = redis.call('TIME')
+  score = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local tail = redis.call('ZRANGE', line, -1, -1, 'WITHSCORES')
+  if tail[2] and tonumber(tail[2]) >= score then
+    score = tonumber(tail[2]) + 1
+  end
+  redis.call('ZADD', line, string.format('%.0f', score), me)
+  redis.call('PEXPIRE', line, line_ttl)
+  return score
+end
+local function in_line(line, me, join_it, ticket, line_ttl)
+  if join_it ~= '1' then
+    return {0, '', redis.call('ZCARD', line)}
+  end
+  local score = join(line, me, ticket, line_ttl)
+  return {redis.call('ZRANK', line, me) + 1, string.format('%.0f', score), redis.call('ZCARD', line)}
+end
+)lua";
+
+/// Acquire with the waiting line (fair = true). KEYS: lease key, fence counter, line.
+/// ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms, ticket ("" none), join
+/// ("1": this waiter listens on its wake channel and waits; "" it only looks), line ttl in
+/// ms, turn window in ms.
+/// The lease is granted as kAcquire grants it when the key is free and nobody waits, when
+/// the key holds our turn, or when we head the line. Otherwise (held, another's turn, or
+/// free with others ahead, whose head is then woken) the caller joins the line if it may:
+/// {0, holder or "\1turn:<holder>", pttl, position (0: not in line), ticket or "", line
+/// length}. Guarded: {2, ms left, position, ticket, length}.
+inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
+local me = ARGV[1]
+local held = redis.call('GET', KEYS[1])
+local noinfo = false
+if held == TURN .. me then
+  noinfo = false
+elseif held then
+  local pttl = redis.call('PTTL', KEYS[1])
+  local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+  return {0, held, pttl, l[1], l[2], l[3]}
+else
+  -- Free. SET first, as kAcquire does (a user refused SET learns it here, every time), then
+  -- the guard: a free key is given to nobody, not even as a turn, while the restart guard
+  -- holds it (a turn is taken without the guard). Then the line.
+  redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2])
+  local left = guard_left(tonumber(ARGV[4]) or 0)
+  if left > 0 then
+    redis.call('DEL', KEYS[1])
+    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+    return {2, left, l[1], l[2], l[3]}
+  end
+  noinfo = left < 0
+  local kind, woken = wake(KEYS[3], KEYS[1], ARGV[8], me)
+  if kind ~= 'empty' and kind ~= 'self' then
+    if kind ~= 'woke' then
+      redis.call('DEL', KEYS[1])
+    end
+    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+    if kind == 'woke' then
+      return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
+    end
+    return {0, '', -1, l[1], l[2], l[3]}
+  end
+  held = me
+end
+if held ~= me then
+  redis.call('SET', KEYS[1], me, 'PX', ARGV[2])
+end
+local fence = redis.pcall('GET', KEYS[2])
+if bad_fence(fence) then
+  redis.call('DEL', KEYS[1])
+  return fence_error(KEYS[2])
+end
+redis.call('ZREM', KEYS[3], me)
+if noinfo then
+  return {1, issue(KEYS[2], fence, ARGV[3]), '', 'noinfo'}
+end
+return {1, issue(KEYS[2], fence, ARGV[3])}
+)lua";
+inline const Script kAcquireFair{kAcquireFairSource};
+
+/// A semaphore slot with the waiting line (limit > 1, fair = true). KEYS: fence counter,
+/// line, then the slot keys in the order to try them. ARGV as kAcquireFair. A slot that
+/// holds our turn is taken first (no guard: see kLineFunctions); else a free slot when
+/// nobody waits or we head the line; else as kAcquireFair: {0, holder of the slot that
+/// frees first (or the woken head's turn), its pttl, position, ticket, length}.
+inline const std::string kAcquireSlotFairSource = kFenceFunctions + kLineFunctions + R"lua(
+local me = ARGV[1]
+local fence = redis.pcall('GET', KEYS[1])
+if bad_fence(fence) then
+  return fence_error(KEYS[1])
+end
+local mine, free, first, best = nil, nil, 3, -1
+for i = 3, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if v == TURN .. me then
+    mine = KEYS[i]
+    break
+  elseif not v then
+    free = free or KEYS[i]
+  else
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl >= 0 and (best < 0 or ttl < best) then
+      first, best = i, ttl
+    end
+  end
+end
+local slot = mine
+local left = 0
+if not slot and free then
+  -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
+  redis.call('SET', free, me, 'NX', 'PX', ARGV[2])
+  left = guard_left(tonumber(ARGV[4]) or 0)
+  if left > 0 then
+    redis.call('DEL', free)
+    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+    return {2, left, l[1], l[2], l[3]}
+  end
+  local kind, woken = wake(KEYS[2], free, ARGV[8], me)
+  if kind == 'empty' or kind == 'self' then
+    slot = free
+  elseif kind == 'woke' then
+    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+    return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
+  else
+    redis.call('DEL', free)
+    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+    return {0, '', -1, l[1], l[2], l[3]}
+  end
+end
+if not slot then
+  local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+  return {0, redis.call('GET', KEYS[first]) or '', best, l[1], l[2], l[3]}
+end
+if mine then
+  redis.call('SET', slot, me, 'PX', ARGV[2])
+end
+redis.call('ZREM', KEYS[2], me)
+if left < 0 then
+  return {1, issue(KEYS[1], fence, ARGV[3]), slot, 'noinfo'}
+end
+return {1, issue(KEYS[1], fence, ARGV[3]), slot}
+)lua";
+inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
+
+/// Release with the waiting line. KEYS: lease (or slot) key, line. ARGV: holder, turn
+/// window in ms, release channel. Compare-and-release: the freed key goes to the first
+/// waiter that listens as its turn (kLineFunctions wake), else it is deleted. The release
+/// channel is published too, for waiters that do not use the line (fair = false, or an older
+/// version): {1 (2: a PUBLISH was refused, ACL), how many such waiters heard it}. Not ours: 0.
+inline const std::string kReleaseFairSource = kLineFunctions + R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local unfair = redis.pcall('PUBLISH', ARGV[3], ARGV[1])
+local refused = type(unfair) ~= 'number'
+if refused then
+  unfair = 0
+end
+local kind = wake(KEYS[2], KEYS[1], ARGV[2], '')
+if kind ~= 'woke' then
+  redis.call('DEL', KEYS[1])
+end
+if refused or kind == 'refused' then
+  return {2, unfair}
+end
+return {1, unfair}
+)lua";
+inline const Script kReleaseFair{kReleaseFairSource};
+
+/// Read the line (for `status`). KEYS: line. ARGV: how many entries at most. Read-only:
+/// {length, {holder, ticket, ...}} from the head.
+inline const Script kReadLine{R"lua(
+local n = tonumber(ARGV[1]) or 100
+return {redis.call('ZCARD', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES')}
+)lua"};
+
 /// Every script above.
 inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
                                                       &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
-                                                      &kPublish};
+                                                      &kPublish, &kAcquireFair, &kAcquireSlotFair,
+                                                      &kReleaseFair, &kReadLine};
 
 }  // namespace redisgo::lock

@@ -33,6 +33,37 @@ constexpr std::array<Bucket, 13> kBuckets{{{0.0005, "0.0005"},
                                            {2.5, "2.5"},
                                            {5, "5"}}};
 
+/// A wait for the lease: from a wake to a take-over (milliseconds) to a long line (an hour).
+constexpr std::array<Bucket, 10> kWaitBuckets{{{0.01, "0.01"},
+                                              {0.1, "0.1"},
+                                              {1, "1"},
+                                              {5, "5"},
+                                              {15, "15"},
+                                              {60, "60"},
+                                              {300, "300"},
+                                              {900, "900"},
+                                              {3600, "3600"},
+                                              {14400, "14400"}}};
+
+/// A histogram over fixed buckets (guarded by Impl::mu).
+template <std::size_t N>
+struct Histogram {
+  const std::array<Bucket, N>& buckets;
+  std::array<std::uint64_t, N> counts{};  ///< per bucket, not cumulative
+  std::uint64_t count = 0;
+  double sum = 0;
+
+  void observe(double seconds) {
+    // A clock that stepped or a NaN must not poison _sum for the life of the process.
+    if (!(seconds >= 0) || !std::isfinite(seconds)) seconds = 0;
+    std::size_t b = 0;
+    while (b < N && seconds > buckets[b].upper) ++b;
+    if (b < N) ++counts[b];
+    ++count;
+    sum += seconds;
+  }
+};
+
 constexpr long long kNoDeadline = std::numeric_limits<long long>::min();
 
 // The label values the daemon is documented to use start at 0, so rate() and increase()
@@ -116,6 +147,21 @@ struct Metrics::Impl {
     for (const auto& [label_value, n] : values) labelled(out, name, label, label_value, std::to_string(n));
   }
 
+  template <std::size_t N>
+  void histogram(std::string& out, const std::string& name, const Histogram<N>& h) const {
+    std::uint64_t cumulative = 0;
+    const std::string bucket = name + "_bucket";
+    for (std::size_t b = 0; b < N; ++b) {
+      cumulative += h.counts[b];
+      labelled(out, bucket.c_str(), "le", h.buckets[b].le, std::to_string(cumulative));
+    }
+    labelled(out, bucket.c_str(), "le", "+Inf", std::to_string(h.count));
+    std::string sum;
+    append_double(sum, h.sum);
+    sample(out, (name + "_sum").c_str(), sum);
+    sample(out, (name + "_count").c_str(), std::to_string(h.count));
+  }
+
   static void bump(std::map<std::string, std::uint64_t, std::less<>>& m, std::string_view label) {
     auto it = m.find(label);
     if (it == m.end()) it = m.emplace(std::string(label), 0).first;
@@ -139,9 +185,9 @@ struct Metrics::Impl {
   std::map<std::string, std::uint64_t, std::less<>> losses;
   std::map<std::string, std::uint64_t, std::less<>> step_downs;
   std::vector<std::pair<std::string, bool>> nodes;  ///< configured order, then first seen
-  std::array<std::uint64_t, kBuckets.size()> bucket_counts{};  ///< per bucket, not cumulative
-  std::uint64_t duration_count = 0;
-  double duration_sum = 0;
+  Histogram<kBuckets.size()> renewal_durations{kBuckets};
+  Histogram<kWaitBuckets.size()> waits{kWaitBuckets};
+  std::int64_t line_length = 0;
 
   mutable std::atomic<std::size_t> last_size{0};  ///< of the last render, to reserve for the next
 };
@@ -176,16 +222,27 @@ void Metrics::add_acquisition() {
 }
 
 void Metrics::add_renewal(std::string_view result, double seconds) {
-  // A clock that stepped or a NaN must not poison _sum for the life of the process.
-  if (!(seconds >= 0) || !std::isfinite(seconds)) seconds = 0;
-  std::size_t b = 0;
-  while (b < kBuckets.size() && seconds > kBuckets[b].upper) ++b;
   {
     std::lock_guard lock(impl_->mu);
     Impl::bump(impl_->renewals, result);
-    if (b < kBuckets.size()) ++impl_->bucket_counts[b];
-    ++impl_->duration_count;
-    impl_->duration_sum += seconds;
+    impl_->renewal_durations.observe(seconds);
+  }
+  changed();
+}
+
+void Metrics::add_wait(double seconds) {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->waits.observe(seconds);
+  }
+  changed();
+}
+
+void Metrics::set_line_length(std::int64_t length) {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->line_length == length) return;
+    impl_->line_length = length;
   }
   changed();
 }
@@ -269,19 +326,15 @@ std::string Metrics::render() const {
   m.counters(out, "redisgo_task_renewals_total", "result", m.renewals);
 
   append_header(out, "redisgo_task_renewal_duration_seconds", "histogram", "Duration of a renewal round.");
-  {
-    std::uint64_t cumulative = 0;
-    for (std::size_t b = 0; b < kBuckets.size(); ++b) {
-      cumulative += m.bucket_counts[b];
-      m.labelled(out, "redisgo_task_renewal_duration_seconds_bucket", "le", kBuckets[b].le,
-                 std::to_string(cumulative));
-    }
-    m.labelled(out, "redisgo_task_renewal_duration_seconds_bucket", "le", "+Inf", std::to_string(m.duration_count));
-    std::string sum;
-    append_double(sum, m.duration_sum);
-    m.sample(out, "redisgo_task_renewal_duration_seconds_sum", sum);
-    m.sample(out, "redisgo_task_renewal_duration_seconds_count", std::to_string(m.duration_count));
-  }
+  m.histogram(out, "redisgo_task_renewal_duration_seconds", m.renewal_durations);
+
+  append_header(out, "redisgo_task_wait_seconds", "histogram",
+                "Time from the start of a wait for the lease to its acquisition.");
+  m.histogram(out, "redisgo_task_wait_seconds", m.waits);
+
+  append_header(out, "redisgo_task_line_length", "gauge",
+                "Waiters in the key's waiting line as of this daemon's last attempt (fair = true).");
+  m.sample(out, "redisgo_task_line_length", std::to_string(m.line_length));
 
   append_header(out, "redisgo_task_lease_losses_total", "counter", "Leases lost while held, by cause.");
   m.counters(out, "redisgo_task_lease_losses_total", "cause", m.losses);

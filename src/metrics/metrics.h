@@ -47,6 +47,10 @@ class Metrics {
   /// redisgo_task_renewals_total{result="confirmed"|"failed"|"lost"} and, for every
   /// round, redisgo_task_renewal_duration_seconds (histogram).
   void add_renewal(std::string_view result, double seconds);
+  /// redisgo_task_wait_seconds (histogram): a wait for the lease that ended in acquiring it.
+  void add_wait(double seconds);
+  /// redisgo_task_line_length: the waiting line's length as of this daemon's last attempt.
+  void set_line_length(std::int64_t length);
   /// redisgo_task_lease_losses_total{cause="lost"|"deadline"|...}.
   void add_lease_loss(std::string_view cause);
   /// redisgo_task_child_starts_total.

@@ -192,7 +192,7 @@ TEST_F(TlsTask, AcquireRenewReleaseAndHandoverOverTls) {
   TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "1.5")});
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
   TaskProcess b(dir_.path(), "b", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.2")});
-  ASSERT_TRUE(b.wait_for_log("subscribed to the release channel", 10s)) << b.err();
+  ASSERT_TRUE(b.wait_for_log("subscribed to ", 10s)) << b.err();
   StormMeter meter({&server}, {dir_.path() + "/a.err", dir_.path() + "/b.err"}, 2);
   meter.start();
   ASSERT_EQ(a.wait_for(10s), 0) << a.err();
@@ -202,8 +202,8 @@ TEST_F(TlsTask, AcquireRenewReleaseAndHandoverOverTls) {
   EXPECT_NE(a.err().find("released key="), std::string::npos) << a.err();
   EXPECT_EQ(a.err().find("lease lost"), std::string::npos) << a.err();
   EXPECT_EQ(b.err().find("NOT verified"), std::string::npos);
-  // Woken by the release message (pub/sub over TLS), not by a TTL running out.
-  EXPECT_NE(b.err().find("release message received"), std::string::npos) << b.err();
+  // Woken by the release (its turn in the waiting line, over TLS), not by a TTL running out.
+  EXPECT_NE(b.err().find("our turn in the waiting line"), std::string::npos) << b.err();
   EXPECT_NE(b.err().find("acquired key="), std::string::npos) << b.err();
 }
 
@@ -214,7 +214,8 @@ TEST_F(TlsTask, TheReadmesManagedRedisRecipeIsEnough) {
   const std::string k = test_key();
   RedisServerOptions o = tls_server(false);
   o.acl_users.push_back("user redisgo on >Recipe-Pw-1 ~" + k + " ~{" + k + "}:* &{" + k +
-                        "}:released +eval +evalsha +get +set +del +pexpire +pttl +time +publish +subscribe");
+                        "}:released &{" + k + "}:wake:* +eval +evalsha +get +set +del +pexpire +pttl +time +publish +subscribe "
+                        "+zadd +zrem +zrange +zscore +zrank +zcard");
   RedisServer server(o);
   const std::string pass = dir_.write("redis.pass", "Recipe-Pw-1\n");
   const std::string cfg = config(server.address(), "tls = true\ntls_ca_file = \"" + test_certificates().ca +
@@ -226,7 +227,7 @@ TEST_F(TlsTask, TheReadmesManagedRedisRecipeIsEnough) {
   TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "1.5")});
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
   TaskProcess b(dir_.path(), "b", {"task", "--config", cfg, "--", "/bin/sh", "-c", interval_job(log, "0.1")});
-  ASSERT_TRUE(b.wait_for_log("subscribed to the release channel", 10s)) << b.err();
+  ASSERT_TRUE(b.wait_for_log("subscribed to ", 10s)) << b.err();
   auto st = run_task_binary({"status", "--config", cfg}, 10s);
   EXPECT_EQ(st.code, 0) << st.err << st.out;
   // The peer's certificate, its issuer and expiry.
@@ -235,7 +236,7 @@ TEST_F(TlsTask, TheReadmesManagedRedisRecipeIsEnough) {
   ASSERT_EQ(a.wait_for(10s), 0) << a.err();
   ASSERT_EQ(b.wait_for(10s), 0) << b.err();
   expect_exclusive_intervals(read_file(log), 2);
-  EXPECT_NE(b.err().find("release message received"), std::string::npos) << b.err();
+  EXPECT_NE(b.err().find("our turn in the waiting line"), std::string::npos) << b.err();
   for (const auto* e : {&a, &b}) {
     EXPECT_EQ(e->err().find("NOPERM"), std::string::npos) << e->err();
     EXPECT_EQ(e->err().find(" warn "), std::string::npos) << e->err();

@@ -136,6 +136,7 @@ TEST_F(TaskFaults, StandbyOfALeaderHoldingTwoOfThreeIsPaced) {
 TEST_F(TaskFaults, ThreeStandbysRacingAReleaseTakeOverQuicklyAndQuietly) {
   RedisServer a, b, c;
   ConfigSpec spec;
+  spec.extra_redis = "fair = false\n";  // every standby races (the line: task_fair_line_test)
   spec.mode = "supervise";
   spec.log_level = "info";
   auto cfg = config(spec, addresses({&a, &b, &c}));
@@ -712,6 +713,7 @@ TEST_F(TaskFaults, AReleaseOverAConnectionDroppedWhileIdleStillWakesTheStandby) 
 TEST_F(TaskFaults, AFloodOfReleaseMessagesDoesNotDriveAStandby) {
   RedisServer redis;
   ConfigSpec spec;
+  spec.extra_redis = "fair = false\n";  // the shared release channel (the line's: task_fair_line_test)
   spec.mode = "supervise";
   spec.log_level = "info";
   auto cfg = config(spec, {redis.address()});

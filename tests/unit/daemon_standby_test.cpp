@@ -298,3 +298,81 @@ TEST(Standby, ANewWaitStartsItsCountFromZero) {
   EXPECT_EQ(r.machine.attempts(), 0);
   EXPECT_EQ(r.machine.began(), r.clock.now());
 }
+
+// ---- the waiting line (docs/DESIGN.md "The waiting line") ----
+
+namespace {
+Acquisition in_line(std::int64_t ttl_ms, std::int64_t position) {
+  Acquisition a = held(ttl_ms);
+  a.position = position;
+  a.line_length = position + 2;
+  return a;
+}
+}  // namespace
+
+// Only the head watches the holder's TTL; the others sleep position x TTL (the line wakes
+// them), so idle waiters cost Redis next to nothing whatever their number.
+TEST(Standby, InTheLineOnlyTheHeadWatchesTheTtlTheOthersSleepLonger) {
+  for (const auto& [position, wait] : std::vector<std::pair<std::int64_t, Millis>>{
+           {0, 3001ms}, {1, 3001ms}, {2, 6002ms}, {10, 30010ms}, {5000, kLineSleepMax}}) {
+    Rig r(settings(Mode::kSupervise));
+    r.step(Begin{});
+    r.attempted(in_line(3000, position), 0ms);
+    EXPECT_EQ(first<Wait>(r.last)->until, r.clock.now() + wait) << "position " << position;
+  }
+  // Counted attempts (retries_count) keep their backoff spacing.
+  StandbySettings counted = settings(Mode::kOneshot);
+  counted.monitor_try_all = false;
+  Rig r(counted);
+  r.step(Begin{});
+  r.attempted(in_line(3000, 4), 0ms);
+  EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + kMinAttemptGap);
+}
+
+TEST(Standby, OurTurnTriesAtOnceEvenInsideThePacingGap) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  r.attempted(in_line(3000, 1), 1ms);
+  r.clock.advance(5ms);  // well inside kMinAttemptGap
+  r.step(WaitEnded{End::kTurn});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Debug>(r.last)->text, "our turn in the waiting line; trying now");
+}
+
+// A flood of (forged) turn messages never drives a waiter past ~20 attempts a second.
+TEST(Standby, AFloodOfTurnMessagesIsPaced) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  int attempts = 0;
+  std::optional<Clock::time_point> wake;
+  for (int ms = 0; ms < 10'000; ++ms) {
+    if (has<Attempt>(r.last)) {
+      ++attempts;
+      r.attempted(in_line(3000, 1), 0ms);
+    }
+    if (auto w = first<Wait>(r.last)) wake = w->until;
+    r.clock.advance(1ms);
+    r.step(WaitEnded{wake && r.clock.now() >= *wake ? End::kTimer : End::kTurn});
+  }
+  EXPECT_GE(attempts, 50);
+  EXPECT_LE(attempts, 200);
+}
+
+TEST(Standby, NextMessageTriesWhenTheWokenHeadsWindowHasEnded) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  r.attempted(in_line(3000, 2), 0ms);
+  r.clock.advance(10ms);
+  r.step(WaitEnded{End::kNext, 1000ms});
+  EXPECT_FALSE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Wait>(r.last)->until, r.clock.now() + 1050ms);
+  r.clock.advance(1050ms);
+  r.step(WaitEnded{End::kTimer});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  // A window that ends after our own next attempt changes nothing.
+  Rig soon(settings(Mode::kSupervise));
+  soon.step(Begin{});
+  soon.attempted(in_line(300, 1), 0ms);
+  soon.step(WaitEnded{End::kNext, 1000ms});
+  EXPECT_EQ(first<Wait>(soon.last)->until, soon.machine.attempt_started() + 301ms);
+}

@@ -42,7 +42,8 @@ const char* const kFamilies[] = {
     "redisgo_task_renewals_total",   "redisgo_task_renewal_duration_seconds",
     "redisgo_task_lease_losses_total", "redisgo_task_child_starts_total",
     "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
-    "redisgo_task_node_up"};
+    "redisgo_task_node_up",          "redisgo_task_wait_seconds",
+    "redisgo_task_line_length"};
 
 }  // namespace
 
@@ -85,6 +86,24 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_renewal_duration_seconds_bucket{key=\"jobs:nightly\",le=\"+Inf\"} 0\n"
       "redisgo_task_renewal_duration_seconds_sum{key=\"jobs:nightly\"} 0\n"
       "redisgo_task_renewal_duration_seconds_count{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_wait_seconds Time from the start of a wait for the lease to its acquisition.\n"
+      "# TYPE redisgo_task_wait_seconds histogram\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"0.01\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"0.1\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"1\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"5\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"15\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"60\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"300\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"900\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"3600\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"14400\"} 0\n"
+      "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"+Inf\"} 0\n"
+      "redisgo_task_wait_seconds_sum{key=\"jobs:nightly\"} 0\n"
+      "redisgo_task_wait_seconds_count{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_line_length Waiters in the key's waiting line as of this daemon's last attempt (fair = true).\n"
+      "# TYPE redisgo_task_line_length gauge\n"
+      "redisgo_task_line_length{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_lease_losses_total Leases lost while held, by cause.\n"
       "# TYPE redisgo_task_lease_losses_total counter\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"deadline\"} 0\n"

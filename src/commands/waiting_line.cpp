@@ -1,0 +1,78 @@
+#include "commands/waiting_line.h"
+
+#include <chrono>
+#include <string>
+
+#include "log/logging.h"
+#include "util/duration.h"
+
+namespace redisgo::commands {
+
+namespace {
+
+/// The node whose line is the longest (under Redlock the lines agree on their order; a node
+/// may miss a waiter that could not reach it).
+const lock::LineView* longest(const std::vector<lock::LineView>& lines) {
+  const lock::LineView* best = nullptr;
+  for (const auto& l : lines) {
+    if (l.reachable && (!best || l.length > best->length)) best = &l;
+  }
+  return best;
+}
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void write_line(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
+  std::vector<lock::LineView> lines;
+  try {
+    lines = backend.read_line(kLineShown);
+  } catch (const std::exception&) {
+    lines.clear();
+  }
+  const lock::LineView* line = longest(lines);
+  const std::int64_t now = now_us();
+  auto waited_ms = [&](const lock::LineEntry& e) {
+    return e.ticket > 0 && static_cast<std::int64_t>(e.ticket) < now ? (now - static_cast<std::int64_t>(e.ticket)) / 1000 : 0;
+  };
+  if (json) {
+    out << ",\"fair\":" << (config.redis.fair ? "true" : "false") << ",\"line\":";
+    if (!line) {
+      out << "null";
+      return;
+    }
+    out << "{\"length\":" << line->length << ",\"node\":" << log::json_quoted(line->node) << ",\"waiters\":[";
+    for (std::size_t i = 0; i < line->entries.size(); ++i) {
+      const auto& e = line->entries[i];
+      out << (i ? "," : "") << "{\"position\":" << i + 1 << ",\"holder\":" << log::json_quoted(e.holder)
+          << ",\"since_us\":" << e.ticket << ",\"waited_ms\":" << waited_ms(e) << "}";
+    }
+    out << "]}";
+    return;
+  }
+  if (!line) {
+    if (config.redis.fair) out << "line:   unknown (no node could be read)\n";
+    return;
+  }
+  if (line->length == 0) {
+    if (config.redis.fair) out << "line:   empty\n";
+    return;
+  }
+  out << "line:   " << line->length << " waiting" << (config.redis.fair ? "" : " (this config has fair = false)")
+      << "\n";
+  for (std::size_t i = 0; i < line->entries.size(); ++i) {
+    const auto& e = line->entries[i];
+    out << "  " << i + 1 << ". " << log::printable(e.holder) << ", waiting "
+        << format_duration(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::milliseconds(waited_ms(e))))
+        << "\n";
+  }
+  if (line->length > static_cast<std::int64_t>(line->entries.size())) {
+    out << "  ... " << line->length - static_cast<std::int64_t>(line->entries.size()) << " more\n";
+  }
+}
+
+}  // namespace redisgo::commands

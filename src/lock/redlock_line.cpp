@@ -1,0 +1,72 @@
+// RedlockBackend: the waiting line outside acquire and release (docs/DESIGN.md "The waiting
+// line"): leaving it, and reading it for `status`.
+#include "lock/redlock.h"
+#include "lock/scripts.h"
+#include "redis/reply.h"
+
+namespace redisgo::lock {
+
+using redis::CallPtr;
+
+void RedlockBackend::leave_line() noexcept {
+  const bool had_ticket = ticket_ > 0;
+  ticket_ = 0;
+  if (!options_.fair || !had_ticket) return;
+  try {
+    sweep();
+    // Only nodes already connected: leaving must not cost a stopping daemon a connect
+    // timeout per dead node. Where it is not sent, the entry goes when a release finds
+    // nobody listening on its channel.
+    // A plain ZREM, not a script: leaving is no attempt (retries_count = N stays N scripts).
+    std::vector<CallPtr> calls(nodes_.size());
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].conn.connected()) continue;
+      calls[i] = nodes_[i].conn.send({"ZREM", keys_.line, options_.holder});
+      nodes_[i].inflight.push_back(calls[i]);
+    }
+    wait(calls, nullptr, false);
+    sweep();
+  } catch (...) {
+    // Never throws: a waiter that could not say it left is skipped by the next wake.
+  }
+}
+
+std::vector<LineView> RedlockBackend::read_line(int limit) {
+  auto calls = round(kReadLine, {keys_.line}, {std::to_string(std::max(1, limit))}, true);
+  std::vector<LineView> out(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    LineView& v = out[i];
+    v.node = nodes_[i].name;
+    const auto& c = calls[i];
+    if (!c || !c->done() || !c->ok()) {
+      v.error = error_of(i, c).message;
+      continue;
+    }
+    const redisReply* r = c->reply().get();
+    const auto length = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? redis::as_integer(r->element[0])
+                                                                               : std::nullopt;
+    const redisReply* list = length ? r->element[1] : nullptr;
+    if (!length || !list || list->type != REDIS_REPLY_ARRAY || list->elements % 2 != 0) {
+      v.error = nodes_[i].conn.describe() + ": unexpected reply reading the waiting line";
+      continue;
+    }
+    v.reachable = true;
+    v.length = *length;
+    for (std::size_t k = 0; k + 1 < list->elements; k += 2) {
+      auto holder = redis::as_string(list->element[k]);
+      auto score = redis::as_string(list->element[k + 1]);
+      if (!holder || !score) continue;
+      LineEntry e;
+      e.holder = *holder;
+      try {
+        e.ticket = static_cast<std::uint64_t>(std::stod(*score));
+      } catch (...) {
+        e.ticket = 0;
+      }
+      v.entries.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+}  // namespace redisgo::lock

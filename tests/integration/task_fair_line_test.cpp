@@ -1,0 +1,328 @@
+// The waiting line (docs/DESIGN.md "The waiting line", invariant 11) end to end, against
+// real redis-servers: first come first served, one wake per release, a dead or frozen
+// waiter skipped, leaving at once, --no-wait, fair = false. Each job logs its interval
+// and its daemon's name; every test checks exclusion and measures the storm bounds.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/redis_server.h"
+#include "support/storm_meter.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+struct Interval {
+  long long start = 0, end = 0;  // ns; end 0 while it runs
+  std::string name;
+};
+
+/// The intervals of a log of "start <ns> <name>" / "end <ns> <name>" lines, in start order.
+std::vector<Interval> intervals(const std::string& text) {
+  std::vector<Interval> out;
+  std::map<std::string, std::size_t> open;
+  for (const auto& line : split_lines(text)) {
+    std::istringstream in(line);
+    std::string what, name;
+    long long ns = 0;
+    if (!(in >> what >> ns >> name)) continue;
+    if (what == "start") {
+      open[name] = out.size();
+      out.push_back({ns, 0, name});
+    } else if (what == "end" && open.count(name)) {
+      out[open[name]].end = ns;
+      open.erase(name);
+    }
+  }
+  return out;
+}
+
+/// No two intervals overlap (a running one counts to +inf).
+void expect_no_overlap(const std::vector<Interval>& v) {
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const long long prev_end = v[i - 1].end == 0 ? (1LL << 62) : v[i - 1].end;
+    EXPECT_GE(v[i].start, prev_end) << v[i - 1].name << " and " << v[i].name << " ran at once";
+  }
+}
+
+class FairLine : public ::testing::Test {
+ protected:
+  std::string config(const std::string& mode = "oneshot",
+                     const std::string& extra_redis = "", const std::string& extra_task = "") {
+    ConfigSpec s;
+    s.nodes = "host = \"" + server_.address() + "\"";
+    s.key = key_;
+    s.expire = "3s";
+    s.cron = "600ms";
+    s.kill_grace = "300ms";
+    s.io_timeout = "250ms";
+    s.mode = mode;
+    s.extra_redis = extra_redis;
+    s.extra_task = extra_task;
+    s.log_level = "debug";
+    return dir_.write("cfg-" + std::to_string(++configs_) + ".toml", make_config(s));
+  }
+  /// Starts a daemon named `name` (its child sees NAME) with `config` plus the job.
+  TaskProcess& start(const std::string& name, const std::string& cfg, const std::string& job_seconds,
+                     const std::vector<std::string>& extra_args = {}) {
+    std::vector<std::string> args{"task", "--config", cfg};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c",
+                             "echo start $(date +%s%N) $NAME >> " + log_ + "; sleep " + job_seconds +
+                                 "; echo end $(date +%s%N) $NAME >> " + log_});
+    procs_.push_back(std::make_unique<TaskProcess>(dir_.path(), name, args, std::map<std::string, std::string>{{"NAME", name}}));
+    logs_.push_back(dir_.path() + "/" + name + ".err");
+    return *procs_.back();
+  }
+  long long line_length() const { return std::atoll(server_.cli({"ZCARD", "{" + key_ + "}:line"}).c_str()); }
+  /// Waits until `n` waiters are in the line.
+  bool line_reaches(long long n, std::chrono::milliseconds timeout = 10s) {
+    return wait_until([&] { return line_length() == n; }, timeout);
+  }
+  std::vector<Interval> jobs() const { return intervals(read_file(log_)); }
+  bool jobs_reach(std::size_t n, std::chrono::milliseconds timeout) {
+    return wait_until([&] { return jobs().size() >= n; }, timeout);
+  }
+  StormMeter meter(int daemons = 0) {
+    return StormMeter({&server_}, logs_, daemons > 0 ? daemons : static_cast<int>(procs_.size()));
+  }
+  /// Ends a storm window of at least 2 s (a shorter one would read 4 lines of a handover
+  /// as a flood) and checks the bounds.
+  static void expect_quiet(StormMeter& m, std::chrono::steady_clock::time_point began) {
+    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(0s, began + 2s - std::chrono::steady_clock::now()));
+    m.expect_bounds(m.stop());
+  }
+
+  RedisServer server_;
+  TempDir dir_;
+  std::string key_ = "rgt:fair";
+  std::string log_ = dir_.path() + "/jobs";
+  int configs_ = 0;
+  std::vector<std::unique_ptr<TaskProcess>> procs_;
+  std::vector<std::string> logs_;
+};
+
+TEST_F(FairLine, WaitersRunInTheOrderTheyCameAndANewcomerQueuesBehindThem) {
+  const auto cfg = config();
+  start("A", cfg, "3");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  for (const char* n : {"B", "C", "D", "E"}) {
+    start(n, cfg, "0.4");
+    ASSERT_TRUE(line_reaches(static_cast<long long>(procs_.size()) - 1)) << n << " did not join the line";
+  }
+  auto m = meter();
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  for (auto& p : procs_) ASSERT_EQ(p->wait_for(20s), 0);
+  expect_quiet(m, began);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 5u);
+  std::string order;
+  for (const auto& j : v) order += j.name;
+  EXPECT_EQ(order, "ABCDE");
+  expect_no_overlap(v);
+  // A release wakes the next waiter at once: each handover well under the window.
+  for (std::size_t i = 1; i < v.size(); ++i) EXPECT_LT(v[i].start - v[i - 1].end, 400'000'000LL) << v[i].name;
+  EXPECT_EQ(line_length(), 0);
+}
+
+TEST_F(FairLine, HostsThatContendAgainAtOnceTakeTurnsInsteadOfStarving) {
+  // Three hosts run the job in a loop, a new process per run that contends as the last one
+  // ends: before the line, the host that had just released won again and again (the seed's
+  // starvation: 0 % / 96 % / 4 % / 0 %). With it, once all three wait, they take turns.
+  const auto cfg = config();
+  constexpr int kRuns = 6;
+  auto loop = [&](const std::string& name) {
+    for (int i = 0; i < kRuns; ++i) {
+      const auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/sh", "-c",
+                                      "echo start $(date +%s%N) $NAME >> " + log_ + "; sleep 0.3; echo end $(date +%s%N) $NAME >> " + log_},
+                                     20s, {{"NAME", name}});
+      EXPECT_EQ(r.code, 0) << name << " run " << i << ": " << r.err;
+    }
+  };
+  auto m = meter(3);
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  std::vector<std::thread> hosts;
+  for (const char* n : {"A", "B", "C"}) hosts.emplace_back(loop, n);
+  for (auto& t : hosts) t.join();
+  expect_quiet(m, began);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 3u * kRuns);
+  expect_no_overlap(v);
+  // From the second round on, every window of three runs has all three hosts (the last
+  // round thins out as hosts finish their loops).
+  std::string order;
+  for (const auto& j : v) order += j.name;
+  for (std::size_t i = 3; i + 3 <= 3u * (kRuns - 1); ++i) {
+    std::string w = order.substr(i, 3);
+    std::sort(w.begin(), w.end());
+    EXPECT_EQ(w, "ABC") << "runs " << i << ".." << i + 2 << " of " << order;
+  }
+}
+
+TEST_F(FairLine, NoWaitFindsTheLineBusyAndDoesNotJoinIt) {
+  const auto cfg = config();
+  start("A", cfg, "2");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  start("B", cfg, "0.1");
+  ASSERT_TRUE(line_reaches(1));
+  const auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_EQ(line_length(), 1);
+}
+
+TEST_F(FairLine, AWaiterThatStopsOrGivesUpLeavesTheLineAtOnce) {
+  const auto cfg = config();
+  start("A", cfg, "5");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  auto& b = start("B", cfg, "0.1");
+  ASSERT_TRUE(line_reaches(1));
+  b.signal(SIGTERM);
+  EXPECT_EQ(b.wait_for(5s), 75);
+  EXPECT_EQ(line_length(), 0);
+  procs_.front()->signal(SIGTERM);
+}
+
+TEST_F(FairLine, KilledWaitersAtTheHeadCostTheNextLiveOneNothing) {
+  const auto cfg = config();
+  start("A", cfg, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  for (const char* n : {"B", "C", "D", "E"}) {
+    start(n, cfg, "0.2");
+    ASSERT_TRUE(line_reaches(static_cast<long long>(procs_.size()) - 1));
+  }
+  // The three at the head die without a word (no FIN is needed: their sockets close).
+  for (std::size_t i = 1; i <= 3; ++i) procs_[i]->signal(SIGKILL);
+  for (std::size_t i = 1; i <= 3; ++i) procs_[i]->wait_for(5s);
+  auto m = meter();
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  ASSERT_EQ(procs_[0]->wait_for(10s), 0);
+  ASSERT_EQ(procs_[4]->wait_for(10s), 0);
+  expect_quiet(m, began);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[1].name, "E");
+  EXPECT_LT(v[1].start - v[0].end, 300'000'000LL) << "E waited for the dead";
+  EXPECT_EQ(line_length(), 0);
+}
+
+TEST_F(FairLine, AFrozenHeadLosesItsTurnAfterTheWindowAndTheNextOneRuns) {
+  const auto cfg = config();
+  start("A", cfg, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  auto& b = start("B", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(1));
+  start("C", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(2));
+  b.signal(SIGSTOP);
+  auto m = meter();
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  ASSERT_EQ(procs_[0]->wait_for(10s), 0);
+  ASSERT_EQ(procs_[2]->wait_for(10s), 0);
+  expect_quiet(m, began);
+  b.signal(SIGCONT);
+  EXPECT_EQ(b.wait_for(10s), 0);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[1].name, "C");
+  EXPECT_EQ(v[2].name, "B");
+  expect_no_overlap(v);
+  // The window is max(1 s, io_timeout): C comes after it, not a TTL later.
+  const long long gap = v[1].start - v[0].end;
+  EXPECT_GT(gap, 900'000'000LL);
+  EXPECT_LT(gap, 2'000'000'000LL);
+}
+
+TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
+  const auto unfair = config("oneshot", "fair = false\n");
+  start("A", unfair, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  start("B", unfair, "0.1");
+  // The shared release channel, no line.
+  ASSERT_TRUE(wait_until([&] { return server_.cli({"PUBSUB", "NUMSUB", "{" + key_ + "}:released"}).find("\n1") != std::string::npos; }, 10s));
+  EXPECT_EQ(line_length(), 0);
+  for (auto& p : procs_) EXPECT_EQ(p->wait_for(10s), 0);
+  // A fair holder releasing to a fair = false waiter warns (mixed settings on one key).
+  const auto fair = config();
+  auto& c = start("C", fair, "1");
+  ASSERT_TRUE(jobs_reach(3, 10s));
+  auto& d = start("D", unfair, "0.1");
+  EXPECT_EQ(c.wait_for(10s), 0);
+  EXPECT_EQ(d.wait_for(10s), 0);
+  EXPECT_NE(c.err().find("outside the waiting line"), std::string::npos) << c.err();
+}
+
+// Redlock: node-local lines in a cycle (A,B,C / B,C,A / C,A,B) in which nobody heads a
+// majority. Seeded by hand with scores above every ticket (so that writing tickets back does
+// not undo it): the release wakes a different head on each node, each wins one node and
+// undoes it; the losers rejoin at the tail with one ticket everywhere, and all three run.
+TEST(FairLineRedlock, ACycleOfNodeLocalLinesResolvesAndNobodyStarves) {
+  RedisServer n1, n2, n3;
+  const std::vector<const RedisServer*> nodes{&n1, &n2, &n3};
+  TempDir dir;
+  ConfigSpec s;
+  s.nodes = "nodes = [\"" + n1.address() + "\", \"" + n2.address() + "\", \"" + n3.address() + "\"]";
+  s.key = "rgt:fair:cycle";
+  s.expire = "3s";
+  s.cron = "600ms";
+  s.kill_grace = "300ms";
+  s.io_timeout = "250ms";
+  const std::string cfg = dir.write("cfg.toml", make_config(s));
+  const std::string log = dir.path() + "/jobs", gate = dir.path() + "/gate";
+  const std::string line = "{rgt:fair:cycle}:line";
+  auto job = [&](const std::string& wait) {
+    return std::vector<std::string>{"task", "--config", cfg, "--", "/bin/sh", "-c",
+                                    "echo start $(date +%s%N) $NAME >> " + log + "; " + wait +
+                                        "echo end $(date +%s%N) $NAME >> " + log};
+  };
+  std::vector<std::unique_ptr<TaskProcess>> procs;
+  std::vector<std::string> logs;
+  auto start = [&](const std::string& name, const std::string& wait) {
+    procs.push_back(std::make_unique<TaskProcess>(dir.path(), name, job(wait), std::map<std::string, std::string>{{"NAME", name}}));
+    logs.push_back(dir.path() + "/" + name + ".err");
+  };
+  start("H", "while [ ! -e " + gate + " ]; do sleep 0.05; done; ");
+  ASSERT_TRUE(wait_until([&] { return intervals(read_file(log)).size() == 1; }, 10s));
+  for (const char* n : {"A", "B", "C"}) start(n, "sleep 0.3; ");
+  auto all_in_line = [&] {
+    return std::all_of(nodes.begin(), nodes.end(), [&](const RedisServer* r) { return r->cli({"ZCARD", line}) == "3"; });
+  };
+  ASSERT_TRUE(wait_until(all_in_line, 10s));
+  std::vector<std::string> m = split_lines(n1.cli({"ZRANGE", line, "0", "-1"}));
+  ASSERT_EQ(m.size(), 3u);
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t j = 0; j < 3; ++j) {
+      nodes[k]->cli({"ZADD", line, std::to_string(3000000000000000LL + static_cast<long long>(j)), m[(j + k) % 3]});
+    }
+  }
+  StormMeter meter(nodes, logs, 4);
+  const auto began = std::chrono::steady_clock::now();
+  meter.start();
+  std::ofstream(gate).put('x');
+  for (auto& p : procs) EXPECT_EQ(p->wait_for(30s), 0) << p->err();
+  std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(0s, began + 2s - std::chrono::steady_clock::now()));
+  meter.expect_bounds(meter.stop());
+  const auto v = intervals(read_file(log));
+  ASSERT_EQ(v.size(), 4u) << read_file(log);
+  expect_no_overlap(v);
+  // Resolved within a few windows, not a TTL per waiter or worse.
+  EXPECT_LT(v[3].start - v[0].end, 12'000'000'000LL);
+}
+
+}  // namespace
