@@ -1050,7 +1050,7 @@ class Bench:
         seconds = seconds or (10 if self.quick else 150)
         nodes = redis_set or [Redis(self.tmp, f"fair_{label.replace(' ', '_')}")]
         key = "bench:fair:" + label.replace(" ", "_")
-        d = os.path.join(self.tmp, "fair_" + label.replace(" ", "_"))
+        d = os.path.join(self.tmp, "fairrun_" + label.replace(" ", "_"))
         os.makedirs(d)
         runs_log = os.path.join(d, "runs")
         stop_file = os.path.join(d, "stop")

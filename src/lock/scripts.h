@@ -438,7 +438,7 @@ end
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
 local held = redis.call('GET', KEYS[1])
-local noinfo = false
+local noinfo, headed = false, false
 if held == TURN .. me then
   noinfo = false
 elseif held then
@@ -468,6 +468,7 @@ else
     end
     return {0, '', -1, l[1], l[2], l[3]}
   end
+  headed = kind == 'self'
   held = me
 end
 if held ~= me then
@@ -478,7 +479,9 @@ if bad_fence(fence) then
   redis.call('DEL', KEYS[1])
   return fence_error(KEYS[2])
 end
-redis.call('ZREM', KEYS[3], me)
+if headed then
+  redis.call('ZREM', KEYS[3], me)  -- a turn's waiter left the line when it was woken
+end
 if noinfo then
   return {1, issue(KEYS[2], fence, ARGV[3]), '', 'noinfo'}
 end
@@ -524,6 +527,9 @@ if not slot and free then
     return {2, left, l[1], l[2], l[3]}
   end
   local kind, woken = wake(KEYS[2], free, ARGV[8], me)
+  if kind == 'self' then
+    redis.call('ZREM', KEYS[2], me)  -- a turn's waiter left the line when it was woken
+  end
   if kind == 'empty' or kind == 'self' then
     slot = free
   elseif kind == 'woke' then
@@ -542,7 +548,6 @@ end
 if mine then
   redis.call('SET', slot, me, 'PX', ARGV[2])
 end
-redis.call('ZREM', KEYS[2], me)
 if left < 0 then
   return {1, issue(KEYS[1], fence, ARGV[3]), slot, 'noinfo'}
 end
