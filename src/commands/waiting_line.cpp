@@ -67,8 +67,7 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   for (std::size_t i = 0; i < line->entries.size(); ++i) {
     const auto& e = line->entries[i];
     out << "  " << i + 1 << ". " << log::printable(e.holder) << ", waiting "
-        << format_duration(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::milliseconds(waited_ms(e))))
-        << "\n";
+        << format_duration(std::chrono::milliseconds(waited_ms(e))) << "\n";
   }
   if (line->length > static_cast<std::int64_t>(line->entries.size())) {
     out << "  ... " << line->length - static_cast<std::int64_t>(line->entries.size()) << " more\n";

@@ -183,6 +183,13 @@ TEST_F(FairLine, NoWaitFindsTheLineBusyAndDoesNotJoinIt) {
   const auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
   EXPECT_EQ(r.code, 75) << r.err;
   EXPECT_EQ(line_length(), 1);
+  // `status` shows the line, in text and JSON.
+  const auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(st.code, 0) << st.err;
+  EXPECT_NE(st.out.find("line:   1 waiting\n  1. "), std::string::npos) << st.out;
+  const auto js = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_NE(js.out.find("\"fair\":true,\"line\":{\"length\":1,"), std::string::npos) << js.out;
+  EXPECT_NE(js.out.find("\"position\":1,"), std::string::npos) << js.out;
 }
 
 TEST_F(FairLine, AWaiterThatStopsOrGivesUpLeavesTheLineAtOnce) {
@@ -266,6 +273,61 @@ TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
   EXPECT_EQ(c.wait_for(10s), 0);
   EXPECT_EQ(d.wait_for(10s), 0);
   EXPECT_NE(c.err().find("outside the waiting line"), std::string::npos) << c.err();
+}
+
+TEST_F(FairLine, ASemaphoresFreedSlotGoesToTheHeadOfTheLineInOrder) {
+  const auto cfg = config("oneshot", "", "limit = 2\n");
+  start("A", cfg, "1.5");
+  start("B", cfg, "1.5");
+  ASSERT_TRUE(jobs_reach(2, 10s));
+  for (const char* n : {"C", "D", "E", "F"}) {
+    start(n, cfg, "0.3");
+    ASSERT_TRUE(line_reaches(static_cast<long long>(procs_.size()) - 2)) << n << " did not join the line";
+  }
+  auto m = meter();
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  for (auto& p : procs_) ASSERT_EQ(p->wait_for(20s), 0) << p->err();
+  expect_quiet(m, began);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 6u);
+  std::string order;
+  for (const auto& j : v) order += j.name;
+  EXPECT_EQ(order.substr(2), "CDEF") << order;
+  // Never more than two at once.
+  for (const auto& j : v) {
+    int at_once = 0;
+    for (const auto& k : v) at_once += k.start <= j.start && (k.end == 0 || k.end > j.start) ? 1 : 0;
+    EXPECT_LE(at_once, 2) << j.name;
+  }
+}
+
+TEST_F(FairLine, WaitersWhoseConnectionsWereCutAreSkippedAndRejoin) {
+  const auto cfg = config();
+  const std::string gate = dir_.path() + "/gate";
+  start("A", cfg, "0; while [ ! -e " + gate + " ]; do sleep 0.02; done");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  auto& b = start("B", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(1));
+  auto& c = start("C", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(2));
+  // Both waiters' wake subscriptions are cut (as a proxy or a failover would) just before
+  // the release: it finds nobody listening, drops both and frees the key; they resubscribe
+  // (0.5 s later), rejoin, and both run, one after the other, well before any TTL.
+  server_.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+  std::ofstream(gate).put('x');
+  auto m = meter();
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  for (auto& p : procs_) EXPECT_EQ(p->wait_for(15s), 0) << p->err();
+  expect_quiet(m, began);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 3u);
+  expect_no_overlap(v);
+  EXPECT_NE(b.err().find("acquired key="), std::string::npos) << b.err();
+  EXPECT_NE(c.err().find("acquired key="), std::string::npos) << c.err();
+  EXPECT_LT(v[2].start - v[0].end, 2'500'000'000LL);
+  EXPECT_EQ(line_length(), 0);
 }
 
 // Redlock: node-local lines in a cycle (A,B,C / B,C,A / C,A,B) in which nobody heads a
