@@ -128,7 +128,8 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
 
 void RedlockBackend::note_line(const AcquireReply& r, Acquisition& a, bool& first) {
   if (!r.line) return;
-  a.line_length = std::max(a.line_length, r.line_length);
+  // A miss in line does not read the length (a command saved per attempt): at least our place.
+  a.line_length = std::max({a.line_length, r.line_length, r.position});
   if (r.position <= 0) return;
   // Our place: the best any node gives (the line's order is the same on every node once our
   // ticket is written back; a node that dropped us has us at its tail for now).

@@ -396,33 +396,32 @@ local function wake(line, key, window, me)
   end
   return 'more'
 end
-local function join(line, me, ticket, line_ttl)
-  local score = redis.call('ZSCORE', line, me)
-  if score then
-    score = tonumber(score)
-    local t = tonumber(ticket)
-    if t and t > score then
-      score = t
-      redis.call('ZADD', line, string.format('%.0f', score), me)
+local function in_line(line, me, join_it, ticket, line_ttl)
+  if join_it ~= '1' then
+    return {0, '', 0}
+  end
+  -- In line already (the common case of a waiter's attempt): raise our score to the ticket,
+  -- never lower it, and read our place: two commands.
+  if ticket ~= '' then
+    redis.call('ZADD', line, 'XX', 'GT', ticket, me)
+  end
+  local rank = redis.call('ZRANK', line, me)
+  if rank then
+    if ticket == '' then
+      ticket = redis.call('ZSCORE', line, me)
     end
-    return score
+    return {rank + 1, ticket, 0}
   end
   local t = redis.call('TIME')
-  score = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local score = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local tail = redis.call('ZRANGE', line, -1, -1, 'WITHSCORES')
   if tail[2] and tonumber(tail[2]) >= score then
     score = tonumber(tail[2]) + 1
   end
   redis.call('ZADD', line, string.format('%.0f', score), me)
   redis.call('PEXPIRE', line, line_ttl)
-  return score
-end
-local function in_line(line, me, join_it, ticket, line_ttl)
-  if join_it ~= '1' then
-    return {0, '', redis.call('ZCARD', line)}
-  end
-  local score = join(line, me, ticket, line_ttl)
-  return {redis.call('ZRANK', line, me) + 1, string.format('%.0f', score), redis.call('ZCARD', line)}
+  local length = redis.call('ZCARD', line)
+  return {length, string.format('%.0f', score), length}
 end
 )lua";
 
@@ -434,7 +433,9 @@ end
 /// the key holds our turn, or when we head the line. Otherwise (held, another's turn, or
 /// free with others ahead, whose head is then woken) the caller joins the line if it may:
 /// {0, holder or "\1turn:<holder>", pttl, position (0: not in line), ticket or "", line
-/// length}. Guarded: {2, ms left, position, ticket, length}.
+/// length (0: not read; only a join reads it)}. Guarded: {2, ms left, position, ticket,
+/// length}. A miss of a waiter already in line costs five commands (EVALSHA, GET, PTTL,
+/// ZADD XX GT, ZRANK), one more than kAcquire's: the storm bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
 local held = redis.call('GET', KEYS[1])
