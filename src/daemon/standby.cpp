@@ -176,14 +176,15 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       break;
     }
     case End::kTurn: {
-      // Addressed to us alone (one waiter per release): try at once. Only a second turn
-      // message within kMinAttemptGap of the last one that we followed is paced.
-      if (now >= last_turn_attempt_ + kMinAttemptGap) {
-        last_turn_attempt_ = now;
+      // Addressed to us alone (one waiter per release): try at once, unless our last attempt
+      // began less than kMinAttemptGap ago (under Redlock each node sends its own turn; a
+      // failed quorum's undo frees the key for the next wake): paced as a release.
+      const auto soon = paced();
+      if (now >= soon) {
         emit<Debug>(out, {"our turn in the waiting line; trying now"});
         return attempt(out);
       }
-      wake_at_ = std::min(wake_at_, paced());
+      wake_at_ = std::min(wake_at_, soon);
       break;
     }
     case End::kNext: {

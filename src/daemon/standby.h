@@ -121,9 +121,6 @@ class StandbyMachine {
   /// The last attempt re-run after a stray signal (kept across waits: a flood of signals
   /// never re-runs attempts more often than every 100 ms).
   Clock::time_point last_stray_retry_{};
-  /// The last attempt that a turn message started: a second one within kMinAttemptGap is
-  /// paced (a flood of forged turn messages must not drive us either).
-  Clock::time_point last_turn_attempt_{};
   lock::Acquisition last_;
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)

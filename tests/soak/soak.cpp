@@ -83,12 +83,13 @@ struct Args {
   int daemons = 4;
   int limit = 1;  ///< [task] limit: a semaphore of this many slots (records checked per slot)
   bool verbose = false;
+  bool fair = true;  ///< the waiting line (fair = true, the default); --unfair: fair = false
   std::string keep;  ///< keep the daemons' logs and the records here (for a failure's post-mortem)
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "redisgo_soak: " << why
-            << "\nusage: redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--limit N] [--verbose] [--keep DIR]\n";
+            << "\nusage: redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--limit N] [--unfair] [--verbose] [--keep DIR]\n";
   std::exit(2);
 }
 
@@ -107,6 +108,7 @@ Args parse(int argc, char** argv) {
     else if (arg == "--limit") a.limit = std::stoi(value());
     else if (arg == "--verbose") a.verbose = true;
     else if (arg == "--keep") a.keep = value();
+    else if (arg == "--unfair") a.fair = false;
     else usage("unknown option " + arg);
   }
   if (a.nodes != 1 && a.nodes != 3) usage("--nodes must be 1 or 3");
@@ -339,6 +341,7 @@ void Soak::tick_storm() {
         std::cerr << "soak: node " << i << ": " << per_daemon << " commands/s per daemon in the last " << secs << " s\n"
                   << cli(nodes_[i]->port(), "INFO commandstats") << cli(nodes_[i]->port(), "CLIENT LIST");
       }
+      if (args_.verbose) cli(nodes_[i]->port(), "CONFIG RESETSTAT");  // the next dump covers one window
       max_cmds_ = std::max(max_cmds_, per_daemon);
     }
     last_cmds_[i] = c;
@@ -386,6 +389,7 @@ int Soak::run() {
     std::ostringstream cfg;
     cfg << "[redis]\n" << (args_.nodes == 1 ? "host = " + list : "nodes = [" + list + "]") << "\n"
         << "key = \"soak\"\nexpire = \"1500ms\"\ncron = \"300ms\"\nio_timeout = \"250ms\"\nconnect_timeout = \"250ms\"\n"
+        << "fair = " << (args_.fair ? "true" : "false") << "\n"
         << "[backoff]\nstrategy = \"exponential\"\ninitial = \"30ms\"\nmax = \"500ms\"\n"
         << "[task]\nmode = \"" << (daemon.supervise ? "supervise" : "oneshot") << "\"\nkill_grace = \"300ms\"\n"
         << "limit = " << args_.limit << "\n";
