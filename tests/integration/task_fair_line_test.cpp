@@ -277,8 +277,9 @@ TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
 
 TEST_F(FairLine, ASemaphoresFreedSlotGoesToTheHeadOfTheLineInOrder) {
   const auto cfg = config("oneshot", "", "limit = 2\n");
+  // The holders end 0.5 s apart (two slots freed at once would race their heads, a tie).
   start("A", cfg, "1.5");
-  start("B", cfg, "1.5");
+  start("B", cfg, "2");
   ASSERT_TRUE(jobs_reach(2, 10s));
   for (const char* n : {"C", "D", "E", "F"}) {
     start(n, cfg, "0.3");
