@@ -1047,7 +1047,7 @@ class Bench:
         are counted over the runs that started while all four loops ran (the first and the
         last second left out)."""
         k = 4
-        seconds = seconds or (10 if self.quick else 150)
+        seconds = seconds or (10 if self.quick else (180 if redis_set is None else 300))
         nodes = redis_set or [Redis(self.tmp, f"fair_{label.replace(' ', '_')}")]
         key = "bench:fair:" + label.replace(" ", "_")
         d = os.path.join(self.tmp, "fairrun_" + label.replace(" ", "_"))
@@ -1379,6 +1379,54 @@ def verdict(ok):
     return "met" if ok else "**missed**"
 
 
+def report_line(r, m, w):
+    """The waiting line's sections: fairness and the herd (issue 19)."""
+    fa, hd = r.get("fairness", {}), r.get("herd", {})
+    if fa:
+        w("## Fairness: 4 hosts looping on one key (the waiting line)")
+        w("")
+        w("| topology | window | runs counted | shares per host | largest deviation from 25 % | runs/s | Redis commands per run |")
+        w("| --- | --- | --- | --- | --- | --- | --- |")
+        for label, f in fa.items():
+            w(f"| {label} | {f['seconds']:.0f} s | {f['counted']} | " + " / ".join(f"{x:.2f} %" for x in f["shares_pct"]) +
+              f" | {f['max_dev_pp']:.2f} pp | {f['runs_per_s']:.1f} | {f['commands_per_run']:.1f} |")
+        w("")
+        w("Target: each host's share within 1 percentage point of 25 %. The Go redisgo_task that this")
+        w("project ports reports, for four groups of 10,000+ acquisitions, shares within 0.0025 % of")
+        w("each other (its README; it cannot be run here: no Go toolchain and no network).")
+        w("")
+        w("Method: four `/bin/sh` loops (the hosts), each running `redisgo_task task --config F -- /bin/sh -c")
+        w("'echo <ns> <host> >> runs; sleep 0.01'` again as soon as the last run exits (oneshot, a new")
+        w("process per run, `fair = true` by default, expire 5 s), all on one key, for the window; then a")
+        w("stop file ends the loops. Shares count the runs that started while all four looped (the")
+        w("first and the last second left out). Redis commands per run: `total_commands_processed`")
+        w("(inside scripts included) over the window, divided by the runs: it includes each new")
+        w("process's connection, script loads and subscription.")
+        w("")
+    if hd:
+        w("## The herd: 1, 20, 200 and 1,000 standbys on one key")
+        w("")
+        w("| standbys | handover median | p99 | rounds | Redis commands in the second after a release | "
+          "standbys that attempted in it | commands/s while a leader renews (all standbys) | start-up |")
+        w("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for n in sorted(hd, key=int):
+            x = hd[n]
+            w(f"| {n} | {x['median_ms']:.2f} ms | {x['p99_ms']:.2f} ms | {x['rounds']} | "
+              f"{', '.join(str(c) for c in x['herd_commands'])} | {', '.join(str(a) for a in x['herd_attempts'])} | "
+              f"{x['steady_per_s']:.1f} ({x['steady_scripts_per_s']:.2f} scripts/s) | {x['startup_s']:.1f} s |")
+        w("")
+        one, big = hd.get(1) or hd.get("1"), hd.get(1000) or hd.get("1000") or hd.get(200) or hd.get("200")
+        if one and big:
+            w(f"Handover median with {big['standbys']} standbys / with 1: {big['median_ms'] / one['median_ms']:.2f} "
+              "(target ≤ 1.5).")
+            w("")
+        w("Method: as in \"Scale\" below, once per size, each with a redis-server of its own. The")
+        w("commands in the second after a release count everything Redis ran (inside scripts")
+        w("included): the release script, the head's acquisition and, 300 ms later, the old leader")
+        w("contending again (it joins the tail of the line), whatever the number of standbys.")
+        w("")
+
+
 def report(r, m, build_type):
     h, s, o, rss, c = r["handover"], r["standbys"], r["overhead"], r["rss"], r["cycle"]
     held, lead = s["held_by_cli"], s["real_leader"]
@@ -1707,6 +1755,7 @@ def report(r, m, build_type):
         w(f"and Redis still takes the burst of ~{herd['commands']} commands per release.")
     w("")
 
+    report_line(r, m, w)
     w("## Semaphore: `limit = 4` under 20 contenders")
     w("")
     if not sem.get("supported"):
@@ -1904,6 +1953,9 @@ def main():
             timed(b.rss, redis)
             timed(b.peers, redis)
             timed(b.scale)
+            timed(b.herd)
+            timed(b.fairness)
+            timed(b.fairness_redlock)
             timed(b.semaphore)
             timed(b.lease_cycle)
             timed(b.restart_guard)
