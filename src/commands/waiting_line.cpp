@@ -45,7 +45,8 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
       out << "null";
       return;
     }
-    out << "{\"length\":" << line->length << ",\"node\":" << log::json_quoted(line->node) << ",\"waiters\":[";
+    out << "{\"length\":" << line->length << ",\"node\":" << log::json_quoted(line->node)
+        << ",\"outside\":" << (line->outside >= 0 ? std::to_string(line->outside) : "null") << ",\"waiters\":[";
     for (std::size_t i = 0; i < line->entries.size(); ++i) {
       const auto& e = line->entries[i];
       out << (i ? "," : "") << "{\"position\":" << i + 1 << ",\"holder\":" << log::json_quoted(e.holder)
@@ -57,6 +58,11 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   if (!line) {
     if (config.redis.fair) out << "line:   unknown (no node could be read)\n";
     return;
+  }
+  if (line->outside > 0) {
+    // Mixed settings on one key (redisgo_task(1), The waiting line).
+    out << "note:   " << line->outside << " waiter(s) listen outside the waiting line (fair = false, or an older "
+        << "version): they race past it for every freed lease\n";
   }
   if (line->length == 0) {
     if (config.redis.fair) out << "line:   empty\n";

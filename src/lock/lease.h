@@ -214,6 +214,9 @@ struct LineView {
   std::string error;
   std::int64_t length = 0;
   std::vector<LineEntry> entries;  ///< from the head, at most the number asked for
+  /// Subscribers of the shared release channel: waiters outside the line (fair = false, an
+  /// older version); -1 unknown.
+  std::int64_t outside = -1;
 };
 
 /// One node's view of the key (for `status`).

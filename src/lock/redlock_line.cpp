@@ -32,7 +32,7 @@ void RedlockBackend::leave_line() noexcept {
 }
 
 std::vector<LineView> RedlockBackend::read_line(int limit) {
-  auto calls = round(kReadLine, {keys_.line}, {std::to_string(std::max(1, limit))}, true);
+  auto calls = round(kReadLine, {keys_.line}, {std::to_string(std::max(1, limit)), keys_.channel}, true);
   std::vector<LineView> out(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     LineView& v = out[i];
@@ -43,7 +43,7 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
       continue;
     }
     const redisReply* r = c->reply().get();
-    const auto length = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? redis::as_integer(r->element[0])
+    const auto length = r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 ? redis::as_integer(r->element[0])
                                                                                : std::nullopt;
     const redisReply* list = length ? r->element[1] : nullptr;
     if (!length || !list || list->type != REDIS_REPLY_ARRAY || list->elements % 2 != 0) {
@@ -52,6 +52,7 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
     }
     v.reachable = true;
     v.length = *length;
+    v.outside = redis::as_integer(r->element[2]).value_or(-1);
     for (std::size_t k = 0; k + 1 < list->elements; k += 2) {
       auto holder = redis::as_string(list->element[k]);
       auto score = redis::as_string(list->element[k + 1]);

@@ -581,11 +581,16 @@ return {1, unfair}
 )lua";
 inline const Script kReleaseFair{kReleaseFairSource};
 
-/// Read the line (for `status`). KEYS: line. ARGV: how many entries at most. Read-only:
-/// {length, {holder, ticket, ...}} from the head.
+/// Read the line (for `status`). KEYS: line. ARGV: how many entries at most, the release
+/// channel. Read-only: {length, {holder, ticket, ...} from the head, subscribers of the
+/// release channel (waiters outside the line: fair = false, or an older version)}.
 inline const Script kReadLine{R"lua(
 local n = tonumber(ARGV[1]) or 100
-return {redis.call('ZCARD', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES')}
+local outside = redis.pcall('PUBSUB', 'NUMSUB', ARGV[2])
+if type(outside) ~= 'table' or outside.err then
+  outside = {'', -1}
+end
+return {redis.call('ZCARD', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES'), outside[2]}
 )lua"};
 
 /// Every script above.
