@@ -524,10 +524,15 @@ class Bench:
                 "info_per_s": info / window}
         log(f"  key held by redis-cli (600 s TTL), {n + 1} daemons waiting: {held['per_s']:.1f} requests/s")
 
-        # Let one daemon be the leader: remove the manual key and publish on the release
-        # channel as the release script would. All 21 wake at once; one wins.
+        # Let one daemon be the leader: remove the manual key and wake a waiter as the release
+        # script would: the head of the waiting line on its own channel (fair = true), or,
+        # without a line, every waiter on the release channel.
         redis.cli("DEL", key)
-        redis.cli("PUBLISH", "{" + key + "}:released", "bench")
+        head = redis.cli("ZRANGE", "{" + key + "}:line", "0", "0").strip()
+        if head:
+            redis.cli("PUBLISH", "{" + key + "}:wake:" + head, "turn")
+        else:
+            redis.cli("PUBLISH", "{" + key + "}:released", "bench")
         leader = None
 
         def find_leader():

@@ -190,7 +190,8 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
     case End::kNext: {
       // The head before us was woken: if it has not taken its turn when its window ends,
       // the lease is ours to try (it lost the turn). A little after, so the turn has expired.
-      const auto after_window = now + e.window + kTurnMargin;
+      // Paced all the same: a flood of (forged) "next" messages must not drive attempts.
+      const auto after_window = std::max(now + e.window + kTurnMargin, paced());
       if (after_window < wake_at_) {
         emit<Debug>(out, {"the waiter before us was woken; trying in " + format_duration(until(after_window, now)) +
                           " unless it takes its turn"});

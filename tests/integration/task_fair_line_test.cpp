@@ -270,6 +270,10 @@ TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
   auto& c = start("C", fair, "1");
   ASSERT_TRUE(jobs_reach(3, 10s));
   auto& d = start("D", unfair, "0.1");
+  // `status` (of a fair config) sees D listening outside the line.
+  ASSERT_TRUE(wait_until([&] { return server_.cli({"PUBSUB", "NUMSUB", "{" + key_ + "}:released"}).find("\n1") != std::string::npos; }, 10s));
+  const auto st = run_task_binary({"status", "--config", fair}, 10s);
+  EXPECT_NE(st.out.find("1 waiter(s) listen outside the waiting line"), std::string::npos) << st.out;
   EXPECT_EQ(c.wait_for(10s), 0);
   EXPECT_EQ(d.wait_for(10s), 0);
   EXPECT_NE(c.err().find("outside the waiting line"), std::string::npos) << c.err();

@@ -364,6 +364,24 @@ TEST(Standby, AFloodOfTurnMessagesIsPaced) {
   EXPECT_LE(attempts, 100);
 }
 
+// A flood of (forged) "next 1" messages never drives a waiter past the pacing either.
+TEST(Standby, AFloodOfNextMessagesIsPaced) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  int attempts = 0;
+  std::optional<Clock::time_point> wake;
+  for (int ms = 0; ms < 10'000; ++ms) {
+    if (has<Attempt>(r.last)) {
+      ++attempts;
+      r.attempted(in_line(3000, 2), 0ms);
+    }
+    if (auto w = first<Wait>(r.last)) wake = w->until;
+    r.clock.advance(1ms);
+    r.step(WaitEnded{wake && r.clock.now() >= *wake ? End::kTimer : End::kNext, 1ms});
+  }
+  EXPECT_LE(attempts, 100);
+}
+
 TEST(Standby, NextMessageTriesWhenTheWokenHeadsWindowHasEnded) {
   Rig r(settings(Mode::kSupervise));
   r.step(Begin{});
