@@ -204,7 +204,8 @@ void Runner::note_line(const lock::Acquisition& acq) {
   if (!warned_line_ && lock::turn_of(acq.holder)) {
     warned_line_ = true;
     log_->warn("key {} has a waiting line (daemons with fair = true wait their turn in it) but this daemon runs "
-               "fair = false and races past them for every freed lease: set fair alike on every daemon of the key",
+               "fair = false: a freed lease goes to the line first, so this daemon gets it only when nobody waits "
+               "in line; set fair alike on every daemon of the key",
                cfg_.redis.key);
   }
 }

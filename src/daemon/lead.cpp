@@ -356,10 +356,16 @@ void Runner::log_release(const lock::Release& r) {
   }
   if (r.unfair_listeners > 0 && !warned_unfair_) {
     warned_unfair_ = true;
-    log_->warn("{} waiter(s) of key {} heard the release outside the waiting line (fair = false, or a version "
-               "without the line): they race for each freed lease instead of waiting their turn; set fair alike on "
-               "every daemon of the key",
+    log_->warn("{} client(s) heard the release of key {} outside the waiting line: daemons with fair = false or a "
+               "version without the line (they get the lease only when nobody waits in line), or a PSUBSCRIBE "
+               "monitor (which also makes dead waiters look alive); set fair alike on every daemon of the key",
                r.unfair_listeners, cfg_.redis.key);
+  }
+  if (r.line_broken > 0 && !warned_line_broken_) {
+    warned_line_broken_ = true;
+    log_->error("the waiting line {} is not a sorted set (set by hand?): the lease was released but nobody was "
+                "woken, and no daemon can queue; delete it (redis-cli DEL {})",
+                keys_.line, keys_.line);
   }
   if (r.unpublished > 0 && !warned_unpublished_) {
     // Once: it is a setting, not an event.

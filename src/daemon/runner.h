@@ -158,6 +158,7 @@ class Runner {
   bool warned_unpublished_ = false;
   bool warned_unfair_ = false;     // fair: waiters outside the line heard a release (said once)
   bool warned_line_ = false;       // fair = false: a turn of the line seen (said once)
+  bool warned_line_broken_ = false;  // the line is not a sorted set (said once)
   Millis next_window_{0};          // the window a "next" message named (WaitEnd::kNext)
   bool warned_never_expires_ = false;
   bool warned_longer_lease_ = false;

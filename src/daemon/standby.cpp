@@ -28,6 +28,7 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   s.monitor_try_all = config.redis.monitor_try_all;
   s.retries_count = config.redis.retries_count;
   s.backoff_max = config.backoff.max;
+  s.turn_window = config.redis.turn_window();
   return s;
 }
 
@@ -122,6 +123,7 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   miss.guard_ms = acq.guard_wait_ms;
   miss.subscribed = e.subscribed;
   miss.position = acq.position;
+  miss.turn_window = s_.turn_window;
   miss.backoff_max = s_.backoff_max;
   const AfterMiss next = after_miss(miss);
   if (next.give_up) {

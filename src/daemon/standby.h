@@ -34,6 +34,7 @@ struct StandbySettings {
   bool monitor_try_all = true;
   int retries_count = 4;
   Millis backoff_max{1000};
+  Millis turn_window{1000};  ///< the waiting line's window (RedisConfig::turn_window)
 
   static StandbySettings from(const config::Config& config, bool wait_flag);
 };

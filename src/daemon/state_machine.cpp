@@ -20,7 +20,7 @@ AfterMiss after_miss(const MissContext& c) {
     bool bounded = c.mode == config::Mode::kOneshot && !c.monitor_try_all;
     out.wait = c.subscribed && !bounded ? until_expiry : std::min(backoff, until_expiry);
     if (c.subscribed && !bounded && c.position > 1) {
-      out.wait = std::min(kLineSleepMax, until_expiry * std::min<std::int64_t>(c.position, 100'000));
+      out.wait = std::min(kLineSleepMax, until_expiry + c.turn_window * std::min<std::int64_t>(c.position - 1, 100'000));
     }
   } else {
     out.wait = backoff;

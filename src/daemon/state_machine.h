@@ -48,8 +48,9 @@ struct MissContext {
   std::int64_t guard_ms = -1;
   bool subscribed = false;       ///< a release message will wake the waiter
   Millis backoff_max{1000};
-  /// The waiting line: our place in it (1 = head, 0 = not in line).
+  /// The waiting line: our place in it (1 = head, 0 = not in line), and a head's window.
   std::int64_t position = 0;
+  Millis turn_window{1000};
 };
 
 /// oneshot: --no-wait tries once; monitor_try_all=false tries retries_count times; else
@@ -61,10 +62,11 @@ struct MissContext {
 /// With no holder known and the restart guard's wait known, wait exactly that (+1 ms):
 /// nothing can be granted sooner, so neither counted attempts nor a waiter without a
 /// subscription ask before it opens (docs/DESIGN.md "Restart guard").
-/// In the waiting line (position > 1, subscribed), the wait is that expiry times the
-/// position, at most kLineSleepMax: the line wakes the waiters, and only the head need watch
-/// a holder that may die without releasing; the others are a fallback in case the head
-/// died too (docs/DESIGN.md "The waiting line").
+/// In the waiting line (position > 1, subscribed), the wait is that expiry plus one turn
+/// window per waiter ahead, at most kLineSleepMax: the line wakes the waiters, and only the
+/// head need watch a holder that may die without releasing; the others are the fallback
+/// when those ahead are dead or frozen too, each one window later than the one before it
+/// (docs/DESIGN.md "The waiting line").
 AfterMiss after_miss(const MissContext& c);
 inline constexpr Millis kLineSleepMax{3'600'000};
 

@@ -200,6 +200,7 @@ struct Release {
   int unanswered = 0;   ///< nodes it was sent to whose answer had not come (a quorum's had)
   /// Fair: waiters outside the line (fair = false, an older version) that heard the release.
   long long unfair_listeners = 0;
+  int line_broken = 0;  ///< nodes whose line is not a sorted set (released, nobody woken)
 };
 
 /// One waiter in the line, as `status` shows it.

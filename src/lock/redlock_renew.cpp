@@ -233,6 +233,7 @@ Release RedlockBackend::release() noexcept {
         ++out.released;
         if (!r->published) ++out.unpublished;
         out.unfair_listeners += r->unfair_listeners;
+        out.line_broken += r->line_broken ? 1 : 0;
       }
     }
     return out;

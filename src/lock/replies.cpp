@@ -112,8 +112,8 @@ std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
   if (r && r->type == REDIS_REPLY_ARRAY) {
     auto flag = redis::as_integer(element(r, 0));
     auto unfair = redis::as_integer(element(r, 1));
-    if (r->elements != 2 || !flag || !unfair || *unfair < 0 || (*flag != 1 && *flag != 2)) return std::nullopt;
-    return ReleaseReply{true, *flag == 1, *unfair};
+    if (r->elements != 2 || !flag || !unfair || *unfair < 0 || *flag < 1 || *flag > 3) return std::nullopt;
+    return ReleaseReply{true, *flag != 2, *unfair, *flag == 3};
   }
   auto v = redis::as_integer(r);
   if (v == 0) return ReleaseReply{false, false};

@@ -50,6 +50,7 @@ struct ReleaseReply {
   bool released = false;
   bool published = false;
   long long unfair_listeners = 0;
+  bool line_broken = false;  ///< 3: the line is not a sorted set; the key was only deleted
 };
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
 

@@ -360,41 +360,62 @@ return redis.call('PUBLISH', ARGV[1], ARGV[2])
 /// under the holder that was about to set it again: caught by the restart guard's test.)
 /// wake(): the first listener of the line, addressed on its own channel ("<base>:wake:<holder>").
 /// PUBLISH answers how many clients got the message: 0 means nobody listens (the waiter died
-/// or lost its connection), so that entry is dropped and the next one tried, at most
-/// kWakeTries times. The woken head is removed from the line (its turn is in the key) and the
+/// or lost its connection), so that entry is dropped and the next one tried, up to 256 per
+/// call (one PUBLISH each; the dead are removed in one ZREMRANGEBYRANK). The woken head is removed from the line (its turn is in the key) and the
 /// next one told "next <window ms>", so that someone acts if the head never comes.
 /// Returns 'empty' (nobody waits), 'self' (`me` heads the line: the caller takes the lease),
 /// 'woke', holder (the key now holds its turn), 'refused' (PUBLISH refused: an ACL user
 /// without the channel; the line is left as it was) or 'more' (only dead entries seen so far).
 inline const std::string kLineFunctions = R"lua(
 local TURN = '\1turn:'
+-- A line key that is not a sorted set (set by hand): a clear error, as for the fence counter
+-- (raised: callers that wrote something first catch it with pcall and undo).
+local function line_call(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then
+    local line = select(2, ...)
+    error('waiting line ' .. line .. ' is not a sorted set (' .. r.err .. '): delete it', 0)
+  end
+  return r
+end
 local function wake_channel(line, holder)
   return string.sub(line, 1, -5) .. 'wake:' .. holder
 end
 local function wake(line, key, window, me)
-  for i = 1, 32 do
-    local two = redis.call('ZRANGE', line, 0, 1)
-    local head = two[1]
-    if not head then
-      return 'empty'
-    end
+  local batch = line_call('ZRANGE', line, 0, 255)
+  local dead = 0
+  local kind, woken = 'more', nil
+  for i, head in ipairs(batch) do
     if head == me then
-      return 'self'
+      kind = 'self'
+      break
     end
     local n = redis.pcall('PUBLISH', wake_channel(line, head), 'turn')
     if type(n) ~= 'number' then
-      return 'refused'
+      kind = 'refused'
+      break
     end
-    redis.call('ZREM', line, head)
+    dead = i
     if n > 0 then
       redis.call('SET', key, TURN .. head, 'PX', window)
-      if two[2] then
-        redis.pcall('PUBLISH', wake_channel(line, two[2]), 'next ' .. window)
+      if batch[i + 1] then
+        redis.pcall('PUBLISH', wake_channel(line, batch[i + 1]), 'next ' .. window)
       end
-      return 'woke', head
+      kind, woken = 'woke', head
+      break
     end
   end
-  return 'more'
+  if #batch == 0 then
+    kind = 'empty'
+  end
+  -- The dead (and the woken head, whose turn is now in the key) leave the line at once.
+  if dead > 0 then
+    redis.call('ZREMRANGEBYRANK', line, 0, dead - 1)
+  end
+  if kind == 'more' and #batch < 256 then
+    kind = 'empty'
+  end
+  return kind, woken
 end
 local function in_line(line, me, join_it, ticket, line_ttl)
   if join_it ~= '1' then
@@ -403,9 +424,9 @@ local function in_line(line, me, join_it, ticket, line_ttl)
   -- In line already (the common case of a waiter's attempt): raise our score to the ticket,
   -- never lower it, and read our place: two commands.
   if ticket ~= '' then
-    redis.call('ZADD', line, 'XX', 'GT', ticket, me)
+    line_call('ZADD', line, 'XX', 'GT', ticket, me)
   end
-  local rank = redis.call('ZRANK', line, me)
+  local rank = line_call('ZRANK', line, me)
   if rank then
     if ticket == '' then
       ticket = redis.call('ZSCORE', line, me)
@@ -458,7 +479,11 @@ else
     return {2, left, l[1], l[2], l[3]}
   end
   noinfo = left < 0
-  local kind, woken = wake(KEYS[3], KEYS[1], ARGV[8], me)
+  local ok, kind, woken = pcall(wake, KEYS[3], KEYS[1], ARGV[8], me)
+  if not ok then
+    redis.call('DEL', KEYS[1])
+    return redis.error_reply(kind)
+  end
   if kind ~= 'empty' and kind ~= 'self' then
     if kind ~= 'woke' then
       redis.call('DEL', KEYS[1])
@@ -467,7 +492,7 @@ else
     if kind == 'woke' then
       return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
     end
-    return {0, '', -1, l[1], l[2], l[3]}
+    return {0, '', -2, l[1], l[2], l[3]}
   end
   headed = kind == 'self'
   held = me
@@ -501,14 +526,17 @@ local fence = redis.pcall('GET', KEYS[1])
 if bad_fence(fence) then
   return fence_error(KEYS[1])
 end
-local mine, free, first, best = nil, nil, 3, -1
+local mine, free, other, first, best = nil, nil, nil, 3, -1
 for i = 3, #KEYS do
   local v = redis.call('GET', KEYS[i])
   if v == TURN .. me then
     mine = KEYS[i]
-    break
   elseif not v then
-    free = free or KEYS[i]
+    if free then
+      other = other or KEYS[i]
+    else
+      free = KEYS[i]
+    end
   else
     local ttl = redis.call('PTTL', KEYS[i])
     if ttl >= 0 and (best < 0 or ttl < best) then
@@ -527,7 +555,11 @@ if not slot and free then
     local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
     return {2, left, l[1], l[2], l[3]}
   end
-  local kind, woken = wake(KEYS[2], free, ARGV[8], me)
+  local ok, kind, woken = pcall(wake, KEYS[2], free, ARGV[8], me)
+  if not ok then
+    redis.call('DEL', free)
+    return redis.error_reply(kind)
+  end
   if kind == 'self' then
     redis.call('ZREM', KEYS[2], me)  -- a turn's waiter left the line when it was woken
   end
@@ -548,6 +580,12 @@ if not slot then
 end
 if mine then
   redis.call('SET', slot, me, 'PX', ARGV[2])
+  other = other or free
+end
+-- Another slot is free (a turn that expired unused, a release that woke nobody): its turn goes
+-- to the line's head now, or it would stay out of service until the next release.
+if other then
+  pcall(wake, KEYS[2], other, ARGV[8], me)
 end
 if left < 0 then
   return {1, issue(KEYS[1], fence, ARGV[3]), slot, 'noinfo'}
@@ -560,7 +598,8 @@ inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 /// window in ms, release channel. Compare-and-release: the freed key goes to the first
 /// waiter that listens as its turn (kLineFunctions wake), else it is deleted. The release
 /// channel is published too, for waiters that do not use the line (fair = false, or an older
-/// version): {1 (2: a PUBLISH was refused, ACL), how many such waiters heard it}. Not ours: 0.
+/// version): {1 (2: a PUBLISH was refused, ACL; 3: the line is not a sorted set, so the key
+/// was only deleted), how many such waiters heard it}. Not ours: 0.
 inline const std::string kReleaseFairSource = kLineFunctions + R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
@@ -570,9 +609,16 @@ local refused = type(unfair) ~= 'number'
 if refused then
   unfair = 0
 end
-local kind = wake(KEYS[2], KEYS[1], ARGV[2], '')
+-- A line that is not a sorted set (set by hand) must not keep the lease: released plainly.
+local ok, kind = pcall(wake, KEYS[2], KEYS[1], ARGV[2], '')
+if not ok then
+  kind = 'broken'
+end
 if kind ~= 'woke' then
   redis.call('DEL', KEYS[1])
+end
+if kind == 'broken' then
+  return {3, unfair}
 end
 if refused or kind == 'refused' then
   return {2, unfair}

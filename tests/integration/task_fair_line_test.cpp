@@ -335,6 +335,75 @@ TEST_F(FairLine, WaitersWhoseConnectionsWereCutAreSkippedAndRejoin) {
   EXPECT_EQ(line_length(), 0);
 }
 
+// Attack round (issue 19): two frozen waiters at the head broke the chain ("next" goes to
+// the second only, frozen too) and the third slept 3 x TTL; now it sleeps the TTL plus one
+// window per waiter ahead, so it runs a few windows after the release.
+TEST_F(FairLine, TwoFrozenWaitersAtTheHeadCostTheNextOnlyAFewWindows) {
+  const auto cfg = config();
+  start("A", cfg, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  auto& b = start("B", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(1));
+  auto& c = start("C", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(2));
+  auto& d = start("D", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(3));
+  b.signal(SIGSTOP);
+  c.signal(SIGSTOP);
+  auto m = meter();
+  const auto began = std::chrono::steady_clock::now();
+  m.start();
+  EXPECT_EQ(d.wait_for(15s), 0) << d.err();
+  expect_quiet(m, began);
+  b.signal(SIGCONT);
+  c.signal(SIGCONT);
+  EXPECT_EQ(b.wait_for(15s), 0) << b.err();
+  EXPECT_EQ(c.wait_for(15s), 0) << c.err();
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 4u);
+  expect_no_overlap(v);
+  EXPECT_EQ(v[1].name, "D");
+  // TTL (3 s at most) + 2 windows + a window for C's turn after D's retry: well under 3 TTLs.
+  EXPECT_LT(v[1].start - v[0].end, 7'500'000'000LL);
+}
+
+// Attack round: 40 dead waiters ahead of a live one cost it 120 s (32 skipped per call).
+TEST_F(FairLine, FortyDeadEntriesAheadAreSkippedInOneRelease) {
+  const auto cfg = config();
+  start("A", cfg, "3");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  for (int i = 0; i < 40; ++i) {
+    server_.cli({"ZADD", "{" + key_ + "}:line", std::to_string(1000 + i), "gone:" + std::to_string(i) + ":0123456789abcdef0123456789abcdef"});
+  }
+  start("B", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(41));
+  ASSERT_EQ(procs_[0]->wait_for(10s), 0);
+  ASSERT_EQ(procs_[1]->wait_for(10s), 0);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_LT(v[1].start - v[0].end, 300'000'000LL) << "B waited for the dead";
+  EXPECT_EQ(line_length(), 0);
+}
+
+// Attack round: a line key of another type failed the release (the lease stayed for its
+// TTL, "deleted nothing") and every attempt with an unclear error.
+TEST_F(FairLine, ALineKeyOfAnotherTypeNeverKeepsTheLeaseAndIsNamed) {
+  const auto cfg = config();
+  auto& a = start("A", cfg, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  server_.cli({"SET", "{" + key_ + "}:line", "junk"});
+  EXPECT_EQ(a.wait_for(10s), 0);
+  EXPECT_NE(a.err().find("released key="), std::string::npos) << a.err();
+  EXPECT_NE(a.err().find("is not a sorted set"), std::string::npos) << a.err();
+  EXPECT_EQ(server_.cli({"EXISTS", key_}), "0");
+  const auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("is not a sorted set"), std::string::npos) << r.err;
+  EXPECT_EQ(server_.cli({"EXISTS", key_}), "0") << "an attempt left its key behind";
+  server_.cli({"DEL", "{" + key_ + "}:line"});
+  EXPECT_EQ(run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s).code, 0);
+}
+
 // Redlock: node-local lines in a cycle (A,B,C / B,C,A / C,A,B) in which nobody heads a
 // majority. Seeded by hand with scores above every ticket (so that writing tickets back does
 // not undo it): the release wakes a different head on each node, each wins one node and

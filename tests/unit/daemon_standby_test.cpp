@@ -310,11 +310,11 @@ Acquisition in_line(std::int64_t ttl_ms, std::int64_t position) {
 }
 }  // namespace
 
-// Only the head watches the holder's TTL; the others sleep position x TTL (the line wakes
-// them), so idle waiters cost Redis next to nothing whatever their number.
+// Only the head watches the holder's TTL; the others sleep one turn window longer per waiter
+// ahead (the line wakes them; this is the fallback when those ahead are dead or frozen).
 TEST(Standby, InTheLineOnlyTheHeadWatchesTheTtlTheOthersSleepLonger) {
   for (const auto& [position, wait] : std::vector<std::pair<std::int64_t, Millis>>{
-           {0, 3001ms}, {1, 3001ms}, {2, 6002ms}, {10, 30010ms}, {5000, kLineSleepMax}}) {
+           {0, 3001ms}, {1, 3001ms}, {2, 4001ms}, {10, 12001ms}, {5000, kLineSleepMax}}) {
     Rig r(settings(Mode::kSupervise));
     r.step(Begin{});
     r.attempted(in_line(3000, position), 0ms);
