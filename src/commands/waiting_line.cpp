@@ -62,7 +62,7 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   if (line->outside > 0) {
     // Mixed settings on one key (redisgo_task(1), The waiting line).
     out << "note:   " << line->outside << " waiter(s) listen outside the waiting line (fair = false, or an older "
-        << "version): they race past it for every freed lease\n";
+        << "version): they get a freed lease only when nobody waits in line\n";
   }
   if (line->length == 0) {
     if (config.redis.fair) out << "line:   empty\n";

@@ -200,7 +200,7 @@ void Runner::note_line(const lock::Acquisition& acq) {
     metrics_.set_line_length(acq.line_length);
     return;
   }
-  // fair = false beside daemons with the line: they wait their turn while we race past.
+  // fair = false beside daemons with the line: a freed lease goes to their line first.
   if (!warned_line_ && lock::turn_of(acq.holder)) {
     warned_line_ = true;
     log_->warn("key {} has a waiting line (daemons with fair = true wait their turn in it) but this daemon runs "
