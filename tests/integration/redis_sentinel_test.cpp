@@ -162,6 +162,23 @@ TEST_F(SentinelTask, AManualFailoverWhileLeadingKeepsTheLeaseAndMovesTheRenewals
   lead_then_hand_over(set, spec, [&] { set.failover(); });
 }
 
+// The waiting line (docs/DESIGN.md "The waiting line"): a failover may lose it (replication
+// is asynchronous). Lost here on purpose once the new master serves: nobody deadlocks, the
+// standby rejoins or takes the lease at its TTL, and exclusion holds.
+TEST_F(SentinelTask, AFailoverThatLosesTheWaitingLineStillHandsOver) {
+  SentinelSet set;
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "4s";
+  spec.cron = "400ms";
+  spec.kill_grace = "500ms";
+  spec.io_timeout = "300ms";
+  lead_then_hand_over(set, spec, [&] {
+    set.failover();
+    set.master().cli({"DEL", "{" + test_key() + "}:line"});
+  });
+}
+
 TEST_F(SentinelTask, TheMasterKilledWhileLeadingFollowsTheSentinelsFailoverWithoutAStorm) {
   SentinelSet set;
   ConfigSpec spec;
