@@ -190,12 +190,17 @@ class RedlockBackend final : public LeaseBackend {
   /// the line) and the ticket to write back (the largest any node gave us; 0 = none yet).
   std::vector<bool> listening_;
   std::uint64_t ticket_ = 0;
+  /// Per node, the ticket it is known to hold for us (sent and answered in line): not sent again.
+  std::vector<std::uint64_t> written_;
+  std::vector<std::uint64_t> sent_tickets_;  ///< acquire(): the ticket sent to each node (0 none)
   std::string window_arg_;
   std::string line_ttl_arg_;
   /// release(): the release script to the nodes of `only` (all when empty).
   std::vector<redis::CallPtr> send_release(const std::vector<bool>& only);
   /// acquire(): reads the line's part of node i's reply (fair).
   void note_line(const AcquireReply& r, Acquisition& a, bool& first);
+  /// acquire(): what node i now holds as our ticket (written_).
+  void note_written(std::size_t i, const AcquireReply& r);
 };
 
 }  // namespace redisgo::lock

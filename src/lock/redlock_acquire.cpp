@@ -117,13 +117,27 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   if (!options_.fair) return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);
   // The line: our ticket, whether we join on this node (we listen there), its TTL, the window.
   const std::string ticket = ticket_ > 0 ? std::to_string(ticket_) : "";
+  written_.resize(nodes_.size(), 0);
+  sent_tickets_.assign(nodes_.size(), 0);
   auto args_of = [&](std::size_t i) {
     auto a = args;
     const bool join = i < listening_.size() && listening_[i];
-    a.insert(a.end(), {ticket, join ? "1" : "", line_ttl_arg_, window_arg_});
+    // A node that has our ticket already is not sent it again (a miss costs a command less).
+    const bool send_ticket = ticket_ > 0 && written_[i] != ticket_;
+    if (send_ticket) sent_tickets_[i] = ticket_;
+    a.insert(a.end(), {send_ticket ? ticket : "", join ? "1" : "", line_ttl_arg_, window_arg_});
     return a;
   };
   return send_each(semaphore ? kAcquireSlotFair : kAcquireFair, keys, args_of, {}, Send::kRespectBackoff);
+}
+
+void RedlockBackend::note_written(std::size_t i, const AcquireReply& r) {
+  if (!r.line || i >= written_.size() || i >= sent_tickets_.size()) return;  // fair = false: no line
+  if (r.position <= 0) {
+    written_[i] = 0;  // not in this node's line: the ticket goes with the next join there
+  } else if (r.ticket > 0 || sent_tickets_[i] > 0) {
+    written_[i] = std::max(r.ticket, sent_tickets_[i]);  // a new join's ticket, or the one we sent
+  }
 }
 
 void RedlockBackend::note_line(const AcquireReply& r, Acquisition& a, bool& first) {
@@ -171,6 +185,7 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
       case AcquireReply::Kind::kBusy:
         note_line(r, a, unplaced);
         tickets.push_back(r.ticket);
+        note_written(i, r);
         if (r.holder == options_.holder && !holding_) {
           t.leftover[i] = true;
           break;
@@ -186,6 +201,7 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
       case AcquireReply::Kind::kGuarded:
         note_line(r, a, unplaced);
         tickets.push_back(r.ticket);
+        note_written(i, r);
         a.guarded.push_back({nodes_[i].name, r.guard_ms});
         break;
       case AcquireReply::Kind::kInvalid:
@@ -313,6 +329,7 @@ Acquisition RedlockBackend::acquire() {
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
   holding_ = true;
   ticket_ = 0;  // the grant took us out of the line
+  written_.assign(nodes_.size(), 0);
   a.acquired = true;
   a.slot = slot;
   options_.token = a.token;  // what renew() sets again where the key goes missing

@@ -11,6 +11,7 @@ using redis::CallPtr;
 void RedlockBackend::leave_line() noexcept {
   const bool had_ticket = ticket_ > 0;
   ticket_ = 0;
+  written_.assign(nodes_.size(), 0);
   if (!options_.fair || !had_ticket) return;
   try {
     sweep();

@@ -422,15 +422,13 @@ local function in_line(line, me, join_it, ticket, line_ttl)
     return {0, '', 0}
   end
   -- In line already (the common case of a waiter's attempt): raise our score to the ticket,
-  -- never lower it, and read our place: two commands.
+  -- never lower it, and read our place. The caller sends the ticket only until this node has
+  -- it, so a waiter's miss costs one command here.
   if ticket ~= '' then
     line_call('ZADD', line, 'XX', 'GT', ticket, me)
   end
   local rank = line_call('ZRANK', line, me)
   if rank then
-    if ticket == '' then
-      ticket = redis.call('ZSCORE', line, me)
-    end
     return {rank + 1, ticket, 0}
   end
   local t = redis.call('TIME')

@@ -99,10 +99,10 @@ class FairLine : public ::testing::Test {
   StormMeter meter(int daemons = 0) {
     return StormMeter({&server_}, logs_, daemons > 0 ? daemons : static_cast<int>(procs_.size()));
   }
-  /// Ends a storm window of at least 2 s (a shorter one would read 4 lines of a handover
+  /// Ends a storm window of at least 3 s (a shorter one would read the few lines of a handover
   /// as a flood) and checks the bounds.
   static void expect_quiet(StormMeter& m, std::chrono::steady_clock::time_point began) {
-    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(0s, began + 2s - std::chrono::steady_clock::now()));
+    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(0s, began + 3s - std::chrono::steady_clock::now()));
     m.expect_bounds(m.stop());
   }
 
