@@ -453,8 +453,9 @@ end
 /// free with others ahead, whose head is then woken) the caller joins the line if it may:
 /// {0, holder or "\1turn:<holder>", pttl, position (0: not in line), ticket or "", line
 /// length (0: not read; only a join reads it)}. Guarded: {2, ms left, position, ticket,
-/// length}. A miss of a waiter already in line costs five commands (EVALSHA, GET, PTTL,
-/// ZADD XX GT, ZRANK), one more than kAcquire's: the storm bounds count commands.
+/// length}. A miss of a waiter already in line costs four commands (EVALSHA, GET, PTTL, ZRANK),
+/// as kAcquire's does (the ticket's ZADD XX GT only until the node holds it): the storm
+/// bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
 local held = redis.call('GET', KEYS[1])
