@@ -151,15 +151,20 @@ class SentinelTask : public ::testing::Test {
   int n_ = 0;
 };
 
-TEST_F(SentinelTask, AManualFailoverWhileLeadingKeepsTheLeaseAndMovesTheRenewals) {
-  SentinelSet set;
+/// The manual failovers' supervise spec: a 4 s lease renewed every 400 ms.
+ConfigSpec failover_spec() {
   ConfigSpec spec;
   spec.mode = "supervise";
   spec.expire = "4s";
   spec.cron = "400ms";
   spec.kill_grace = "500ms";
   spec.io_timeout = "300ms";
-  lead_then_hand_over(set, spec, [&] { set.failover(); });
+  return spec;
+}
+
+TEST_F(SentinelTask, AManualFailoverWhileLeadingKeepsTheLeaseAndMovesTheRenewals) {
+  SentinelSet set;
+  lead_then_hand_over(set, failover_spec(), [&] { set.failover(); });
 }
 
 // The waiting line (docs/DESIGN.md "The waiting line"): a failover may lose it (replication
@@ -167,13 +172,7 @@ TEST_F(SentinelTask, AManualFailoverWhileLeadingKeepsTheLeaseAndMovesTheRenewals
 // standby rejoins or takes the lease at its TTL, and exclusion holds.
 TEST_F(SentinelTask, AFailoverThatLosesTheWaitingLineStillHandsOver) {
   SentinelSet set;
-  ConfigSpec spec;
-  spec.mode = "supervise";
-  spec.expire = "4s";
-  spec.cron = "400ms";
-  spec.kill_grace = "500ms";
-  spec.io_timeout = "300ms";
-  lead_then_hand_over(set, spec, [&] {
+  lead_then_hand_over(set, failover_spec(), [&] {
     set.failover();
     set.master().cli({"DEL", "{" + test_key() + "}:line"});
   });
