@@ -20,6 +20,9 @@ void emit(Actions& out, T action) {
 constexpr Millis kStrayRetryGap{100};
 /// After a "next" message: how long past the woken head's window we try.
 constexpr Millis kTurnMargin{50};
+/// A turn that comes when the one answered last did not win: the least time since our last
+/// attempt before we try again (see kTurn).
+constexpr Millis kTurnRetryGap{500};
 
 StandbySettings StandbySettings::from(const config::Config& config, bool wait_flag) {
   StandbySettings s;
@@ -29,6 +32,7 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   s.retries_count = config.redis.retries_count;
   s.backoff_max = config.backoff.max;
   s.turn_window = config.redis.turn_window();
+  if (config.redis.topology == config::Topology::kRedlock) s.quorum = config.redis.nodes.size() / 2 + 1;
   return s;
 }
 
@@ -55,7 +59,8 @@ Actions StandbyMachine::step(const Event& event, Clock::time_point now) {
 
 Clock::time_point StandbyMachine::paced() const { return std::max(started_ + kMinAttemptGap, last_.not_before); }
 
-void StandbyMachine::attempt(Actions& out) {
+void StandbyMachine::attempt(Actions& out, bool turn) {
+  turn_credit_ = !turn;
   state_ = StandbyState::kAttempting;
   emit<Attempt>(out, {});
 }
@@ -178,13 +183,25 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       break;
     }
     case End::kTurn: {
-      // Addressed to us alone (one waiter per release): try at once, unless our last attempt
-      // began less than kMinAttemptGap ago (under Redlock each node sends its own turn; a
-      // failed quorum's undo frees the key for the next wake): paced as a release.
-      const auto soon = paced();
+      // Addressed to us alone (one waiter per release): try at once, even inside the pacing
+      // gap (a waiter that joined the line a moment ago). But a turn can also come from an
+      // attempt that found a node's key free behind the line (a turn that expired, the
+      // leftover of a failed quorum), so turns can chase each other between waiters when no
+      // quorum is to be had (nodes down, another holder on the others). Hence:
+      // - the last attempt reached fewer nodes than a quorum: a turn cannot make one; the
+      //   wait (its error backoff) goes on;
+      // - the turn answered last did not win: the next one waits kTurnRetryGap after that
+      //   attempt; a paced attempt of our own (timer, release) earns the credit back.
+      // So turns add at most one attempt to each of a waiter's own.
+      // - some node failed the last attempt: not inside the pacing gap either (faults are
+      //   when turns chase each other; a waiter keeps to the pace it would have without them).
+      if (last_.answered.size() < s_.quorum) break;
+      const auto soon = !turn_credit_        ? std::max(paced(), started_ + kTurnRetryGap)
+                        : last_.errors.empty() ? last_.not_before
+                                               : paced();
       if (now >= soon) {
         emit<Debug>(out, {"our turn in the waiting line; trying now"});
-        return attempt(out);
+        return attempt(out, true);
       }
       wake_at_ = std::min(wake_at_, soon);
       break;

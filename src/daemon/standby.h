@@ -35,6 +35,7 @@ struct StandbySettings {
   int retries_count = 4;
   Millis backoff_max{1000};
   Millis turn_window{1000};  ///< the waiting line's window (RedisConfig::turn_window)
+  std::size_t quorum = 1;    ///< nodes that must answer for an attempt to win (Redlock: N/2 + 1)
 
   static StandbySettings from(const config::Config& config, bool wait_flag);
 };
@@ -107,7 +108,9 @@ class StandbyMachine {
   void on(const standby::StopAsked&, Clock::time_point now, Actions& out);
   void on(const standby::Attempted& e, Clock::time_point now, Actions& out);
   void on(const standby::WaitEnded& e, Clock::time_point now, Actions& out);
-  void attempt(Actions& out);
+  /// `turn`: an attempt that answers a turn (spends the credit; any other attempt earns it
+  /// back).
+  void attempt(Actions& out, bool turn = false);
   void stop(Actions& out);
   /// The earliest a paced retry may go out: kMinAttemptGap after the last attempt began,
   /// and a quorum of nodes out of its retry backoff.
@@ -125,6 +128,7 @@ class StandbyMachine {
   lock::Acquisition last_;
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)
+  bool turn_credit_ = true; ///< a turn may be answered at once (see kTurn)
   bool rechecking_ = false; ///< the wait in progress ends in such a re-check
 };
 

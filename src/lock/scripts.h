@@ -526,8 +526,10 @@ if bad_fence(fence) then
   return fence_error(KEYS[1])
 end
 local mine, free, other, first, best = nil, nil, nil, 3, -1
+local values = {}
 for i = 3, #KEYS do
   local v = redis.call('GET', KEYS[i])
+  values[i] = v
   if v == TURN .. me then
     mine = KEYS[i]
   elseif not v then
@@ -575,7 +577,7 @@ if not slot and free then
 end
 if not slot then
   local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-  return {0, redis.call('GET', KEYS[first]) or '', best, l[1], l[2], l[3]}
+  return {0, values[first] or '', best, l[1], l[2], l[3]}
 end
 if mine then
   redis.call('SET', slot, me, 'PX', ARGV[2])

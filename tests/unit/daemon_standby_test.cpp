@@ -56,6 +56,7 @@ Acquisition held(std::int64_t ttl_ms) {
   a.holder = "other";
   a.holder_ttl_ms = ttl_ms;
   a.busy = 1;
+  a.answered = {"node"};
   return a;
 }
 
@@ -329,20 +330,50 @@ TEST(Standby, InTheLineOnlyTheHeadWatchesTheTtlTheOthersSleepLonger) {
   EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + kMinAttemptGap);
 }
 
-TEST(Standby, OurTurnTriesAtOnceUnlessWeTriedWithinThePacingGap) {
+// A turn is answered at once, even right after our own attempt (a waiter that joined the line
+// a moment ago); but once such an attempt missed, the next turn waits kTurnRetryGap (500 ms)
+// after it, until an attempt of our own (timer, release) earns the credit back.
+TEST(Standby, OurTurnTriesAtOnceButATurnAfterAMissedTurnWaits) {
   Rig r(settings(Mode::kSupervise));
   r.step(Begin{});
   r.attempted(in_line(3000, 1), 1ms);
-  r.clock.advance(500ms);
+  r.clock.advance(5ms);
   r.step(WaitEnded{End::kTurn});
   EXPECT_TRUE(has<Attempt>(r.last));
   EXPECT_EQ(first<Debug>(r.last)->text, "our turn in the waiting line; trying now");
-  // A turn right after an attempt (each Redlock node sends one): paced.
+  // That attempt missed (under Redlock each node sends a turn; or turns chase each other
+  // between waiters while no quorum is to be had): the next turn waits.
   r.attempted(in_line(3000, 1), 1ms);
   r.clock.advance(5ms);
   r.step(WaitEnded{End::kTurn});
   EXPECT_FALSE(has<Attempt>(r.last));
-  EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + kMinAttemptGap);
+  EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + 500ms);
+  // That wait's attempt is our own: it earns the credit back.
+  r.clock.advance(495ms);
+  r.step(WaitEnded{End::kTimer});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  r.attempted(in_line(3000, 1), 1ms);
+  r.step(WaitEnded{End::kTurn});
+  EXPECT_TRUE(has<Attempt>(r.last));
+}
+
+// A waiter whose last attempt reached fewer nodes than a quorum: a turn from the nodes it
+// reaches cannot make one, and its error backoff goes on.
+TEST(Standby, ATurnDoesNotCutTheBackoffWhenNoQuorumAnswered) {
+  StandbySettings s = settings(Mode::kSupervise);
+  s.quorum = 2;
+  Rig r(s);
+  r.step(Begin{});
+  Acquisition a = in_line(3000, 1);
+  a.answered = {"node a"};
+  a.errors.push_back({"node b", redisgo::redis::Fault::kTimeout, "node b: timeout"});
+  a.errors.push_back({"node c", redisgo::redis::Fault::kTimeout, "node c: timeout"});
+  r.attempted(a, 1ms);
+  const auto until = first<Wait>(r.last)->until;
+  r.clock.advance(5ms);
+  r.step(WaitEnded{End::kTurn});
+  EXPECT_FALSE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Wait>(r.last)->until, until);
 }
 
 namespace {
@@ -365,12 +396,13 @@ int attempts_under_flood(End message, std::int64_t position) {
 }
 }  // namespace
 
-// A flood of (forged) turn or "next 1" messages never drives a waiter past the pacing
-// (at most one attempt per kMinAttemptGap).
+// A flood of (forged) turn or "next 1" messages never drives a waiter past the pacing: for
+// turns two attempts per kTurnRetryGap (one of its own, one answering a turn), for "next"
+// one per kMinAttemptGap.
 TEST(Standby, AFloodOfTurnOrNextMessagesIsPaced) {
   const int turns = attempts_under_flood(End::kTurn, 1);
-  EXPECT_GE(turns, 50);
-  EXPECT_LE(turns, 100);
+  EXPECT_GE(turns, 20);
+  EXPECT_LE(turns, 40);
   EXPECT_LE(attempts_under_flood(End::kNext, 2), 100);
 }
 
