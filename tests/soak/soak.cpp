@@ -1,6 +1,10 @@
 // redisgo_soak: a randomized, seeded soak of the real daemon under faults (issue 9).
 //
-//   redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--limit N] [--verbose]
+//   redisgo_soak --duration SECONDS --seed N [--nodes 1|3] [--daemons K] [--limit N]
+//                [--unfair] [--verbose] [--keep DIR]
+//
+// --verbose prints each fault, and each node's INFO commandstats and CLIENT LIST for every
+// second past half the bound; the daemons then log at debug (--keep DIR keeps their logs).
 //
 // With --limit N every daemon runs a semaphore of N slots (issue 12): the records are
 // checked per slot (each slot is a lease of its own) and no slot outside 0..N-1.
@@ -23,7 +27,9 @@
 // (another token) started and before that one stopped — alive together. A child whose
 // whole tree was frozen is excused until 100 ms after its SIGCONT (docs/DESIGN.md, invariant 1: no
 // daemon can prevent that; the stale child must be stopped at once on resume).
-// The storm meter samples every node's INFO each second (commands/s per daemon) and
+// The storm meter samples every node's INFO each second (commands/s per daemon: over the
+// span since that node last answered, and not while a CLIENT PAUSE lasts, because a stopped
+// or paused node runs every command that queued meanwhile at once when it resumes) and
 // every daemon's info-or-louder log lines (lines/s over 10 s windows). Oneshot runs last
 // 0.3-2 s and start again 0.1-1 s after each ends: their own acquire/release cycles are
 // work, not a storm, and are paced so as not to hide one.
@@ -214,11 +220,13 @@ class Soak {
   std::vector<Freeze> freezes_;
   std::vector<Clock::time_point> node_data_loss_;  // last time a node lost (or may lose) its data
   std::vector<bool> node_down_;
+  std::vector<Clock::time_point> paused_until_;  // CLIENT PAUSE: scripts queue until then
   int faults_ = 0;
   int runs_ = 0;
   std::string fault_log_;  // "<realtime ns> <fault>" lines
   // Storm sampling.
-  std::vector<long long> last_cmds_;
+  std::vector<long long> last_cmds_;          // each node's counter at its last answered INFO
+  std::vector<Clock::time_point> last_times_;  // when that INFO was answered
   Clock::time_point last_sample_;
   double max_cmds_ = 0;
   std::map<int, std::deque<std::pair<Clock::time_point, std::size_t>>> log_samples_;
@@ -317,6 +325,7 @@ void Soak::schedule_fault() {
       const auto ms = uniform(300ms, 2000ms);
       note("CLIENT PAUSE " + std::to_string(ms.count()) + " ms on redis " + std::to_string(n));
       cli(nodes_[n]->port(), "CLIENT PAUSE " + std::to_string(ms.count()) + " WRITE");
+      paused_until_[n] = Clock::now() + ms;
       return;
     }
     case 7: {  // CLIENT KILL
@@ -331,11 +340,26 @@ void Soak::schedule_fault() {
 
 void Soak::tick_storm() {
   const auto now = Clock::now();
-  const double secs = std::chrono::duration<double>(now - last_sample_).count();
-  if (secs < 1.0) return;  // rates over a second at least (the final partial one is dropped)
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const long long c = node_down_[i] ? -1 : total_commands(nodes_[i]->port());
-    if (c >= 0 && last_cmds_[i] >= 0 && c >= last_cmds_[i]) {
+    if (Clock::now() - last_times_[i] < 1s) continue;  // rates over a second at least
+    // Under CLIENT PAUSE WRITE a node still answers INFO, but the scripts queue until the
+    // pause ends and then all run at once: like a stopped node, it is sampled again only
+    // once that backlog has run, over the whole span.
+    if (Clock::now() < paused_until_[i] + 200ms) continue;
+    // Each node's rate over the time between its own answered samples: a node that did
+    // not answer (SIGSTOP) keeps its last sample, because when it resumes it
+    // runs at once every command that queued while it was stopped, and those were sent
+    // over the whole span. The nodes are read one after another, and one that does not
+    // answer holds up the next for the client's timeout: hence a time per node.
+    if (node_down_[i]) {  // killed: it comes back empty, with a counter started again
+      last_cmds_[i] = -1;
+      continue;
+    }
+    const long long c = total_commands(nodes_[i]->port());
+    const auto at = Clock::now();
+    if (c < 0) continue;
+    const double secs = std::chrono::duration<double>(at - last_times_[i]).count();
+    if (last_cmds_[i] >= 0 && c >= last_cmds_[i] && secs > 0) {
       const double per_daemon = static_cast<double>(c - last_cmds_[i] - 1) / secs / static_cast<double>(daemons_.size());
       if (args_.verbose && per_daemon > 0.5 * kMaxCmdsPerDaemonPerNode) {
         std::cerr << "soak: node " << i << ": " << per_daemon << " commands/s per daemon in the last " << secs << " s\n"
@@ -344,8 +368,10 @@ void Soak::tick_storm() {
       if (args_.verbose) cli(nodes_[i]->port(), "CONFIG RESETSTAT");  // the next dump covers one window
       max_cmds_ = std::max(max_cmds_, per_daemon);
     }
-    last_cmds_[i] = c;
+    last_cmds_[i] = args_.verbose ? total_commands(nodes_[i]->port()) : c;
+    last_times_[i] = Clock::now();
   }
+  if (std::chrono::duration<double>(now - last_sample_).count() < 1.0) return;
   last_sample_ = now;
   // Log lines: per daemon (all the processes it had, a restart does not reset it), over
   // the last 10 s.
@@ -375,6 +401,7 @@ int Soak::run() {
   for (int i = 0; i < args_.nodes; ++i) nodes_.push_back(std::make_unique<RedisServer>());
   node_data_loss_.assign(nodes_.size(), Clock::time_point{});
   node_down_.assign(nodes_.size(), false);
+  paused_until_.assign(nodes_.size(), Clock::time_point{});
   const int supervise = (args_.daemons + 1) / 2;
   for (int d = 0; d < args_.daemons; ++d) {
     proxies_.emplace_back();
@@ -397,12 +424,13 @@ int Soak::run() {
       cfg << "command = [\"" << child_binary_ << "\", \"" << records_ << "\", \"0\"]\n"
           << "restart = \"always\"\nrestart_delay = \"200ms\"\nstep_down_hold = \"1s\"\n";
     }
-    cfg << "[log]\nlevel = \"info\"\n";
+    cfg << "[log]\nlevel = \"" << (args_.verbose ? "debug" : "info") << "\"\n";
     daemon.config = dir_.write("daemon" + std::to_string(d) + ".toml", cfg.str());
     daemons_.push_back(std::move(daemon));
   }
   for (auto& d : daemons_) start_daemon(d);
   last_cmds_.assign(nodes_.size(), -1);
+  last_times_.assign(nodes_.size(), Clock::now());
   last_sample_ = Clock::now();
   tick_storm();
 
