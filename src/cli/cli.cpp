@@ -56,9 +56,11 @@ constexpr const char* kHandoverFooter = R"(Example:
   redisgo_task handover --config /etc/redisgo_task/worker.toml --timeout 30s
 Asks the current holder (a supervise leader) to stop its child, release and stand back for
 step_down_hold. With [task] limit > 1, --slot N asks the holder of slot N (default 0).
+With no standby waiting (nobody in the key's waiting line or listening for its release)
+it asks nothing and exits 75 at once: --force asks anyway.
 Exit 0 once another holder has the lease, 75 if nobody else took it within the timeout
-(default expire + 5s) or nothing was held, 69 no quorum of nodes reachable, 77 Redis
-refused the credentials or the control message (ACL).)";
+(default expire + 5s), nothing was held or no standby waits, 69 no quorum of nodes
+reachable, 77 Redis refused the credentials or the control message (ACL).)";
 
 constexpr const char* kStatusFooter = R"(Example:
   redisgo_task status --config /etc/redisgo_task/backup.toml --json
@@ -196,6 +198,7 @@ struct Args {
   std::vector<std::string> command;
   std::string handover_timeout;
   int handover_slot = 0;
+  bool handover_force = false;
 };
 
 /// The subcommands, to tell which one was given.
@@ -249,6 +252,7 @@ CLI::App* add_handover(CLI::App& app, Args& a) {
   handover->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
   handover->add_option("-t,--timeout", a.handover_timeout, "How long to wait for another holder (default: expire + 5s)");
   handover->add_option("--slot", a.handover_slot, "Semaphore ([task] limit > 1): ask the holder of this slot (default 0)");
+  handover->add_flag("--force", a.handover_force, "Ask even when no standby waits (the service stops until one comes)");
   handover->footer(kHandoverFooter);
   return handover;
 }
@@ -399,7 +403,7 @@ int dispatch(const Subcommands& subs, const Args& a) {
       return kExitConfig;
     }
     return guarded("handover", a.config_path, Outcome::kUnavailable,
-                   [&] { return commands::run_handover(*cfg, timeout, a.handover_slot, std::cout, std::cerr); });
+                   [&] { return commands::run_handover(*cfg, timeout, a.handover_slot, a.handover_force, std::cout, std::cerr); });
   }
 
   // check and status read Redis and report; a TLS file that does not load is the config's

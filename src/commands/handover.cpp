@@ -80,9 +80,21 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
   return kExitTempFail;
 }
 
+/// How many nodes have a standby waiting: anyone in the key's line, or (fair = false, an older
+/// version) listening for its release. -1 when fewer than `quorum` nodes could tell.
+int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum) {
+  int read = 0, with = 0;
+  for (const auto& line : backend.read_line(1)) {
+    if (!line.reachable || line.outside < 0) continue;
+    ++read;
+    if (line.length + line.outside > 0) ++with;
+  }
+  return read < quorum ? -1 : with;
+}
+
 }  // namespace
 
-int run_handover(const config::Config& config, std::optional<Millis> timeout, int slot, std::ostream& out,
+int run_handover(const config::Config& config, std::optional<Millis> timeout, int slot, bool force, std::ostream& out,
                  std::ostream& err) {
   const Millis limit = timeout.value_or(config.redis.expire + std::chrono::seconds(5));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
@@ -106,6 +118,21 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
     return kExitTempFail;
   }
   const std::string leader = before.holder;
+  // With no standby waiting, the leader would stop its child and nobody would start one for
+  // its step_down_hold: a planned switchover must not stop the only copy of a service.
+  const int standby_nodes = force ? quorum : nodes_with_a_standby(*backend, quorum);
+  if (standby_nodes >= 0 && standby_nodes < quorum) {
+    err << "redisgo_task: handover: no standby is waiting for " << what << log::printable(config.redis.key)
+        << " (nobody in its waiting line or listening for its release"
+        << (backend->node_count() > 1 ? " on a quorum of nodes" : "") << "): " << log::printable(leader)
+        << " was not asked to step down, as nothing would take over; start a standby first, or --force to "
+           "stop it anyway\n";
+    return kExitTempFail;
+  }
+  if (standby_nodes < 0) {
+    err << "redisgo_task: handover: warning: could not read the waiting line on a quorum of nodes; asking without "
+           "knowing whether a standby waits\n";
+  }
   // The leader acts on a message naming its own id, so a leader that took over meanwhile
   // is never asked by mistake. Sent again every second (await_takeover): a leader whose
   // subscription was down for a moment hears the next one.

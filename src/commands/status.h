@@ -19,8 +19,10 @@ int run_status(const config::Config& config, bool json, std::ostream& out);
 /// until another holder has the lease. 0 once one has (within `timeout`, default
 /// expire + 5 s), 75 if nobody else took it or nothing was held, 69 (77) when no quorum
 /// of nodes could be read (credentials refused). A semaphore's `slot` (0..limit-1) names
-/// whose holder is asked.
-int run_handover(const config::Config& config, std::optional<std::chrono::milliseconds> timeout, int slot,
+/// whose holder is asked. With no standby waiting (nobody in the key's line or listening
+/// for its release on a quorum of nodes) nothing is asked and it exits 75 at once, unless
+/// `force`.
+int run_handover(const config::Config& config, std::optional<std::chrono::milliseconds> timeout, int slot, bool force,
                  std::ostream& out, std::ostream& err);
 
 }  // namespace redisgo::commands

@@ -221,6 +221,11 @@ class TaskCoordinator : public ::testing::Test {
         std::vector<std::string>{"task", "--config", cfg, "--", recorder_binary(), records_, std::to_string(run_ms)});
   }
   RecordCheck records(int limit = 1) const { return check_records(records_, {}, limit); }
+  /// A standby as `handover` sees one: in the key's waiting line (it joins once its wake
+  /// channel is subscribed, after its first attempt's "waiting for key=" line).
+  bool standby_in_line(std::chrono::milliseconds within) {
+    return wait_until([&] { return redis_.cli({"ZCARD", "{" + key() + "}:line"}) == "1"; }, within);
+  }
   void expect_no_overlap(int limit = 1) const { expect_exclusive_records(records_, {}, limit); }
   static ConfigSpec supervise(const std::string& extra_task = "") { return leader_standby_spec(extra_task); }
   static std::string metrics_section(int port, const std::string& textfile) {
@@ -610,18 +615,33 @@ TEST_F(TaskCoordinator, FailingHealthCheckHandsOverWithoutOverlapAndAHungCheckIs
 
 // --- handover -----------------------------------------------------------------------------
 
-TEST_F(TaskCoordinator, HandoverWithoutAStandbyTimesOutAndWithOneMovesTheLeaseAndTheOldLeaderHoldsOff) {
+TEST_F(TaskCoordinator, HandoverWithoutAStandbyAsksNothingAndWithOneMovesTheLeaseAndTheOldLeaderHoldsOff) {
   const auto cfg_a = config(supervise("step_down_hold = \"2s\"\n"));
   const auto cfg_b = config(supervise("step_down_hold = \"2s\"\n"));
   auto a = recorded("a", cfg_a);
   ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
   const std::string holder_a = holder_of(*a);
 
-  // No standby: nobody takes it within 1 s; 75; A contends again after its hold.
-  StormMeter meter({&redis_}, {err_path("a"), err_path("h1")}, 2);
+  // No standby: nothing is asked (stepping down would stop the only copy of the service);
+  // 75 at once, the leader and its child untouched.
+  StormMeter meter({&redis_}, {err_path("a"), err_path("h0"), err_path("h1")}, 2);
   meter.start();
-  auto h1 = std::make_unique<TaskProcess>(dir_.path(), "h1",
-                                          std::vector<std::string>{"handover", "--config", cfg_a, "--timeout", "1s"});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto h0 = std::make_unique<TaskProcess>(dir_.path(), "h0",
+                                          std::vector<std::string>{"handover", "--config", cfg_a, "--timeout", "5s"});
+  auto refused = h0->wait_for(10s);
+  ASSERT_TRUE(refused.has_value()) << h0->err();
+  EXPECT_EQ(*refused, 75) << h0->out() << h0->err();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "refused at once, not after --timeout";
+  EXPECT_NE(h0->err().find("no standby is waiting for key " + key()), std::string::npos) << h0->err();
+  EXPECT_NE(h0->err().find(holder_a + " was not asked to step down"), std::string::npos) << h0->err();
+  EXPECT_EQ(h0->out().find("asked"), std::string::npos) << h0->out();
+  EXPECT_EQ(a->err().find("stepped down"), std::string::npos) << a->err();
+  EXPECT_EQ(records().children.size(), 1u);
+
+  // --force asks anyway: nobody takes it within 1 s; 75; A contends again after its hold.
+  auto h1 = std::make_unique<TaskProcess>(
+      dir_.path(), "h1", std::vector<std::string>{"handover", "--config", cfg_a, "--timeout", "1s", "--force"});
   auto code = h1->wait_for(10s);
   ASSERT_TRUE(code.has_value()) << h1->err();
   EXPECT_EQ(*code, 75) << h1->out() << h1->err();
@@ -635,13 +655,13 @@ TEST_F(TaskCoordinator, HandoverWithoutAStandbyTimesOutAndWithOneMovesTheLeaseAn
     EXPECT_EQ(check.children[1].daemon_pid(), a->pid()) << "the old leader leads again";
     EXPECT_GT(check.children[1].token, check.children[0].token);
     const long long gap_ms = (check.children[1].start - check.children[0].end()) / 1'000'000;
-    std::cout << "no standby: the old leader led again " << gap_ms << " ms after its child ended (hold 2 s)\n";
+    std::cout << "no standby, --force: the old leader led again " << gap_ms << " ms after its child ended (hold 2 s)\n";
     EXPECT_GE(gap_ms, 2000) << "contended again before step_down_hold";
   }
 
   // With a standby: handed over at once; the old child ends before the new one starts.
   auto b = recorded("b", cfg_b);
-  ASSERT_TRUE(b->wait_for_log("waiting for key=", 5s)) << b->err();
+  ASSERT_TRUE(standby_in_line(5s)) << b->err();
   const std::string holder_b = holder_of(*b);
   auto r = run_task_binary({"handover", "--config", cfg_a, "--timeout", "5s"}, 10s);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -683,7 +703,7 @@ TEST_F(TaskCoordinator, HandoverOfASemaphoreSlotMovesThatSlotOnly) {
   auto b = recorded("b", cfg);
   ASSERT_TRUE(wait_until([&] { return records(2).children.size() == 2; }, 10s)) << a->err() << b->err();
   auto c = recorded("c", cfg);
-  ASSERT_TRUE(c->wait_for_log("waiting for key=", 5s)) << c->err();
+  ASSERT_TRUE(standby_in_line(5s)) << c->err();
   const auto before = records(2);
   const ChildLife* on_1 = nullptr;
   const ChildLife* on_0 = nullptr;
@@ -723,7 +743,7 @@ TEST_F(TaskCoordinator, HandoverWhenNothingIsHeldExits75AndWhenRedisIsDown69) {
   // does not step down: 75 after --timeout, the lease untouched.
   const std::string other = test_key("other");
   redis_.cli({"SET", other, "someone-else:1:abc", "PX", "60000"});
-  r = run_task_binary({"handover", "--config", cfg, "--key", other, "--timeout", "1s"}, 10s);
+  r = run_task_binary({"handover", "--config", cfg, "--key", other, "--timeout", "1s", "--force"}, 10s);
   EXPECT_EQ(r.code, 75) << r.out << r.err;
   EXPECT_NE(r.out.find("asked someone-else:1:abc to step down (key " + other), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("did not step down within 1s"), std::string::npos) << r.err;
@@ -750,7 +770,7 @@ TEST_F(TaskCoordinator, MetricsOverHttpAndTextfileFollowTheLeaderThroughAHandove
   auto a = recorded("a", cfg_a);
   ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
   auto b = recorded("b", cfg_b);
-  ASSERT_TRUE(b->wait_for_log("waiting for key=", 5s)) << b->err();
+  ASSERT_TRUE(standby_in_line(5s)) << b->err();
   EXPECT_NE(a->err().find("metrics: http://127.0.0.1:" + std::to_string(port_a) + "/metrics textfile " + prom_a),
             std::string::npos)
       << a->err();
@@ -910,7 +930,7 @@ TEST(TaskCoordinatorAcl, RefusedClaimOrControlMessageIs77AndADeafLeaderSaysSo) {
   TaskProcess leader(dir.path(), "leader", {"task", "--config", cfg, "--", "sleep", "30"}, env);
   ASSERT_TRUE(leader.wait_for_log("child started", 10s)) << leader.err();
   ASSERT_TRUE(leader.wait_for_log("handover requests are not heard", 5s)) << leader.err();
-  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "1s"}, 10s, env);
+  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "1s", "--force"}, 10s, env);
   EXPECT_EQ(h.code, 77) << h.err;
   EXPECT_NE(h.err.find("ACL SETUSER"), std::string::npos) << h.err;
   leader.signal(SIGTERM);
@@ -924,7 +944,7 @@ TEST_F(TaskCoordinator, AHandoverWithStepDownHoldZeroStillLetsTheStandbyLead) {
   auto a = recorded("a", cfg);
   ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
   auto b = recorded("b", cfg);
-  ASSERT_TRUE(b->wait_for_log("waiting for key=", 10s)) << b->err();
+  ASSERT_TRUE(standby_in_line(10s)) << b->err();
   auto h = run_task_binary({"handover", "--config", cfg}, 15s);
   EXPECT_EQ(h.code, 0) << h.out << h.err;
   ASSERT_TRUE(b->wait_for_log("child started", 5s)) << b->err();
@@ -958,13 +978,13 @@ TEST_F(TaskCoordinator, AHealthCheckWithinItsTimeoutOutlivesTheLeaseDeadlineItSt
   EXPECT_EQ(a->wait_for(10s), 0) << a->err();
 }
 
-// handover with no standby asked the old leader again each time it came back from its
+// handover --force with no standby asked the old leader again each time it came back from its
 // hold, so the service was stopped again and again for the whole --timeout.
 TEST_F(TaskCoordinator, AHandoverWithNoStandbyStepsTheLeaderDownOnce) {
   auto cfg = config(supervise("step_down_hold = \"1500ms\"\n"));
   auto a = recorded("a", cfg);
   ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
-  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "5"}, 15s);  // bare seconds, as in the file
+  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "5", "--force"}, 15s);  // bare seconds, as in the file
   EXPECT_EQ(h.code, 75) << h.out << h.err;
   EXPECT_NE(h.err.find("no other holder took the lease"), std::string::npos) << h.err;
   EXPECT_EQ(occurrences(a->err(), "stepped down: handover requested"), 1u) << a->err();
