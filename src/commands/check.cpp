@@ -46,7 +46,7 @@ struct Probe {
   Probe(std::string n, redis::ConnectionOptions options) : name(std::move(n)), conn(std::move(options)) {}
   std::string name;
   redis::AsyncConnection conn;
-  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect;
+  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line;
   SteadyClock::time_point sent{};
   std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
   std::string peer;                                  ///< TLS certificate line, while it was open
@@ -156,6 +156,18 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
                  "the daemon runs Lua scripts on " + keys.key + ": make EVAL work for this user and key");
 }
 
+/// The waiting line and the listeners outside it ({length, entries, outside}: kReadLine).
+Finding line_finding(const Probe& p, bool fair, const lock::LeaseKeys& keys) {
+  std::optional<std::int64_t> length;
+  std::int64_t outside = -1;
+  const CallPtr& c = p.line;
+  if (c && c->ok() && c->reply().is_array() && c->reply().size() >= 3) {
+    length = redis::as_integer(c->reply().element(0));
+    outside = redis::as_integer(c->reply().element(2)).value_or(-1);
+  }
+  return check::line_finding(p.name, fair, length, outside, keys.line, keys.channel, length ? "" : why(p, c));
+}
+
 /// Everything about one server that answered.
 void node_findings(const Probe& p, const config::Config& config, const lock::LeaseKeys& keys,
                    std::vector<Finding>& out) {
@@ -208,6 +220,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   out.push_back(check::persistence_finding(p.name, persistence, r.expire, r.topology, r.restart_guard && uptime));
 
   out.push_back(scripts_finding(p, keys));
+  out.push_back(line_finding(p, r.fair, keys));
 
   if (auto offset = check::best_offset(p.samples)) {
     out.push_back(check::clock_finding(p.name, *offset, r.expire, config.task.once_per));
@@ -230,6 +243,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->save = p->conn.send({"CONFIG", "GET", "save"});
     p->appendfsync = p->conn.send({"CONFIG", "GET", "appendfsync"});
     p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
+    p->line = p->conn.eval(lock::kReadLine, {keys.line}, {"1", keys.channel});
     conns.push_back(&p->conn);
   }
   redis::DriveOptions o;

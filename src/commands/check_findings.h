@@ -159,6 +159,13 @@ struct Margins {
 Margins margins(const config::Config& config);
 Finding margin_finding(const config::Config& config);
 
+/// The key's waiting line on one node against this config's `fair` (docs/DESIGN.md "The
+/// waiting line": mixed settings). `length`: waiters in the line; `outside`: subscribers of
+/// the shared release channel (waiters with fair = false, or a version without the line; -1
+/// unknown). Nullopt `length`: the line could not be read (`why`).
+Finding line_finding(const std::string& node, bool fair, std::optional<std::int64_t> length, std::int64_t outside,
+                     const std::string& line_key, const std::string& channel, const std::string& why);
+
 /// Redlock: how many nodes answered against the quorum.
 Finding quorum_finding(int reachable, int nodes, int quorum);
 

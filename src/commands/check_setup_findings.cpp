@@ -79,4 +79,33 @@ Finding quorum_finding(int reachable, int nodes, int quorum) {
   return f;
 }
 
+Finding line_finding(const std::string& node, bool fair, std::optional<std::int64_t> length, std::int64_t outside,
+                     const std::string& line_key, const std::string& channel, const std::string& why) {
+  const std::string same = "set [redis] fair the same on every daemon of this key (and run one version)";
+  Finding f;
+  if (!length) {
+    f = make(Level::kWarn, "line", node, "could not read the waiting line " + line_key + ": " + why,
+             "grant this user ZCARD and ZRANGE on " + line_key + " (the README's ACL recipe)");
+  } else if (fair && outside > 0) {
+    f = make(Level::kWarn, "line", node,
+             std::to_string(outside) + " waiter(s) listen on " + channel +
+                 " outside the waiting line (fair = false, or a version without the line): they get the lease "
+                 "only when nobody waits in line",
+             same);
+  } else if (!fair && *length > 0) {
+    f = make(Level::kWarn, "line", node,
+             std::to_string(*length) + " waiter(s) in the waiting line " + line_key +
+                 ": daemons with fair = true share this key, and this one (fair = false) gets a freed lease only "
+                 "when nobody waits in line",
+             same);
+  } else {
+    f = make(Level::kOk, "line", node,
+             fair ? std::to_string(*length) + " waiting in line" + (outside < 0 ? "" : ", none outside it")
+                  : "fair = false, and nobody waits in line");
+  }
+  if (length) f.fields.emplace_back("length", std::to_string(*length));
+  f.fields.emplace_back("outside", outside < 0 ? "null" : std::to_string(outside));
+  return f;
+}
+
 }  // namespace redisgo::commands::check

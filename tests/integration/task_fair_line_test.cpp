@@ -274,6 +274,12 @@ TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
   ASSERT_TRUE(wait_until([&] { return server_.cli({"PUBSUB", "NUMSUB", "{" + key_ + "}:released"}).find("\n1") != std::string::npos; }, 10s));
   const auto st = run_task_binary({"status", "--config", fair}, 10s);
   EXPECT_NE(st.out.find("1 waiter(s) listen outside the waiting line"), std::string::npos) << st.out;
+  // And `check` warns of the mixed settings.
+  const auto ck = run_task_binary({"check", "--config", fair}, 10s);
+  EXPECT_NE(ck.out.find("warn line " + server_.address() + ": 1 waiter(s) listen on {" + key_ +
+                        "}:released outside the waiting line"),
+            std::string::npos)
+      << ck.out;
   EXPECT_EQ(c.wait_for(10s), 0);
   EXPECT_EQ(d.wait_for(10s), 0);
   EXPECT_NE(c.err().find("outside the waiting line"), std::string::npos) << c.err();

@@ -226,6 +226,28 @@ TEST(CheckQuorum, AllSomeAndTooFew) {
   EXPECT_EQ(quorum_finding(1, 3, 2).level, Level::kFail);
 }
 
+// Mixed settings on one key (DESIGN "The waiting line"): waiters outside the line beside a
+// fair daemon, or a line beside a fair = false one, are warned; an unreadable line names
+// the rights it needs.
+TEST(CheckLine, MixedFairSettingsAreWarned) {
+  const std::string line = "{k}:line", channel = "{k}:released";
+  auto ok = line_finding("n", true, 3, 0, line, channel, "");
+  EXPECT_EQ(ok.level, Level::kOk);
+  EXPECT_EQ(ok.message, "3 waiting in line, none outside it");
+  auto outside = line_finding("n", true, 2, 1, line, channel, "");
+  EXPECT_EQ(outside.level, Level::kWarn);
+  EXPECT_NE(outside.message.find("1 waiter(s) listen on {k}:released outside the waiting line"), std::string::npos);
+  EXPECT_NE(outside.hint.find("fair the same on every daemon"), std::string::npos);
+  auto unfair = line_finding("n", false, 2, 0, line, channel, "");
+  EXPECT_EQ(unfair.level, Level::kWarn);
+  EXPECT_NE(unfair.message.find("2 waiter(s) in the waiting line {k}:line"), std::string::npos);
+  EXPECT_EQ(line_finding("n", false, 0, 4, line, channel, "").level, Level::kOk);  // its own kind, outside
+  auto unread = line_finding("n", true, std::nullopt, -1, line, channel, "NOPERM no permissions");
+  EXPECT_EQ(unread.level, Level::kWarn);
+  EXPECT_NE(unread.message.find("could not read the waiting line {k}:line: NOPERM"), std::string::npos);
+  EXPECT_NE(unread.hint.find("ZCARD and ZRANGE"), std::string::npos);
+}
+
 TEST(CheckTls, ExpiryDecidesTheLevel) {
   EXPECT_EQ(tls_finding("n", "TLS TLSv1.3, certificate /CN=x, expires Jan 1 (in 300 days)").level, Level::kOk);
   EXPECT_EQ(tls_finding("n", "TLS TLSv1.3, certificate /CN=x, expires Jan 1 (in 3 days)").level, Level::kWarn);
