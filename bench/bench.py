@@ -1047,6 +1047,63 @@ class Bench:
                                     "distinct_leaders": r["distinct_leaders"], "leaders": r["leaders"]}
                                 for n, r in out.items()}
 
+    # -- 9b'. dead waiters: the line skips waiters killed at its head --------------------
+    def dead_waiters(self, dead=10):
+        """A leader, `dead` waiters at the head of the line SIGKILLed just before its release,
+        and one live waiter behind them: from the leader's child's end to the live waiter's
+        child's start (DESIGN "The waiting line": a release drops waiters nobody listens for)."""
+        rounds = 2 if self.quick else 7
+        log(f"dead waiters: {dead} waiters at the head of the line SIGKILLed before each release, {rounds} rounds")
+        redis = Redis(self.tmp, "dead")
+        d = os.path.join(self.tmp, "dead_run")
+        os.makedirs(d)
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        cmd = (f'{self.stamp} {d}/s_${{REDISGO_TASK_TOKEN}}; '
+               f'exec {self.stamp} {d}/e_${{REDISGO_TASK_TOKEN}} --wait {fifo}')
+        # restart = "never": a leader whose child ended exits, and the live waiter leads next.
+        cfg = self.config("dead", redis, "bench:dead", mode="supervise", level="debug", command=cmd,
+                          extra='restart = "never"')
+
+        def tokens():
+            return sorted(int(n[2:]) for n in os.listdir(d) if n.startswith("s_"))
+        procs, samples, counts = [], [], []
+
+        def waiter(name):
+            lp = os.path.join(d, f"{name}.log")
+            p = self.daemon(cfg, lp)
+            procs.append(p)
+            # In line: subscribed, and the re-check after the subscription missed too.
+            wait_until(f"{name} to wait in line", lambda: read_text(lp).count("lease busy") >= 2, timeout=15)
+            return p
+        try:
+            procs.append(self.daemon(cfg, os.path.join(d, "first.log")))
+            wait_until("the first leader's child", tokens, timeout=15)
+            for r in range(rounds):
+                token = tokens()[-1]
+                victims = [waiter(f"r{r}_dead_{i}") for i in range(dead)]
+                waiter(f"r{r}_live")
+                c0 = redis.total_commands()
+                for v in victims:
+                    v.kill()
+                for v in victims:
+                    v.wait(timeout=10)
+                release_fifo(fifo)
+                wait_until("the live waiter's child", lambda: tokens()[-1] > token, timeout=20)
+                end = read_stamp(os.path.join(d, f"e_{token}"))
+                start = read_stamp(os.path.join(d, f"s_{tokens()[-1]}"))
+                samples.append((start - end) / 1e6)
+                time.sleep(0.3)
+                counts.append(redis.total_commands() - c0 - 1)
+        finally:
+            stop_all(procs, grace=10.0)
+            stop(redis.proc)
+        s = sorted(samples)
+        self.results["dead_waiters"] = {"dead": dead, "rounds": len(s), "median_ms": statistics.median(s),
+                                        "max_ms": s[-1], "samples_ms": samples, "commands": counts}
+        log(f"  the live waiter's child started {statistics.median(s):.2f} ms (median; max {s[-1]:.2f}) after the "
+            f"release, past {dead} dead waiters")
+
     # -- 9c. fairness: K hosts looping on one key -----------------------------------------
     def fairness(self, redis_set=None, label="one node", seconds=None):
         """K = 4 hosts, each a shell loop of oneshot runs (a new process per run, a 10 ms
@@ -1054,7 +1111,7 @@ class Bench:
         are counted over the runs that started while all four loops ran (the first and the
         last second left out)."""
         k = 4
-        seconds = seconds or (10 if self.quick else (180 if redis_set is None else 300))
+        seconds = seconds or (10 if self.quick else (220 if redis_set is None else 300))
         nodes = redis_set or [Redis(self.tmp, f"fair_{label.replace(' ', '_')}")]
         key = "bench:fair:" + label.replace(" ", "_")
         d = os.path.join(self.tmp, "fairrun_" + label.replace(" ", "_"))
@@ -1431,6 +1488,21 @@ def report_line(r, m, w):
         w("commands in the second after a release count everything Redis ran (inside scripts")
         w("included): the release script, the head's acquisition and, 300 ms later, the old leader")
         w("contending again (it joins the tail of the line), whatever the number of standbys.")
+        w("")
+    dw = r.get("dead_waiters")
+    if dw:
+        w(f"## Dead waiters: {dw['dead']} waiters at the head of the line SIGKILLed before a release")
+        w("")
+        w(f"The live waiter behind them started its child {dw['median_ms']:.2f} ms after the leader's child ended "
+          f"(median of {dw['rounds']} rounds; max {dw['max_ms']:.2f} ms; target ≤ 10 ms). Redis commands in the "
+          f"300 ms after the kill: {', '.join(str(c) for c in dw['commands'])} (the release skipping the dead, the "
+          "live waiter's acquisition, the old leader's exit).")
+        w("")
+        w("Method: one supervise leader (`restart = \"never\"`: it exits once its child ended) whose child")
+        w(f"waits on a FIFO; {dw['dead']} supervise standbys started one after another (each in line before")
+        w("the next starts), then one more; the first ten SIGKILLed (their subscriptions close with their")
+        w("sockets), then the FIFO released. Time from the leader's child's end stamp to the live")
+        w("waiter's child's start stamp. The live waiter leads the next round.")
         w("")
 
 
@@ -1961,6 +2033,7 @@ def main():
             timed(b.peers, redis)
             timed(b.scale)
             timed(b.herd)
+            timed(b.dead_waiters)
             timed(b.fairness)
             timed(b.fairness_redlock)
             timed(b.semaphore)
