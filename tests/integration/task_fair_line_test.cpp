@@ -172,6 +172,16 @@ TEST_F(FairLine, HostsThatContendAgainAtOnceTakeTurnsInsteadOfStarving) {
     std::sort(w.begin(), w.end());
     EXPECT_EQ(w, "ABC") << "runs " << i << ".." << i + 2 << " of " << order;
   }
+  // No waiter waits longer than (its place + 2) jobs and its window (invariant 11): a host's
+  // next run starts at most (2 + 2) x 300 ms + 1 s after its last one ended (the other two
+  // hosts ahead of it at most; the new process's start and its join are in the margin).
+  std::map<std::string, long long> last_end;
+  for (const auto& j : v) {
+    if (auto it = last_end.find(j.name); it != last_end.end()) {
+      EXPECT_LT(j.start - it->second, 2'200'000'000LL) << j.name << " waited too long in " << order;
+    }
+    last_end[j.name] = j.end;
+  }
 }
 
 TEST_F(FairLine, NoWaitFindsTheLineBusyAndDoesNotJoinIt) {
