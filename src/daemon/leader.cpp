@@ -239,8 +239,19 @@ void LeaderMachine::on(const HealthFailed& e, Clock::time_point, const LeaseView
 void LeaderMachine::on(const Signals& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
   for (int sig : e.forward) {
     if (!running()) continue;
-    emit<Say>(out, {Level::kInfo, std::string("forwarding ") + config::signal_name(sig) + " to child pid=" +
-                                        std::to_string(pid_)});
+    // Every one is forwarded; each signal is said at most once per kForwardSummary, with how many
+    // went unsaid since (invariant 7: SIGWINCH every millisecond gave ~900 lines/s).
+    Forwarded& f = forwarded_[sig];
+    if (f.said == Clock::time_point{} || now - f.said >= kForwardSummary) {
+      std::string line = std::string("forwarding ") + config::signal_name(sig) + " to child pid=" + std::to_string(pid_);
+      if (f.unsaid > 0) {
+        line += " (and " + std::to_string(f.unsaid) + " more forwarded since the last line)";
+      }
+      emit<Say>(out, {Level::kInfo, std::move(line)});
+      f = Forwarded{now, 0};
+    } else {
+      ++f.unsaid;
+    }
     emit<SignalGroup>(out, {sig});
   }
   if (!e.stop) return;

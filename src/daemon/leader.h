@@ -19,6 +19,8 @@
 #include <sys/types.h>
 
 #include <csignal>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -189,6 +191,13 @@ class LeaderMachine {
   int stop_signal_ = SIGTERM;
   std::string step_down_reason_;  ///< set: stop the child, then step down
   std::string step_down_cause_;
+  /// Forwarded signals, said once per kForwardSummary per signal (invariant 7: a terminal
+  /// resized in a loop, a HUP storm): when it was last said, and how many since.
+  struct Forwarded {
+    Clock::time_point said{};
+    std::uint64_t unsaid = 0;
+  };
+  std::map<int, Forwarded> forwarded_;
 };
 
 }  // namespace redisgo::daemon

@@ -24,6 +24,8 @@ using Millis = std::chrono::milliseconds;
 /// backoff says ("zero" included), unless a release message woke it (docs/DESIGN.md, invariant 7):
 /// a miss costs a node four commands, so no waiter sends a node more than ~40/s.
 inline constexpr Millis kMinAttemptGap{100};
+/// A forwarded signal is said at most once per this, per signal (the others are counted).
+inline constexpr Millis kForwardSummary{30'000};
 
 /// Why the child is being stopped (first cause wins).
 enum class StopCause { kNone, kShutdown, kLeaseLost, kDeadline, kTimeout, kStepDown };

@@ -287,6 +287,29 @@ TEST(Leader, SignalsAreForwardedAndAStopEndsThePhaseAsEachModeSays) {
   }
 }
 
+// A flood of forwarded signals (a terminal resized in a loop, a HUP storm) reaches the child
+// every time but is said once per 30 s per signal, with how many went unsaid (invariant 7).
+TEST(Leader, AFloodOfForwardedSignalsIsSaidOncePerIntervalAndAllAreForwarded) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  int said_lines = 0, forwarded = 0;
+  for (int i = 0; i < 1000; ++i) {
+    r.step(Signals{{SIGWINCH}, false, SIGTERM});
+    forwarded += static_cast<int>(signals(r.last).size());
+    said_lines += said(r.last, "forwarding SIGWINCH", Level::kInfo) ? 1 : 0;
+    r.clock.advance(1ms);
+  }
+  EXPECT_EQ(forwarded, 1000);
+  EXPECT_EQ(said_lines, 1);
+  r.clock.advance(kForwardSummary);
+  r.step(Signals{{SIGWINCH}, false, SIGTERM});
+  EXPECT_TRUE(said(r.last, "forwarding SIGWINCH to child pid=", Level::kInfo));
+  EXPECT_TRUE(said(r.last, "(and 999 more forwarded since the last line)", Level::kInfo));
+  // Another signal has its own line.
+  r.step(Signals{{SIGHUP}, false, SIGTERM});
+  EXPECT_TRUE(said(r.last, "forwarding SIGHUP", Level::kInfo));
+}
+
 // supervise: the child is restarted per `restart` after its delay while the lease holds;
 // otherwise the leader releases and contends again after restart_delay.
 TEST(Leader, SuperviseRestartsPerRestartPolicy) {
