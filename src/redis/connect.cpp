@@ -13,7 +13,8 @@ void AsyncConnection::begin_connect() {
   const auto now = SteadyClock::now();
   connect_deadline_ = now + options_.connect_timeout;
   last_connect_error_.clear();
-  // The set-up commands go first, in one write with whatever the caller queues next.
+  // The set-up commands go first, in one write with whatever the caller queues next (after
+  // AUTH's answer when there is a password).
   const auto deadline = connect_deadline_ + options_.io_timeout;
   state_ = State::kResolving;
   if (!options_.password.empty()) {
@@ -21,6 +22,7 @@ void AsyncConnection::begin_connect() {
     if (!options_.username.empty()) auth.push_back(options_.username);
     auth.push_back(options_.password);
     enqueue(std::move(auth), Kind::kAuth, std::make_shared<Call>(), deadline);
+    auth_gate_ = true;  // the caller's commands wait for its answer (connection.h, held_)
   }
   if (options_.db != 0) enqueue({"SELECT", std::to_string(options_.db)}, Kind::kSelect, std::make_shared<Call>(), deadline);
   if (options_.locator && options_.locator->confirm_master()) {

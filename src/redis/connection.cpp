@@ -189,6 +189,8 @@ void AsyncConnection::close(Fault fault, const std::string& why) noexcept {
     next_address_ = 0;
     out_.clear();
     out_offset_ = 0;
+    held_.clear();
+    auth_gate_ = false;
     transport_wants_ = 0;
     reader_ = std::make_unique<ReplyReader>();
     subscribed_ = false;
@@ -269,7 +271,7 @@ void AsyncConnection::enqueue(std::vector<std::string> argv, Kind kind, CallPtr 
     out_.clear();
     out_offset_ = 0;
   }
-  out_ += format_command(argv);
+  (auth_gate_ && kind == Kind::kUser ? held_ : out_) += format_command(argv);
   pending_.push_back(Pending{std::move(call), deadline, kind});
 }
 
@@ -362,11 +364,24 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   const std::string text = error ? redact(reply.str(), options_.password) : std::string();
   switch (p.kind) {
     case Kind::kAuth:
-      // Redis's message (WRONGPASS ...) never echoes the password; neither do we.
+      // Redis's message (WRONGPASS ...) never echoes the password; neither do we. A server
+      // without a password ("AUTH <password> called without any password configured") is
+      // refused credentials too: the config names a password that this server does not
+      // have, which no retry will fix.
       if (error) {
-        close(classify_error_reply(text) == Fault::kAuth ? Fault::kAuth : Fault::kReply,
+        close(classify_error_reply(text) == Fault::kAuth || text.find("without any password") != std::string::npos
+                  ? Fault::kAuth
+                  : Fault::kReply,
               "AUTH failed" + (options_.username.empty() ? std::string() : " as user " + options_.username) + ": " +
                   text);
+        return;
+      }
+      // Authenticated: what the caller queued meanwhile goes out now.
+      auth_gate_ = false;
+      if (!held_.empty()) {
+        out_ += held_;
+        held_.clear();
+        flush();
       }
       return;
     case Kind::kSelect:

@@ -208,6 +208,11 @@ class AsyncConnection {
   std::deque<Pending> pending_;
   std::string out_;
   std::size_t out_offset_ = 0;
+  /// With a password, the caller's commands wait here until AUTH has answered OK: a server
+  /// without a password answers a pipelined AUTH with an error and then runs what follows
+  /// (an acquire that takes the lease for a daemon that has already given the connection up).
+  std::string held_;
+  bool auth_gate_ = false;
   short transport_wants_ = 0;   // an extra event the transport asked for (TLS)
   std::shared_ptr<Resolution> resolution_;
   std::vector<SocketAddress> addresses_;

@@ -292,24 +292,54 @@ TEST(RedisConnection, SelectsDb) {
   EXPECT_FALSE(bad.connected());
 }
 
-TEST(RedisConnection, SetupAndCommandGoOutInOneWrite) {
-  // AUTH, SELECT and the script (EVAL, its first use here) are pipelined: a reconnect
-  // costs one round trip, not one per step, and never blocks.
+TEST(RedisConnection, SetupAndCommandGoOutInOneWriteButNeverAheadOfAuthsAnswer) {
+  // SELECT and the script (EVAL, its first use here) are pipelined: a reconnect costs one
+  // round trip, not one per step, and never blocks.
+  {
+    FakeServer fake;
+    auto o = options_for(fake.address(), 200ms);
+    o.db = 2;
+    AsyncConnection conn(o);
+    conn.eval(kGetScript, {"k"}, {});
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(wait_until([&] {
+      drive({&conn}, nullptr, for_at_most(5ms));
+      return fake.received().find("EVAL") != std::string::npos;
+    }, 2s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms);  // before any reply could come
+    const auto got = fake.received();
+    EXPECT_LT(got.find("SELECT"), got.find("EVAL"));
+  }
+  // With a password the command waits for AUTH's answer: a server without a password
+  // answers a pipelined AUTH with an error and then runs what follows (an acquire nobody
+  // would hold). This one never answers: AUTH and SELECT go out, the EVAL never does.
   FakeServer fake;
-  auto o = options_for(fake.address(), 200ms);
+  auto o = options_for(fake.address(), 300ms);
   o.password = "pw";
   o.db = 2;
   AsyncConnection conn(o);
-  conn.eval(kGetScript, {"k"}, {});
-  const auto t0 = std::chrono::steady_clock::now();
+  auto call = conn.eval(kGetScript, {"k"}, {});
   ASSERT_TRUE(wait_until([&] {
     drive({&conn}, nullptr, for_at_most(5ms));
-    return fake.received().find("EVAL") != std::string::npos;
+    return fake.received().find("SELECT") != std::string::npos;
   }, 2s));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms);  // before any reply could come
+  drive({&conn}, [&] { return call->done(); }, for_at_most(1s));
   const auto got = fake.received();
   EXPECT_LT(got.find("AUTH"), got.find("SELECT"));
-  EXPECT_LT(got.find("SELECT"), got.find("EVAL"));
+  EXPECT_EQ(got.find("EVAL"), std::string::npos) << "sent ahead of AUTH's answer";
+  EXPECT_EQ(call->state(), Call::State::kFailed);
+}
+
+TEST(RedisAuth, APasswordForAServerWithoutOneIsRefusedAndRunsNothing) {
+  RedisServer server;
+  auto o = options_for(server.address());
+  o.password = "needless-pw";
+  AsyncConnection conn(o);
+  auto c = run(conn, {"SET", "phantom", "1"});
+  EXPECT_EQ(c->fault(), Fault::kAuth) << c->error();
+  EXPECT_NE(c->error().find("AUTH failed"), std::string::npos) << c->error();
+  EXPECT_EQ(c->error().find("needless-pw"), std::string::npos) << c->error();
+  EXPECT_EQ(server.cli({"EXISTS", "phantom"}), "0") << "a command ran behind the refused AUTH";
 }
 
 // ----------------------------------------------------------------------------- AUTH
