@@ -79,7 +79,8 @@ constexpr const char* kCheckFooter = R"(Example:
 One line per finding: ok, warn or fail, with what to do. Checks each node's role, version,
 maxmemory-policy, persistence, run_id (the same server listed twice), clock offset, and
 the cron/kill_grace/expire margins.
-Exit 0 all ok, 1 any warn or fail, 69 no quorum of nodes reachable, 78 bad configuration.)";
+Exit 0 all ok, 1 any warn or fail, 69 no quorum of nodes reachable (77: because Redis refused
+the credentials or TLS verification failed), 78 bad configuration.)";
 
 void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& w : loaded.warnings) std::cerr << "redisgo_task: warning: " << w.str() << "\n";

@@ -88,6 +88,11 @@ Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
   if (c.state() == Call::State::kFailed || !c.done()) {
     switch (c.fault()) {
       case Fault::kAuth:
+        if (error.find("without any password") != std::string::npos) {
+          return make(Level::kFail, "reachable", p.name, "credentials refused: " + error,
+                      "the server has no password for this user: drop the password from the config, or give the "
+                      "server one (requirepass or an ACL user)");
+        }
         return make(Level::kFail, "reachable", p.name, "credentials refused: " + error,
                        "check username and the password (" +
                            (r.password_origin.empty() ? std::string("password") : r.password_origin) +
@@ -99,8 +104,8 @@ Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
         // The connection's set-up (AUTH, SELECT) got an error reply: the server is there.
         std::string hint = "see the server's reply";
         if (error.find("AUTH") != std::string::npos) {
-          hint = "the server has no password for this user (or does not know this AUTH form): drop the password "
-                 "from the config, or give the server one (requirepass or an ACL user)";
+          hint = "the server does not know this AUTH form (AUTH with a username needs Redis 6): check the server's "
+                 "version and the config's username";
         } else if (error.find("SELECT") != std::string::npos) {
           hint = "check db (" + std::to_string(r.db) + ") against the server's databases setting";
         }
@@ -363,10 +368,13 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   ask(probes, keys, r);
 
   int usable = 0;
+  bool refused = false;
   std::vector<check::ServerId> ids;
   for (const auto& p : probes) {
     node_findings(*p, config, keys, findings);
     usable += p->usable ? 1 : 0;
+    const Call& c = *p->info;
+    refused = refused || (c.done() && (c.fault() == Fault::kAuth || c.fault() == Fault::kTls));
     std::string run_id;
     if (p->usable && p->info->ok() && p->info->reply().is_string()) {
       auto info = check::parse_info(p->info->reply().str());
@@ -382,7 +390,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   }
   findings.push_back(check::margin_finding(config));
 
-  const int code = check::exit_code(findings, usable >= quorum);
+  const int code = check::exit_code(findings, usable >= quorum, refused);
   if (json) {
     check::Report report;
     report.config = config.source;

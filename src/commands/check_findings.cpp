@@ -45,8 +45,8 @@ const char* to_string(Level level) {
   return "fail";
 }
 
-int exit_code(const std::vector<Finding>& findings, bool quorum_reachable) {
-  if (!quorum_reachable) return kExitUnavailable;
+int exit_code(const std::vector<Finding>& findings, bool quorum_reachable, bool refused) {
+  if (!quorum_reachable) return refused ? kExitNoPerm : kExitUnavailable;
   const bool clean = std::all_of(findings.begin(), findings.end(), [](const Finding& f) { return f.level == Level::kOk; });
   return clean ? 0 : 1;
 }

@@ -38,8 +38,10 @@ struct Finding {
 };
 
 /// 0 when every finding is ok, 1 when any is warn or fail, 69 (kExitUnavailable) when
-/// fewer than a quorum of the nodes could be reached (whatever the findings say).
-int exit_code(const std::vector<Finding>& findings, bool quorum_reachable);
+/// fewer than a quorum of the nodes could be reached (whatever the findings say), 77
+/// (kExitNoPerm) instead when a node refused the credentials or failed TLS verification:
+/// as every other subcommand, so that a script can tell a wrong password from an outage.
+int exit_code(const std::vector<Finding>& findings, bool quorum_reachable, bool refused = false);
 
 /// One line per finding: "<level> <check> [<node>]: <message>[. Fix: <hint>]".
 void write_text(const std::vector<Finding>& findings, std::ostream& out);
