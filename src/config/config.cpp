@@ -39,7 +39,7 @@ const std::vector<SectionKeys>& known_keys() {
       {"redis",
        {"host", "nodes", "key", "monitor_try_all", "retries_count", "expire", "cron", "value",
         "password", "password_env", "password_file", "username", "db", "connect_timeout",
-        "io_timeout", "drift_factor", "drift_fixed", "tls", "tls_ca_file", "tls_cert_file", "tls_key_file",
+        "io_timeout", "unreachable_timeout", "drift_factor", "drift_fixed", "tls", "tls_ca_file", "tls_cert_file", "tls_key_file",
         "tls_server_name", "tls_skip_verify", "sentinels", "sentinel_master", "sentinel_username",
         "sentinel_password", "sentinel_password_env", "sentinel_password_file", "sentinel_wait_replicas",
         "cluster_nodes", "restart_guard", "fair"}},

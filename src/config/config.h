@@ -73,6 +73,9 @@ struct RedisConfig {
   int db = 0;
   Millis connect_timeout{500};
   Millis io_timeout{500};
+  /// oneshot: how long a run waits for a quorum of nodes to answer before it gives up with 69
+  /// (a busy lease is still waited for as monitor_try_all says).
+  Millis unreachable_timeout{60'000};
   double drift_factor = 0.01;      ///< clock drift allowance as a fraction of expire (Redlock)
   Millis drift_fixed{2};           ///< plus this constant
   /// A server up for less than `expire` grants an absent lease key to nobody new

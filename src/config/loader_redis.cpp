@@ -331,6 +331,7 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
   }
   get_duration(sec, "redis", "connect_timeout", r.connect_timeout);
   get_duration(sec, "redis", "io_timeout", r.io_timeout);
+  get_duration(sec, "redis", "unreachable_timeout", r.unreachable_timeout);
   if (auto n = find(sec, "redis", "drift_factor")) {
     const std::string expected = "a number from 0 up to (not including) 0.5";
     if (auto d = as_number(*n, "redis.drift_factor", expected)) {

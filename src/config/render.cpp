@@ -150,6 +150,7 @@ void render_redis(std::ostream& o, const RedisConfig& r) {
   o << "db = " << r.db << "\n";
   o << "connect_timeout = " << dur(r.connect_timeout) << "\n";
   o << "io_timeout = " << dur(r.io_timeout) << "\n";
+  o << "unreachable_timeout = " << dur(r.unreachable_timeout) << "\n";
   o << "drift_factor = " << format_double(r.drift_factor) << "\n";
   o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
   o << "fair = " << (r.fair ? "true" : "false") << "\n";

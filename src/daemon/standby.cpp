@@ -32,7 +32,11 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   s.retries_count = config.redis.retries_count;
   s.backoff_max = config.backoff.max;
   s.turn_window = config.redis.turn_window();
-  if (config.redis.topology == config::Topology::kRedlock) s.quorum = config.redis.nodes.size() / 2 + 1;
+  if (config.redis.topology == config::Topology::kRedlock) {
+    s.nodes = config.redis.nodes.size();
+    s.quorum = s.nodes / 2 + 1;
+  }
+  s.unreachable_timeout = config.redis.unreachable_timeout;
   return s;
 }
 
@@ -59,6 +63,27 @@ Actions StandbyMachine::step(const Event& event, Clock::time_point now) {
 
 Clock::time_point StandbyMachine::paced() const { return std::max(started_ + kMinAttemptGap, last_.not_before); }
 
+bool StandbyMachine::oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now) {
+  if (s_.mode != Mode::kOneshot) return false;
+  // Refused credentials (or a failed TLS verification) on so many nodes that no quorum is
+  // possible: no retry fixes a wrong password; the run ends now (77, loud), not after
+  // hours of warnings under cron.
+  std::size_t refused = 0;
+  for (const auto& e : acq.errors) {
+    refused += e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls ? 1 : 0;
+  }
+  if (refused > 0 && s_.nodes - refused < s_.quorum) return true;
+  // No quorum answered: waited for at most unreachable_timeout (then 69), so that cron runs
+  // cannot pile up behind a dead Redis. A busy lease is not this: it is waited for as
+  // monitor_try_all says.
+  if (acq.answered.size() >= s_.quorum) {
+    unreachable_since_.reset();
+    return false;
+  }
+  if (!unreachable_since_) unreachable_since_ = started_;
+  return now - *unreachable_since_ >= s_.unreachable_timeout;
+}
+
 void StandbyMachine::attempt(Actions& out, bool turn) {
   turn_credit_ = !turn;
   state_ = StandbyState::kAttempting;
@@ -73,6 +98,7 @@ void StandbyMachine::stop(Actions& out) {
 void StandbyMachine::on(const Begin&, Clock::time_point now, Actions& out) {
   began_ = now;
   attempts_ = 0;
+  unreachable_since_.reset();
   recheck_ = false;
   rechecking_ = false;
   last_ = lock::Acquisition{};
@@ -112,6 +138,11 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   if (acq.acquired) {
     state_ = StandbyState::kLeading;
     emit<Lead>(out, {});
+    return;
+  }
+  if (oneshot_gives_up(acq, now)) {
+    state_ = StandbyState::kGaveUp;
+    emit<GiveUp>(out, {attempts_});
     return;
   }
   // How long the lease stays out of reach: the holder's TTL, or else the restart guard's wait.

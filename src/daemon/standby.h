@@ -36,6 +36,9 @@ struct StandbySettings {
   Millis backoff_max{1000};
   Millis turn_window{1000};  ///< the waiting line's window (RedisConfig::turn_window)
   std::size_t quorum = 1;    ///< nodes that must answer for an attempt to win (Redlock: N/2 + 1)
+  std::size_t nodes = 1;     ///< nodes asked (Redlock: N; one otherwise)
+  /// oneshot: no quorum answered for this long: give up (69).
+  Millis unreachable_timeout{60'000};
 
   static StandbySettings from(const config::Config& config, bool wait_flag);
 };
@@ -111,6 +114,8 @@ class StandbyMachine {
   /// `turn`: an attempt that answers a turn (spends the credit; any other attempt earns it
   /// back).
   void attempt(Actions& out, bool turn = false);
+  /// oneshot: refused credentials with no quorum left, or no quorum for unreachable_timeout.
+  bool oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now);
   void stop(Actions& out);
   /// The earliest a paced retry may go out: kMinAttemptGap after the last attempt began,
   /// and a quorum of nodes out of its retry backoff.
@@ -129,6 +134,8 @@ class StandbyMachine {
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)
   bool turn_credit_ = true; ///< a turn may be answered at once (see kTurn)
+  /// oneshot: since when no attempt has reached a quorum (unreachable_timeout).
+  std::optional<Clock::time_point> unreachable_since_;
   bool rechecking_ = false; ///< the wait in progress ends in such a re-check
 };
 

@@ -76,6 +76,36 @@ TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
     EXPECT_NE(r.err.find(cause.says), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("wrong-password"), std::string::npos) << "a secret in the log: " << r.err;
   }
+  // Without --no-wait (monitor_try_all, the default): refused credentials end the run at once
+  // (77), and an unreachable Redis after unreachable_timeout (69): a cron job must end, loudly.
+  {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run_task_binary({"task", "--config", table[2].second}, 10s, {{"RGT_PASS", "wrong-password"}});
+    EXPECT_EQ(r.code, 77) << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << r.err;
+    const auto down = config_for(dir, "down-waited.toml", "host = \"127.0.0.1:" + std::to_string(closed_port) + "\"",
+                                 "unreachable_timeout = \"1500ms\"\n");
+    t0 = std::chrono::steady_clock::now();
+    r = run_task_binary({"task", "--config", down}, 20s);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(r.code, 69) << r.err;
+    EXPECT_NE(r.err.find("no quorum"), std::string::npos) << r.err;
+    EXPECT_GE(took, 1500ms) << r.err;
+    EXPECT_LT(took, 6s) << r.err;
+  }
+  // A password for a server that has none: refused credentials (no retry fixes it), and the
+  // acquire pipelined behind the AUTH did not run there: no lease left that nobody holds
+  // (it used to take the key for `expire`, again at every retry, keeping every daemon out).
+  {
+    RedisServer open_server;
+    const auto cfg = config_for(dir, "needless.toml", "host = \"" + open_server.address() + "\"",
+                                "password_env = \"RGT_PASS\"\n");
+    auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PASS", "wrong-password"}});
+    EXPECT_EQ(r.code, 77) << r.err;
+    EXPECT_NE(r.err.find("refused our credentials"), std::string::npos) << r.err;
+    EXPECT_EQ(open_server.cli({"EXISTS", "rgt:exit"}), "0") << "a lease taken behind a failed AUTH";
+    EXPECT_EQ(script_calls(open_server), 0) << "a script ran behind a failed AUTH";
+  }
   // Giving up after retries (monitor_try_all = false): the last attempt's cause decides.
   const std::vector<std::pair<int, std::string>> retried = {
       {69, config_for(dir, "down2.toml", "host = \"127.0.0.1:" + std::to_string(closed_port) + "\"",

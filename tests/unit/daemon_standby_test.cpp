@@ -300,6 +300,90 @@ TEST(Standby, ANewWaitStartsItsCountFromZero) {
   EXPECT_EQ(r.machine.began(), r.clock.now());
 }
 
+// ---- oneshot: never silent on a fault that is not a busy lease ----
+
+namespace {
+Acquisition failed_on(std::vector<redisgo::redis::Fault> faults) {
+  Acquisition a;
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    a.errors.push_back({"node " + std::to_string(i), faults[i], "node " + std::to_string(i) + ": failed"});
+  }
+  return a;
+}
+}  // namespace
+
+// Refused credentials do not fix themselves mid-run: a oneshot run gives up at once (77),
+// even with monitor_try_all; unless enough other nodes could still make a quorum.
+TEST(Standby, OneshotGivesUpAtOnceOnRefusedCredentials) {
+  using redisgo::redis::Fault;
+  Rig r(settings(Mode::kOneshot));
+  r.step(Begin{});
+  r.attempted(failed_on({Fault::kAuth}), 1ms);
+  EXPECT_TRUE(has<GiveUp>(r.last));
+  StandbySettings three = settings(Mode::kOneshot);
+  three.nodes = 3;
+  three.quorum = 2;
+  Rig one_of_three(three);
+  one_of_three.step(Begin{});
+  Acquisition a = failed_on({Fault::kAuth});
+  a.answered = {"b", "c"};
+  a.holder = "other";
+  a.holder_ttl_ms = 3000;
+  one_of_three.attempted(a, 1ms);
+  EXPECT_FALSE(has<GiveUp>(one_of_three.last)) << "two good nodes still make a quorum";
+  Rig two_of_three(three);
+  two_of_three.step(Begin{});
+  two_of_three.attempted(failed_on({Fault::kAuth, Fault::kTls}), 1ms);
+  EXPECT_TRUE(has<GiveUp>(two_of_three.last));
+  // supervise keeps trying (an operator may fix the password and the ACL).
+  Rig sup(settings(Mode::kSupervise));
+  sup.step(Begin{});
+  sup.attempted(failed_on({Fault::kAuth}), 1ms);
+  EXPECT_FALSE(has<GiveUp>(sup.last));
+}
+
+// An unreachable Redis is waited for at most unreachable_timeout in oneshot (then 69), counted
+// from the first attempt without a quorum and started again by one that had one.
+TEST(Standby, OneshotGivesUpAfterUnreachableTimeoutWithoutAQuorum) {
+  using redisgo::redis::Fault;
+  StandbySettings s = settings(Mode::kOneshot);
+  s.unreachable_timeout = 10s;
+  Rig r(s);
+  r.step(Begin{});
+  int attempts = 0;
+  for (; attempts < 1000 && !has<GiveUp>(r.last); ++attempts) {
+    if (attempts == 5) {
+      r.attempted(held(3000), 0ms);  // it answered once: the count starts again
+    } else {
+      r.attempted(failed_on({Fault::kConnect}), 0ms);
+    }
+    if (has<GiveUp>(r.last)) break;
+    r.clock.advance(first<Wait>(r.last)->until - r.clock.now());
+    r.step(WaitEnded{End::kTimer});
+  }
+  ASSERT_TRUE(has<GiveUp>(r.last));
+  EXPECT_GE(r.clock.now() - r.machine.began(), 10s);
+  EXPECT_LT(r.clock.now() - r.machine.began(), 15s);
+  // A busy lease is waited for as monitor_try_all says, however long.
+  Rig busy(s);
+  busy.step(Begin{});
+  for (int i = 0; i < 100; ++i) {
+    busy.attempted(held(3000), 0ms);
+    ASSERT_FALSE(has<GiveUp>(busy.last));
+    busy.clock.advance(first<Wait>(busy.last)->until - busy.clock.now());
+    busy.step(WaitEnded{End::kTimer});
+  }
+  // supervise never gives up.
+  Rig sup(settings(Mode::kSupervise));
+  sup.step(Begin{});
+  for (int i = 0; i < 100; ++i) {
+    sup.attempted(failed_on({Fault::kConnect}), 0ms);
+    ASSERT_FALSE(has<GiveUp>(sup.last));
+    sup.clock.advance(first<Wait>(sup.last)->until - sup.clock.now());
+    sup.step(WaitEnded{End::kTimer});
+  }
+}
+
 // ---- the waiting line (docs/DESIGN.md "The waiting line") ----
 
 namespace {
