@@ -73,7 +73,7 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
   };
   const bool finished = wait(calls, decided, true);
   sweep();
-  int yes = 0;
+  int yes = 0, unanswered = 0;
   std::vector<std::string> errors;
   std::string guarded;  // the first node held back by the restart guard, and when it started
   for (std::size_t i = 0; i < n; ++i) {
@@ -95,24 +95,31 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
     } else if (calls[i]->done()) {
       out.refused = out.refused || calls[i]->fault() == Fault::kAuth;
       errors.push_back(calls[i]->ok() ? nodes_[i].name + ": unexpected reply to the claim script" : calls[i]->error());
+    } else {
+      ++unanswered;  // still on its way: it may yet write our claim there
     }
   }
+  // Our claim is dropped wherever it was written or may yet be (a claim still in flight when
+  // the others had decided: the drop goes behind it on the same connection). A partial claim
+  // left behind made every host skip that slot as "run already" though nothing ran.
+  const bool written = yes > 0 || unanswered > 0;
   if (out.kind == Claim::Kind::kTaken) {
-    if (yes > 0) finish_claim(claim_key, "");  // ours where it was written: the slot is not ours
+    if (written) finish_claim(claim_key, "");  // ours where it was written: the slot is not ours
     return out;
   }
   if (finished && yes >= quorum()) {
     out.kind = Claim::Kind::kClaimed;
     return out;
   }
-  if (yes > 0) finish_claim(claim_key, "");
+  if (written) finish_claim(claim_key, "");
   if (finished && !guarded.empty()) {
     out.kind = Claim::Kind::kGuarded;
     out.error = guarded;
     return out;
   }
-  out.error = "the slot was claimed on " + std::to_string(yes) + " node(s), fewer than the quorum of " +
-              std::to_string(quorum());
+  out.error = "the slot was claimed on " + std::to_string(yes) + " node(s)" +
+              (unanswered > 0 ? " (" + std::to_string(unanswered) + " more had not answered)" : "") +
+              ", fewer than the quorum of " + std::to_string(quorum()) + (written ? "; our claim was dropped again" : "");
   for (const auto& e : errors) out.error += "; " + e;
   if (!finished) out.error = "cancelled";
   return out;

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/fault_proxy.h"
 #include "support/records.h"
 #include "support/redis_server.h"
 #include "support/storm_meter.h"
@@ -935,6 +936,33 @@ TEST(TaskCoordinatorAcl, RefusedClaimOrControlMessageIs77AndADeafLeaderSaysSo) {
   EXPECT_NE(h.err.find("ACL SETUSER"), std::string::npos) << h.err;
   leader.signal(SIGTERM);
   EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
+}
+
+// Attack round (issue 20): three nodes, two refusing HSET (ACL): the claim on the third was
+// still on its way when the other two had decided, so it was never dropped: the run exited
+// 77 and every later run skipped the slot as "run already" though nothing ran.
+TEST(TaskCoordinatorAcl, AOncePerClaimRefusedOnAQuorumIsDroppedWhereItWasWritten) {
+  RedisServer refusing_a(with_acl_user("user jobs on >jobs-Pw ~* &* +@all -hset"));
+  RedisServer refusing_b(with_acl_user("user jobs on >jobs-Pw ~* &* +@all -hset"));
+  RedisServer good(with_acl_user("user jobs on >jobs-Pw ~* &* +@all"));
+  FaultProxy slow(good.port());
+  slow.latency(150ms);  // the good node answers last
+  TempDir dir;
+  ConfigSpec spec;
+  spec.nodes = "nodes = [\"" + refusing_a.address() + "\", \"" + refusing_b.address() + "\", \"" + slow.address() + "\"]";
+  spec.key = "k-claim";
+  spec.log_level = "info";
+  spec.io_timeout = "1s";
+  spec.extra_redis = "username = \"jobs\"\npassword_env = \"RGT_JOBS_PW\"\n";
+  spec.extra_task = "once_per = \"60s\"\n";
+  const auto cfg = dir.write("once.toml", make_config(spec));
+  const std::map<std::string, std::string> env{{"RGT_JOBS_PW", "jobs-Pw"}};
+  auto r = run_task_binary({"task", "--config", cfg, "--", "true"}, 15s, env);
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_NE(r.err.find("cannot claim the slot"), std::string::npos) << r.err;
+  // The drop went behind the claim on the good node's connection: nothing left there.
+  ASSERT_TRUE(wait_until([&] { return good.cli({"KEYS", "*:once:*"}).empty(); }, 5s))
+      << good.cli({"KEYS", "*"}) << "\n" << r.err;
 }
 
 // step_down_hold = 0 let a handed-over leader take the lease straight back from the
