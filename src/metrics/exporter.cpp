@@ -7,6 +7,7 @@
 // poll() until an fd is ready or a real deadline comes.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -118,17 +119,37 @@ std::string respond(std::string_view head, const Metrics& metrics) {
   return r;
 }
 
-/// Writes `content` to "<path>.tmp.<pid>" and renames it over `path`, so a reader sees the
-/// old file or the new one, never a part. Returns "" or why it failed (the temp file is
-/// removed then).
+/// "<path>.tmp.<16 random hex digits>": a name nobody can place a FIFO or a link at in
+/// advance (a predictable one let anyone who may write the directory block the daemon).
+std::string temp_name(const std::string& path) {
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
+    r = static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ULL ^
+        static_cast<std::uint64_t>(Steady::now().time_since_epoch().count());
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string suffix(16, '0');
+  for (int i = 15; i >= 0; --i, r >>= 4) suffix[static_cast<std::size_t>(i)] = hex[r & 0xf];
+  return path + ".tmp." + suffix;
+}
+
+/// Writes `content` to a new temp file beside `path` and renames it over `path`, so a reader
+/// sees the old file or the new one, never a part. Returns "" or why it failed (the temp
+/// file is removed then). The temp file is always a new regular file of ours (O_EXCL: never
+/// an existing FIFO, device or link), opened without blocking.
 std::string write_atomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::string tmp;
+  UniqueFd fd;
+  for (int tries = 0; tries < 4 && !fd; ++tries) {
+    tmp = temp_name(path);
+    fd = UniqueFd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (!fd && errno != EEXIST) break;
+  }
+  if (!fd) return errno_message("metrics textfile " + path + ": cannot create " + tmp, errno);
   auto fail = [&](const std::string& what, int err) {
     ::unlink(tmp.c_str());
     return errno_message("metrics textfile " + path + ": " + what, err);
   };
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd) return errno_message("metrics textfile " + path + ": cannot create " + tmp, errno);
   for (std::size_t off = 0; off < content.size();) {
     ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
     if (n < 0) {

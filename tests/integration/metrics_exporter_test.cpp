@@ -726,3 +726,28 @@ TEST(MetricsExporter, LaterWriteErrorsAreRecordedAndRetried) {
   ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
   EXPECT_TRUE(wait_until([&] { return e.last_error().empty(); }, kWait));
 }
+
+// Attack round (issue 20): the temp file had a predictable name ("<textfile>.tmp.<pid>") and
+// was opened blocking, so a FIFO put there froze the daemon before it contended (SIGTERM
+// pending for 615 s). The name is random now and the file always a new one (O_EXCL): a FIFO
+// at the old name, or at any name, is never opened.
+TEST(MetricsExporter, AFifoWhereTheTempFileUsedToBeDoesNotBlockTheWriter) {
+  TempDir dir;
+  const std::string path = dir.path() + "/m.prom";
+  const std::string old_name = path + ".tmp." + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(old_name.c_str(), 0644), 0);
+  Metrics m("k", {});
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 20ms;
+  o.textfile_refresh = 20ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  Exporter e(m, o);  // writes the file once before it returns
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(e.last_error(), "");
+  EXPECT_NE(read_file(path).find("redisgo_task_leader"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::lstat(old_name.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "left as it was";
+}
+
