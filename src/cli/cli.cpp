@@ -395,6 +395,7 @@ int dispatch(const Subcommands& subs, const Args& a) {
   }
   auto cfg = load(a.config_path, a.key, *subs.status || *subs.handover ? config::Scope::kRedis : config::Scope::kAll);
   if (!cfg) return kExitConfig;
+  config::scrub_secret_environment(*cfg);
   log::setup(cfg->log.level, cfg->log.format);
 
   if (*subs.handover) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <utility>
@@ -66,6 +67,25 @@ std::string Diagnostic::str() const {
   if (!key.empty()) out += key + ": ";
   out += message;
   return out;
+}
+
+void scrub_secret_environment(const Config& config) {
+  const std::pair<PasswordSource, const std::string*> secrets[] = {
+      {config.redis.password_source, &config.redis.password_origin},
+      {config.redis.sentinel_password_source, &config.redis.sentinel_password_origin}};
+  for (const auto& [source, origin] : secrets) {
+    if (source != PasswordSource::kEnv || origin->empty()) continue;
+    const std::string prefix = *origin + "=";
+    // The bytes themselves: /proc/<pid>/environ shows the block the process started with,
+    // whatever unsetenv does to the array, and a forked keeper copies it.
+    for (char** e = environ; e && *e; ++e) {
+      if (std::strncmp(*e, prefix.c_str(), prefix.size()) == 0) {
+        char* value = *e + prefix.size();
+        std::memset(value, 0, std::strlen(value));
+      }
+    }
+    ::unsetenv(origin->c_str());
+  }
 }
 
 EnvLookup process_env() {

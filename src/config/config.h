@@ -190,6 +190,10 @@ struct LoadResult {
 /// Looks up an environment variable (injected so tests need not touch the real one).
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup process_env();
+/// Erases the values of the environment variables the config read a password from
+/// (password_env, sentinel_password_env), in place and from the environment: once loaded,
+/// a secret must not stay readable in /proc/<pid>/environ of the daemon or its keeper.
+void scrub_secret_environment(const Config& config);
 
 /// What a command needs of the file. `status` and `handover` need only [redis] (and
 /// [log]): a broken [task], [backoff] or [metrics] is not their business (redisgo_task(1), COMMANDS).

@@ -13,10 +13,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
-#include <fstream>
-#include <filesystem>
+#include <cctype>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -475,6 +476,50 @@ TEST_F(TaskFaults, PasswordEnvNeverReachesTheChild) {
   cfg = config(spec, {redis.address()});
   r = run_task_binary(task(cfg, "env"), 10s, {{"RGT_REDIS_PW", "Pw-In-Env-91"}});
   EXPECT_NE(r.out.find("RGT_REDIS_PW=given-on-purpose"), std::string::npos) << r.out;
+}
+
+namespace {
+/// The pids whose parent is `parent` (from /proc/<pid>/stat).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const std::string stat = read_file(e.path().string() + "/stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return out;
+}
+}  // namespace
+
+// Attack round (issue 20): the keeper's /proc/<pid>/environ still held the password_env
+// value (the child's was clean). Once loaded, the value is erased from the daemon's own
+// environment block, so neither it nor the keeper it forks shows it.
+TEST_F(TaskFaults, PasswordEnvIsNotLeftInTheDaemonsOrTheKeepersEnvironment) {
+  RedisServer redis(with_password("Pw-In-Env-92"));
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.extra_redis = "password_env = \"RGT_REDIS_PW\"\n";
+  auto cfg = config(spec, {redis.address()});
+  TaskProcess p(dir_.path(), "scrub", task(cfg, "exec sleep 30"), {{"RGT_REDIS_PW", "Pw-In-Env-92"}});
+  ASSERT_TRUE(p.wait_for_log("child started", 10s)) << p.err();
+  std::vector<pid_t> tree{p.pid()};
+  for (std::size_t i = 0; i < tree.size() && tree.size() < 16; ++i) {
+    for (pid_t c : children_of(tree[i])) tree.push_back(c);
+  }
+  EXPECT_GE(tree.size(), 3u) << "daemon, keeper, child";
+  for (pid_t pid : tree) {
+    const std::string env = read_file("/proc/" + std::to_string(pid) + "/environ");
+    EXPECT_EQ(env.find("Pw-In-Env-92"), std::string::npos) << "pid " << pid;
+  }
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
 }
 
 // Item 11: the SIGKILL line says how long the child really had.
