@@ -15,6 +15,8 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, s
     return std::nullopt;
   };
   if (text.empty()) return fail("empty duration");
+  // A bare "0" is zero in any unit: it needs none.
+  if (text.find_first_not_of('0') == std::string_view::npos) return std::chrono::milliseconds(0);
   constexpr std::int64_t kMaxMs = std::numeric_limits<std::int64_t>::max() / 4;
   std::int64_t total = 0;
   std::size_t i = 0;

@@ -25,12 +25,17 @@ TEST(Duration, ParsesUnitsAndCompounds) {
   EXPECT_EQ(parse_duration("1h"), 1h);
   EXPECT_EQ(parse_duration("1m30s"), 90s);
   EXPECT_EQ(parse_duration("0ms"), 0ms);
+  // A bare "0" is zero in any unit (the manual's "0 is allowed" was refused as "missing unit").
+  EXPECT_EQ(parse_duration("0"), 0ms);
+  EXPECT_EQ(parse_duration("000"), 0ms);
 }
 
 TEST(Duration, RejectsWithReason) {
   std::string why;
   EXPECT_FALSE(parse_duration("5", &why));
   EXPECT_NE(why.find("missing unit"), std::string::npos) << why;
+  EXPECT_FALSE(parse_duration("1s0", &why));  // only a whole "0" goes without a unit
+  EXPECT_FALSE(parse_duration("0s0", &why));
   EXPECT_FALSE(parse_duration("5sec", &why));
   EXPECT_NE(why.find("unknown unit 'sec'"), std::string::npos) << why;
   EXPECT_FALSE(parse_duration("-5s", &why));
