@@ -328,7 +328,18 @@ Acquisition RedlockBackend::acquire() {
   }
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
   holding_ = true;
-  ticket_ = 0;  // the grant took us out of the line
+  // The grant took us out of the line where it was granted. Where it was not (another's turn
+  // there, a node that answered late or not at all) our entry would stay, and a release there
+  // would hand that node's turn to us while we lead, and later to a process gone: that node
+  // then stalls a window each time (the attack round froze one node of three and the line
+  // stood still for seconds). Sent, not waited for: the child starts meanwhile.
+  if (options_.fair && ticket_ > 0) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (t.granted[i] || !nodes_[i].conn.connected()) continue;
+      nodes_[i].inflight.push_back(nodes_[i].conn.send({"ZREM", keys_.line, options_.holder}));
+    }
+  }
+  ticket_ = 0;
   written_.assign(nodes_.size(), 0);
   a.acquired = true;
   a.slot = slot;

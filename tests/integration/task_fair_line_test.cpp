@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <chrono>
 #include <map>
@@ -475,6 +476,64 @@ TEST(FairLineRedlock, ACycleOfNodeLocalLinesResolvesAndNobodyStarves) {
   expect_no_overlap(v);
   // Resolved within a few windows, not a TTL per waiter or worse.
   EXPECT_LT(v[3].start - v[0].end, 12'000'000'000LL);
+}
+
+// Attack round: with one node of three frozen, a leader stayed in the line of the node that
+// had not granted it; a release there handed that node's turn to it (and, once it had
+// exited, to nobody), so the two live nodes named different turns and the line stood still
+// for 3.5-4.7 s at a time. Now a leader leaves the line where it was not granted.
+TEST(FairLineRedlock, AFrozenNodeOfThreeDoesNotStallTheLine) {
+  RedisServer n1, n2, n3;
+  TempDir dir;
+  ConfigSpec s;
+  s.nodes = "nodes = [\"" + n1.address() + "\", \"" + n2.address() + "\", \"" + n3.address() + "\"]";
+  s.key = "rgt:fair:frozen";
+  s.expire = "3s";
+  s.cron = "600ms";
+  s.kill_grace = "300ms";
+  s.io_timeout = "250ms";
+  const std::string cfg = dir.write("cfg.toml", make_config(s));
+  const std::string log = dir.path() + "/jobs";
+  std::atomic<bool> stop{false};
+  auto loop = [&](const std::string& name) {
+    while (!stop) {
+      const auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/sh", "-c",
+                                      "echo start $(date +%s%N) $NAME >> " + log + "; sleep 0.2; echo end $(date +%s%N) $NAME >> " + log},
+                                     30s, {{"NAME", name}});
+      if (r.code != 0) {
+        ADD_FAILURE() << name << ": " << r.err;
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> hosts;
+  struct Join {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Join() {
+      stop = true;
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join{stop, hosts};
+  for (const char* n : {"A", "B", "C", "D", "E"}) hosts.emplace_back(loop, n);
+  // Long enough first for leaders to have won on two nodes of three many times.
+  ASSERT_TRUE(wait_until([&] { return intervals(read_file(log)).size() >= 30; }, 30s)) << read_file(log);
+  const auto frozen_at = intervals(read_file(log)).size();
+  n2.pause();
+  std::this_thread::sleep_for(10s);  // the window observed
+  const auto during = intervals(read_file(log));
+  n2.resume();
+  stop = true;
+  for (auto& t : hosts) t.join();
+  expect_no_overlap(intervals(read_file(log)));
+  ASSERT_GT(during.size(), frozen_at);
+  long long longest = 0;
+  for (std::size_t i = frozen_at + 1; i < during.size(); ++i) longest = std::max(longest, during[i].start - during[i - 1].end);
+  EXPECT_LT(longest, 1'500'000'000LL) << "the line stood still while two nodes of three were healthy";
+  // About 4 runs/s with the node frozen (fair = false gets as many); 15 in 12 s before.
+  EXPECT_GE(during.size() - frozen_at, 25u) << "runs in 10 s with a node frozen";
 }
 
 }  // namespace
