@@ -295,12 +295,14 @@ std::optional<int> Runner::slot_already_run() {
 int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   bool auth = false;
   int unreachable = 0, refused = 0;
-  std::string example;
+  std::string example, auth_example;
   for (const auto& e : acq.errors) {
     if (e.node.empty()) continue;  // a failure of the round, not of a node
-    auth = auth || e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
+    const bool this_auth = e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
+    auth = auth || this_auth;
     (e.fault == redis::Fault::kReply || e.fault == redis::Fault::kAuth ? refused : unreachable) += 1;
     if (example.empty()) example = e.message;
+    if (this_auth && auth_example.empty()) auth_example = e.message;
   }
   const int answered = backend_->node_count() - unreachable - refused;
   const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
@@ -309,8 +311,15 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
     log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
                acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
   } else if (code == kExitNoPerm) {
-    log_->error("lease not acquired after {} attempt(s): Redis refused our credentials ({}); giving up", attempts,
-                example);
+    // The refusal itself, not whichever node failed first (a timeout elsewhere read as the
+    // cause); and a server that wants a password the config does not give is said so.
+    const bool none = cfg_.redis.password.empty() &&
+                      (auth_example.find("NOAUTH") != std::string::npos ||
+                       auth_example.find("unauthenticated") != std::string::npos);
+    log_->error("lease not acquired after {} attempt(s): Redis refused our credentials ({}){}; giving up", attempts,
+                auth_example.empty() ? example : auth_example,
+                none ? " (the server requires a password and the config gives none: set password_env or password_file)"
+                     : "");
   } else if (code == kExitTempFail) {
     // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
     // runs the job until it opens, and a cron job that skips for that must say why.

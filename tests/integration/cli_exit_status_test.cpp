@@ -76,6 +76,11 @@ TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
     EXPECT_NE(r.err.find(cause.says), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("wrong-password"), std::string::npos) << "a secret in the log: " << r.err;
   }
+  // NOAUTH with no password in the config: said so (the attack round found only Redis's words).
+  {
+    auto r = run_task_binary({"task", "--config", table[3].second, "--no-wait"}, 10s);
+    EXPECT_NE(r.err.find("the config gives none"), std::string::npos) << r.err;
+  }
   // Without --no-wait (monitor_try_all, the default): refused credentials end the run at once
   // (77), and an unreachable Redis after unreachable_timeout (69): a cron job must end, loudly.
   {
