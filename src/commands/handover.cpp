@@ -84,10 +84,15 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
 /// version) listening for its release. -1 when fewer than `quorum` nodes could tell.
 int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum) {
   int read = 0, with = 0;
-  for (const auto& line : backend.read_line(1)) {
+  // A waiter killed without leaving stays in the line until the next release: counted only
+  // while somebody listens on its wake channel (a dead standby must not pass for one).
+  constexpr int kLooked = 64;
+  for (const auto& line : backend.read_line(kLooked)) {
     if (!line.reachable || line.outside < 0) continue;
     ++read;
-    if (line.length + line.outside > 0) ++with;
+    std::int64_t live = line.outside + std::max<std::int64_t>(0, line.length - kLooked);
+    for (const auto& e : line.entries) live += e.listeners != 0 ? 1 : 0;
+    if (live > 0) ++with;
   }
   return read < quorum ? -1 : with;
 }

@@ -50,7 +50,8 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
     for (std::size_t i = 0; i < line->entries.size(); ++i) {
       const auto& e = line->entries[i];
       out << (i ? "," : "") << "{\"position\":" << i + 1 << ",\"holder\":" << log::json_quoted(e.holder)
-          << ",\"since_us\":" << e.ticket << ",\"waited_ms\":" << waited_ms(e) << "}";
+          << ",\"since_us\":" << e.ticket << ",\"waited_ms\":" << waited_ms(e)
+          << ",\"listening\":" << (e.listeners < 0 ? "null" : e.listeners > 0 ? "true" : "false") << "}";
     }
     out << "]}";
     return;
@@ -73,7 +74,8 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   for (std::size_t i = 0; i < line->entries.size(); ++i) {
     const auto& e = line->entries[i];
     out << "  " << i + 1 << ". " << log::printable(e.holder) << ", waiting "
-        << format_duration(std::chrono::milliseconds(waited_ms(e))) << "\n";
+        << format_duration(std::chrono::milliseconds(waited_ms(e)))
+        << (e.listeners == 0 ? " (gone: nobody listens on its wake channel; the next release drops it)" : "") << "\n";
   }
   if (line->length > static_cast<std::int64_t>(line->entries.size())) {
     out << "  ... " << line->length - static_cast<std::int64_t>(line->entries.size()) << " more\n";

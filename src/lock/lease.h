@@ -206,6 +206,9 @@ struct Release {
 /// One waiter in the line, as `status` shows it.
 struct LineEntry {
   std::string holder;
+  /// Subscribers of its wake channel: 0 = gone (killed without leaving; the next release
+  /// drops it), -1 = unknown.
+  std::int64_t listeners = -1;
   std::uint64_t ticket = 0;  ///< server TIME in µs when it joined (or later, see kLineFunctions)
 };
 /// One node's line.

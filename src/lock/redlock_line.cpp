@@ -44,8 +44,11 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
       continue;
     }
     const redisReply* r = c->reply().get();
-    const auto length = r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 ? redis::as_integer(r->element[0])
+    const auto length = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 ? redis::as_integer(r->element[0])
                                                                                : std::nullopt;
+    const redisReply* listening =
+        r && r->type == REDIS_REPLY_ARRAY && r->elements >= 4 && r->element[3]->type == REDIS_REPLY_ARRAY ? r->element[3]
+                                                                                                          : nullptr;
     const redisReply* list = length ? r->element[1] : nullptr;
     if (!length || !list || list->type != REDIS_REPLY_ARRAY || list->elements % 2 != 0) {
       v.error = nodes_[i].conn.describe() + ": unexpected reply reading the waiting line";
@@ -60,6 +63,9 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
       if (!holder || !score) continue;
       LineEntry e;
       e.holder = *holder;
+      if (listening && k / 2 < listening->elements) {
+        e.listeners = redis::as_integer(listening->element[k / 2]).value_or(-1);
+      }
       try {
         e.ticket = static_cast<std::uint64_t>(std::stod(*score));
       } catch (...) {

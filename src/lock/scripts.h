@@ -628,16 +628,25 @@ return {1, unfair}
 )lua";
 inline const Script kReleaseFair{kReleaseFairSource};
 
-/// Read the line (for `status`). KEYS: line. ARGV: how many entries at most, the release
-/// channel. Read-only: {length, {holder, ticket, ...} from the head, subscribers of the
-/// release channel (waiters outside the line: fair = false, or an older version)}.
+/// Read the line (for `status`, `handover`). KEYS: line. ARGV: how many entries at most, the
+/// release channel. Read-only: {length, {holder, ticket, ...} from the head, subscribers of
+/// the release channel (waiters outside the line: fair = false, or an older version), per
+/// entry shown the subscribers of its wake channel (0: gone, killed without leaving; -1
+/// unknown)}.
 inline const Script kReadLine{R"lua(
 local n = tonumber(ARGV[1]) or 100
 local outside = redis.pcall('PUBSUB', 'NUMSUB', ARGV[2])
 if type(outside) ~= 'table' or outside.err then
   outside = {'', -1}
 end
-return {redis.call('ZCARD', KEYS[1]), redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES'), outside[2]}
+local entries = redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES')
+local listening = {}
+local prefix = string.sub(KEYS[1], 1, -5) .. 'wake:'
+for i = 1, #entries, 2 do
+  local subs = redis.pcall('PUBSUB', 'NUMSUB', prefix .. entries[i])
+  listening[#listening + 1] = (type(subs) == 'table' and not subs.err) and subs[2] or -1
+end
+return {redis.call('ZCARD', KEYS[1]), entries, outside[2], listening}
 )lua"};
 
 /// Every script above.

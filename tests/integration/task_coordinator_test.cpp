@@ -696,6 +696,31 @@ TEST_F(TaskCoordinator, HandoverWithoutAStandbyAsksNothingAndWithOneMovesTheLeas
   expect_no_overlap();
 }
 
+// Attack round (issue 20): a standby killed with SIGKILL stays in the line until the next
+// release, which a steady leader never makes: handover counted it and stopped the only copy.
+// Now a waiter counts only while somebody listens on its wake channel; `status` marks it gone.
+TEST_F(TaskCoordinator, HandoverDoesNotCountAKilledStandby) {
+  const auto cfg = config(supervise("step_down_hold = \"2s\"\n"));
+  auto a = recorded("a", cfg);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  auto b = recorded("b", cfg);
+  ASSERT_TRUE(standby_in_line(5s)) << b->err();
+  b->signal(SIGKILL);
+  b->wait_for(5s);
+  ASSERT_TRUE(wait_until([&] {
+    return redis_.cli({"PUBSUB", "NUMSUB", "{" + key() + "}:wake:" + holder_of(*b)}).find("\n0") != std::string::npos;
+  }, 5s));
+  EXPECT_EQ(redis_.cli({"ZCARD", "{" + key() + "}:line"}), "1") << "the dead entry is still there";
+  auto r = run_task_binary({"handover", "--config", cfg, "--timeout", "5s"}, 10s);
+  EXPECT_EQ(r.code, 75) << r.out << r.err;
+  EXPECT_NE(r.err.find("no standby is waiting"), std::string::npos) << r.err;
+  EXPECT_EQ(a->err().find("stepped down"), std::string::npos) << a->err();
+  auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(st.out.find("(gone: nobody listens on its wake channel"), std::string::npos) << st.out;
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait_for(10s), 0) << a->err();
+}
+
 // A semaphore's holders: `handover --slot N` asks slot N's holder only; a waiter takes
 // the slot it left, the other slot's leader runs on. A slot outside 0..limit-1 is 78.
 TEST_F(TaskCoordinator, HandoverOfASemaphoreSlotMovesThatSlotOnly) {
