@@ -421,6 +421,18 @@ TEST_F(FairLine, ALineKeyOfAnotherTypeNeverKeepsTheLeaseAndIsNamed) {
   EXPECT_EQ(run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s).code, 0);
 }
 
+/// Redlock over three servers, with the timings of the fair-line tests.
+ConfigSpec three_nodes(const RedisServer& a, const RedisServer& b, const RedisServer& c, const std::string& key) {
+  ConfigSpec s;
+  s.nodes = "nodes = [\"" + a.address() + "\", \"" + b.address() + "\", \"" + c.address() + "\"]";
+  s.key = key;
+  s.expire = "3s";
+  s.cron = "600ms";
+  s.kill_grace = "300ms";
+  s.io_timeout = "250ms";
+  return s;
+}
+
 // Redlock: node-local lines in a cycle (A,B,C / B,C,A / C,A,B) in which nobody heads a
 // majority. Seeded by hand with scores above every ticket (so that writing tickets back does
 // not undo it): the release wakes a different head on each node, each wins one node and
@@ -429,14 +441,7 @@ TEST(FairLineRedlock, ACycleOfNodeLocalLinesResolvesAndNobodyStarves) {
   RedisServer n1, n2, n3;
   const std::vector<const RedisServer*> nodes{&n1, &n2, &n3};
   TempDir dir;
-  ConfigSpec s;
-  s.nodes = "nodes = [\"" + n1.address() + "\", \"" + n2.address() + "\", \"" + n3.address() + "\"]";
-  s.key = "rgt:fair:cycle";
-  s.expire = "3s";
-  s.cron = "600ms";
-  s.kill_grace = "300ms";
-  s.io_timeout = "250ms";
-  const std::string cfg = dir.write("cfg.toml", make_config(s));
+  const std::string cfg = dir.write("cfg.toml", make_config(three_nodes(n1, n2, n3, "rgt:fair:cycle")));
   const std::string log = dir.path() + "/jobs", gate = dir.path() + "/gate";
   const std::string line = "{rgt:fair:cycle}:line";
   auto job = [&](const std::string& wait) {
@@ -485,14 +490,7 @@ TEST(FairLineRedlock, ACycleOfNodeLocalLinesResolvesAndNobodyStarves) {
 TEST(FairLineRedlock, AFrozenNodeOfThreeDoesNotStallTheLine) {
   RedisServer n1, n2, n3;
   TempDir dir;
-  ConfigSpec s;
-  s.nodes = "nodes = [\"" + n1.address() + "\", \"" + n2.address() + "\", \"" + n3.address() + "\"]";
-  s.key = "rgt:fair:frozen";
-  s.expire = "3s";
-  s.cron = "600ms";
-  s.kill_grace = "300ms";
-  s.io_timeout = "250ms";
-  const std::string cfg = dir.write("cfg.toml", make_config(s));
+  const std::string cfg = dir.write("cfg.toml", make_config(three_nodes(n1, n2, n3, "rgt:fair:frozen")));
   const std::string log = dir.path() + "/jobs";
   std::atomic<bool> stop{false};
   auto loop = [&](const std::string& name) {
