@@ -529,9 +529,11 @@ TEST(FairLineRedlock, AFrozenNodeOfThreeDoesNotStallTheLine) {
   ASSERT_GT(during.size(), frozen_at);
   long long longest = 0;
   for (std::size_t i = frozen_at + 1; i < during.size(); ++i) longest = std::max(longest, during[i].start - during[i - 1].end);
-  EXPECT_LT(longest, 1'500'000'000LL) << "the line stood still while two nodes of three were healthy";
-  // About 4 runs/s with the node frozen (fair = false gets as many); 15 in 12 s before.
-  EXPECT_GE(during.size() - frozen_at, 25u) << "runs in 10 s with a node frozen";
+  // The stall reported was 3.5-4.7 s with nothing run; an optimised build shows gaps under
+  // 1 s and about 4 runs/s, ASan under a parallel suite 1.8 s and about 1 run/s (each run
+  // is a new sanitized process): bounds that tell a stall from a slow build.
+  EXPECT_LT(longest, 3'000'000'000LL) << "the line stood still while two nodes of three were healthy";
+  EXPECT_GE(during.size() - frozen_at, 6u) << "runs in 10 s with a node frozen";
 }
 
 }  // namespace
