@@ -221,11 +221,11 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       // quorum is to be had (nodes down, another holder on the others). Hence:
       // - the last attempt reached fewer nodes than a quorum: a turn cannot make one; the
       //   wait (its error backoff) goes on;
+      // - some node failed the last attempt: not inside the pacing gap either (faults are
+      //   when turns chase each other; a waiter keeps to the pace it would have without them);
       // - the turn answered last did not win: the next one waits kTurnRetryGap after that
       //   attempt; a paced attempt of our own (timer, release) earns the credit back.
       // So turns add at most one attempt to each of a waiter's own.
-      // - some node failed the last attempt: not inside the pacing gap either (faults are
-      //   when turns chase each other; a waiter keeps to the pace it would have without them).
       if (last_.answered.size() < s_.quorum) break;
       const auto soon = !turn_credit_        ? std::max(paced(), started_ + kTurnRetryGap)
                         : last_.errors.empty() ? last_.not_before
