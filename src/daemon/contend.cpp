@@ -296,13 +296,17 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   bool auth = false;
   int unreachable = 0, refused = 0;
   std::string example, auth_example;
+  bool tls = false;  // the refusal was a failed TLS verification, not a password
   for (const auto& e : acq.errors) {
     if (e.node.empty()) continue;  // a failure of the round, not of a node
     const bool this_auth = e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
     auth = auth || this_auth;
     (e.fault == redis::Fault::kReply || e.fault == redis::Fault::kAuth ? refused : unreachable) += 1;
     if (example.empty()) example = e.message;
-    if (this_auth && auth_example.empty()) auth_example = e.message;
+    if (this_auth && auth_example.empty()) {
+      auth_example = e.message;
+      tls = e.fault == redis::Fault::kTls;
+    }
   }
   const int answered = backend_->node_count() - unreachable - refused;
   const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
@@ -316,7 +320,8 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
     const bool none = cfg_.redis.password.empty() &&
                       (auth_example.find("NOAUTH") != std::string::npos ||
                        auth_example.find("unauthenticated") != std::string::npos);
-    log_->error("lease not acquired after {} attempt(s): Redis refused our credentials ({}){}; giving up", attempts,
+    log_->error("lease not acquired after {} attempt(s): {} ({}){}; giving up", attempts,
+                tls ? "TLS verification failed" : "Redis refused our credentials",
                 auth_example.empty() ? example : auth_example,
                 none ? " (the server requires a password and the config gives none: set password_env or password_file)"
                      : "");

@@ -136,6 +136,9 @@ TEST(CliExitStatus, ATlsVerificationFailureIs77) {
                               "tls = true\ntls_ca_file = \"" + certs.other_ca + "\"\n");
   auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s);
   EXPECT_EQ(r.code, 77) << r.err;
+  // Said as what it is (it read "Redis refused our credentials", as for a wrong password).
+  EXPECT_NE(r.err.find("TLS verification failed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("refused our credentials"), std::string::npos) << r.err;
   auto st = run_task_binary({"status", "--config", cfg}, 10s);
   EXPECT_EQ(st.code, 77) << st.out << st.err;
   EXPECT_NE(st.out.find("TLS failed"), std::string::npos) << st.out;
