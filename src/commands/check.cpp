@@ -374,7 +374,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
     node_findings(*p, config, keys, findings);
     usable += p->usable ? 1 : 0;
     const Call& c = *p->info;
-    refused = refused || (c.done() && (c.fault() == Fault::kAuth || c.fault() == Fault::kTls));
+    refused = refused || (c.done() && redis::is_refusal(c.fault()));
     std::string run_id;
     if (p->usable && p->info->ok() && p->info->reply().is_string()) {
       auto info = check::parse_info(p->info->reply().str());

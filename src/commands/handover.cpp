@@ -38,7 +38,7 @@ Look look(lock::LeaseBackend& backend, int quorum) {
   Look l;
   l.view = quorum_view(nodes, quorum);
   for (const auto& n : nodes) {
-    l.refused += n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls ? 1 : 0;
+    l.refused += redis::is_refusal(n.fault) ? 1 : 0;
     if (l.error.empty()) l.error = n.error;
   }
   return l;

@@ -363,7 +363,7 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
 int status_exit(const StatusView& s) {
   if (s.quorum_reachable) return 0;
   for (const auto& n : s.nodes) {
-    if (n.fault == redis::Fault::kAuth || n.fault == redis::Fault::kTls) return kExitNoPerm;
+    if (redis::is_refusal(n.fault)) return kExitNoPerm;
   }
   return kExitUnavailable;
 }

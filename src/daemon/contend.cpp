@@ -293,21 +293,16 @@ std::optional<int> Runner::slot_already_run() {
 }
 
 int Runner::give_up(const lock::Acquisition& acq, int attempts) {
-  bool auth = false;
   int unreachable = 0, refused = 0;
-  std::string example, auth_example;
-  bool tls = false;  // the refusal was a failed TLS verification, not a password
+  std::string example;
+  const lock::NodeError* refusal = nullptr;  // the first node that refused us (credentials, TLS)
   for (const auto& e : acq.errors) {
     if (e.node.empty()) continue;  // a failure of the round, not of a node
-    const bool this_auth = e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls;
-    auth = auth || this_auth;
     (e.fault == redis::Fault::kReply || e.fault == redis::Fault::kAuth ? refused : unreachable) += 1;
     if (example.empty()) example = e.message;
-    if (this_auth && auth_example.empty()) {
-      auth_example = e.message;
-      tls = e.fault == redis::Fault::kTls;
-    }
+    if (!refusal && redis::is_refusal(e.fault)) refusal = &e;
   }
+  const bool auth = refusal != nullptr;
   const int answered = backend_->node_count() - unreachable - refused;
   const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
   if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
@@ -317,12 +312,13 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   } else if (code == kExitNoPerm) {
     // The refusal itself, not whichever node failed first (a timeout elsewhere read as the
     // cause); and a server that wants a password the config does not give is said so.
+    const std::string& why = refusal ? refusal->message : example;
     const bool none = cfg_.redis.password.empty() &&
-                      (auth_example.find("NOAUTH") != std::string::npos ||
-                       auth_example.find("unauthenticated") != std::string::npos);
+                      (why.find("NOAUTH") != std::string::npos || why.find("unauthenticated") != std::string::npos);
     log_->error("lease not acquired after {} attempt(s): {} ({}){}; giving up", attempts,
-                tls ? "TLS verification failed" : "Redis refused our credentials",
-                auth_example.empty() ? example : auth_example,
+                refusal && refusal->fault == redis::Fault::kTls ? "TLS verification failed"
+                                                                 : "Redis refused our credentials",
+                why,
                 none ? " (the server requires a password and the config gives none: set password_env or password_file)"
                      : "");
   } else if (code == kExitTempFail) {

@@ -144,7 +144,10 @@ int Runner::run() {
   std::uint64_t seed;
   if (::getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = static_cast<std::uint64_t>(::getpid());
   backoff_ = backoff::make(cfg_.backoff, seed);
-  standby_.emplace(StandbySettings::from(cfg_, opts_.wait), *backoff_);
+  StandbySettings standby = StandbySettings::from(cfg_, opts_.wait);
+  standby.nodes = static_cast<std::size_t>(backend_->node_count());
+  standby.quorum = static_cast<std::size_t>(backend_->quorum());
+  standby_.emplace(std::move(standby), *backoff_);
   for (const auto& node : lease_opts_.nodes) {
     // Fair: each waiter listens on its own wake channel (one release wakes one waiter);
     // otherwise on the release channel that every standby shares.

@@ -32,10 +32,6 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   s.retries_count = config.redis.retries_count;
   s.backoff_max = config.backoff.max;
   s.turn_window = config.redis.turn_window();
-  if (config.redis.topology == config::Topology::kRedlock) {
-    s.nodes = config.redis.nodes.size();
-    s.quorum = s.nodes / 2 + 1;
-  }
   s.unreachable_timeout = config.redis.unreachable_timeout;
   return s;
 }
@@ -70,7 +66,7 @@ bool StandbyMachine::oneshot_gives_up(const lock::Acquisition& acq, Clock::time_
   // hours of warnings under cron.
   std::size_t refused = 0;
   for (const auto& e : acq.errors) {
-    refused += e.fault == redis::Fault::kAuth || e.fault == redis::Fault::kTls ? 1 : 0;
+    refused += redis::is_refusal(e.fault) ? 1 : 0;
   }
   if (refused > 0 && s_.nodes - refused < s_.quorum) return true;
   // No quorum answered: waited for at most unreachable_timeout (then 69), so that cron runs

@@ -35,8 +35,10 @@ struct StandbySettings {
   int retries_count = 4;
   Millis backoff_max{1000};
   Millis turn_window{1000};  ///< the waiting line's window (RedisConfig::turn_window)
-  std::size_t quorum = 1;    ///< nodes that must answer for an attempt to win (Redlock: N/2 + 1)
-  std::size_t nodes = 1;     ///< nodes asked (Redlock: N; one otherwise)
+  /// Nodes asked and how many must answer for an attempt to win: the backend's (from() leaves
+  /// one of one; the runner sets them).
+  std::size_t quorum = 1;
+  std::size_t nodes = 1;
   /// oneshot: no quorum answered for this long: give up (69).
   Millis unreachable_timeout{60'000};
 

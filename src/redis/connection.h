@@ -56,6 +56,9 @@ enum class Fault {
 };
 /// "refused", "timeout", "auth", ... (short, for logs and JSON).
 const char* to_string(Fault fault);
+/// The server refused our credentials (kAuth) or TLS verification failed (kTls): a setup
+/// fault no retry fixes, exit 77 wherever it decides.
+constexpr bool is_refusal(Fault fault) { return fault == Fault::kAuth || fault == Fault::kTls; }
 /// NOAUTH / WRONGPASS / NOPERM -> kAuth; any other error reply -> kReply.
 Fault classify_error_reply(std::string_view text);
 
