@@ -38,6 +38,7 @@ std::optional<int> Runner::contend() {
       } else if (std::holds_alternative<Report>(action)) {
         report_attempt(machine.last());
         report_guard(machine.last());
+        report_standing(machine.last(), machine.state() == StandbyState::kGaveUp);
         if (!machine.last().acquired) report_never_expires(machine.last());
       } else if (std::holds_alternative<ShowMiss>(action)) {
         const auto& acq = machine.last();
@@ -48,6 +49,9 @@ std::optional<int> Runner::contend() {
       } else if (std::holds_alternative<Lead>(action)) {
         guard_said_.clear();
         attempt_log_.clear();
+        blocked_cause_.clear();
+        blocked_logged_ = false;
+        metrics_.set_cannot_acquire("");
         waiting_.done();  // before "acquired" is logged on the same terminal
         metrics_.add_wait(std::chrono::duration<double>(clock_.now() - machine.began()).count());
         return lead(machine.last());
@@ -242,13 +246,35 @@ void Runner::report_guard(const lock::Acquisition& acq) {
                "holder may still run its child, so it grants nothing new for {} (restart guard)",
                g.node, format_duration(cfg_.redis.expire), format_duration(Millis(g.left_ms)));
   }
-  if (acq.guard_wait_ms >= 0) {
-    notifier_.status("standby (restart guard: a Redis node restarted; it grants nothing new for " +
-                     format_duration(Millis(acq.guard_wait_ms)) + ")");
-    guard_in_status_ = true;
-  } else if (guard_in_status_) {
-    notifier_.status("standby");
-    guard_in_status_ = false;
+}
+
+void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
+  const auto blocked = blocked_by(acq, backend_->node_count(), backend_->quorum());
+  const std::string cause = blocked ? blocked->cause : "";
+  if (cause != blocked_cause_) {
+    // Said when it begins, and again at most every kForwardSummary per cause while it flaps;
+    // a oneshot run that gives up says it in its last line instead.
+    const auto now = clock_.now();
+    auto& said = blocked_said_[cause];
+    if (blocked && !giving_up && (said == Clock::time_point{} || now - said >= kForwardSummary)) {
+      said = now;
+      blocked_logged_ = true;
+      log_->error("key {}: {}; no host with this config can run the job until that is fixed; retrying",
+                  cfg_.redis.key, blocked->text);
+    } else if (!blocked && blocked_logged_) {
+      blocked_logged_ = false;
+      log_->info("key {}: a quorum of Redis nodes answers again", cfg_.redis.key);
+    }
+    blocked_cause_ = cause;
+    metrics_.set_cannot_acquire(cause);
+  }
+  if (blocked) {
+    say_status(blocked->text);
+  } else if (acq.guard_wait_ms >= 0) {
+    say_status("standby (restart guard: a Redis node restarted; it grants nothing new for " +
+               format_duration(Millis(acq.guard_wait_ms)) + ")");
+  } else {
+    say_status("standby");
   }
 }
 

@@ -73,7 +73,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     return stopped_while_waiting();
   }
   if (auto code = claim_slot(acquired, *renewer)) return *code;
-  notifier_.status("leader token=" + std::to_string(acquired.token) +
+  say_status("leader token=" + std::to_string(acquired.token) +
                    (cfg_.task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string()));
   Leading l(LeaderSettings::from(cfg_), restarts_, *renewer, child_spawn(acquired), cfg_.task, clock_);
   if (cfg_.task.mode == Mode::kSupervise) {
@@ -184,7 +184,7 @@ bool Runner::drive(Leading& l, const leader::Event& event) {
                        case Level::kError: log_->error("{}", a.text); break;
                      }
                    },
-                   [&](const Status& a) { notifier_.status(a.text); },
+                   [&](const Status& a) { say_status(a.text); },
                },
                action);
   }
@@ -286,7 +286,7 @@ std::optional<int> Runner::end_lease(Leading& l) {
     metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
     return hold_after_step_down(outcome.step_down, outcome.cause == "handover");
   }
-  notifier_.status("standby");
+  say_status("standby");
   log_->info("contending again in {}", format_duration(outcome.delay));
   if (wait_until(clock_.now() + outcome.delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
   return std::nullopt;
@@ -385,9 +385,9 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why, bool pla
   const Millis hold = planned ? std::max(config::effective_step_down_hold(cfg_), cfg_.redis.expire)
                               : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
   log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
-  notifier_.status("stepped down: " + why);
+  say_status("stepped down: " + why);
   if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
-  notifier_.status("standby");
+  say_status("standby");
   return std::nullopt;
 }
 

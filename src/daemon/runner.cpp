@@ -107,6 +107,12 @@ std::vector<int> Runner::read_signals() {
   return forward;
 }
 
+void Runner::say_status(std::string text) {
+  if (text == status_text_) return;
+  notifier_.status(text);
+  status_text_ = std::move(text);
+}
+
 bool Runner::start_exporter() {
   if (!cfg_.metrics.enabled()) return true;
   // Fails loudly at start (an address in use, a directory that cannot be written), not
@@ -171,7 +177,7 @@ int Runner::run() {
                    : "");
   }
   notifier_.ready();
-  notifier_.status("standby");
+  say_status("standby");
   for (;;) {
     if (auto code = contend()) {
       notifier_.stopping();

@@ -14,6 +14,7 @@
 
 #include <poll.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -85,6 +86,10 @@ class Runner {
   /// that grants nothing yet (once per node and wait), one where the guard cannot apply
   /// (once per node), a holder with a longer `expire` than ours (once).
   void report_guard(const lock::Acquisition& acq);
+  /// STATUS=, redisgo_task_cannot_acquire and an error line when an attempt reached no
+  /// quorum (refused credentials, TLS, error replies, nodes down); "standby" otherwise.
+  /// `giving_up`: oneshot's last line says it instead.
+  void report_standing(const lock::Acquisition& acq, bool giving_up);
   /// A holder whose key has no TTL (set by hand): said once.
   void report_never_expires(const lock::Acquisition& acq);
   int give_up(const lock::Acquisition& acq, int attempts);
@@ -129,6 +134,8 @@ class Runner {
   /// poll() on `fds` plus the boot-time timer armed at `wake_at`, for at most `cap`
   /// (steady-clock waits such as a subscriber's retry) and the watchdog's period.
   void poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap = std::nullopt);
+  /// systemd STATUS=, sent only when it changed.
+  void say_status(std::string text);
   /// Says on stderr that [metrics] cannot start; false then.
   bool start_exporter();
   void log_start() const;
@@ -162,7 +169,10 @@ class Runner {
   Millis next_window_{0};          // the window a "next" message named (WaitEnd::kNext)
   bool warned_never_expires_ = false;
   bool warned_longer_lease_ = false;
-  bool guard_in_status_ = false;            ///< STATUS= names the restart guard's wait
+  std::string status_text_;                 ///< the last STATUS= sent
+  std::string blocked_cause_;               ///< why attempts reach no quorum ("" = they do)
+  std::map<std::string, Clock::time_point> blocked_said_;  ///< per cause, when last logged
+  bool blocked_logged_ = false;             ///< the current blockage was logged
   std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
   std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged

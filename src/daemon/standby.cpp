@@ -36,6 +36,33 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   return s;
 }
 
+std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum) {
+  if (acq.acquired || acq.answered.size() >= quorum) return std::nullopt;
+  const lock::NodeError* refusal = nullptr;
+  const lock::NodeError* reply = nullptr;
+  const lock::NodeError* other = nullptr;
+  for (const auto& e : acq.errors) {
+    if (redis::is_refusal(e.fault)) {
+      if (!refusal) refusal = &e;
+    } else if (e.fault == redis::Fault::kReply) {
+      if (!reply) reply = &e;
+    } else if (!other) {
+      other = &e;
+    }
+  }
+  if (refusal) {
+    const bool tls = refusal->fault == redis::Fault::kTls;
+    return Blocked{tls ? "tls" : "credentials",
+                   std::string("cannot acquire: ") + (tls ? "TLS verification failed" : "Redis refused our credentials") +
+                       " (" + refusal->message + ")"};
+  }
+  if (reply) return Blocked{"error", "cannot acquire: Redis answered with an error (" + reply->message + ")"};
+  std::string text = "cannot acquire: no quorum of Redis nodes (" + std::to_string(acq.answered.size()) + " of " +
+                     std::to_string(nodes) + " answered, " + std::to_string(quorum) + " needed";
+  if (other) text += "; " + other->message;
+  return Blocked{"unreachable", text + ")"};
+}
+
 const char* to_string(StandbyState s) {
   switch (s) {
     case StandbyState::kAttempting: return "attempting";

@@ -86,6 +86,21 @@ using Actions = std::vector<Action>;
 
 }  // namespace standby
 
+/// Why an attempt reached fewer nodes than a quorum (redisgo_task(1) "Never silent"): what
+/// STATUS=, the log and redisgo_task_cannot_acquire say while it lasts, so that a host
+/// that can never run the job does not look like a healthy standby.
+struct Blocked {
+  /// The metrics label: "credentials" (AUTH or ACL refused), "tls" (verification failed),
+  /// "error" (another error reply, e.g. NOPERM on a script), "unreachable".
+  const char* cause = "";
+  std::string text;  ///< "cannot acquire: ..."
+  bool operator==(const Blocked&) const = default;
+};
+/// nullopt when the lease was acquired or a quorum of `nodes` answered (granted or busy).
+/// A refusal names the cause before an error reply, and an error reply before a timeout
+/// elsewhere: the fix an operator must make comes first.
+std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum);
+
 enum class StandbyState { kAttempting, kPacing, kWaiting, kLeading, kGaveUp, kStopped };
 const char* to_string(StandbyState s);
 

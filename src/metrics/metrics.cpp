@@ -70,6 +70,7 @@ constexpr long long kNoDeadline = std::numeric_limits<long long>::min();
 // see a series from the first scrape instead of missing the first event.
 constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
 constexpr const char* kLossCauses[] = {"deadline", "lost"};
+constexpr const char* kBlockedCauses[] = {"credentials", "error", "tls", "unreachable"};
 constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "restart_limit"};
 
 /// A label value in the exposition format: backslash, double quote and newline escaped.
@@ -188,6 +189,7 @@ struct Metrics::Impl {
   Histogram<kBuckets.size()> renewal_durations{kBuckets};
   Histogram<kWaitBuckets.size()> waits{kWaitBuckets};
   std::int64_t line_length = 0;
+  std::map<std::string, std::uint64_t, std::less<>> blocked;  ///< cause -> 0/1
 
   mutable std::atomic<std::size_t> last_size{0};  ///< of the last render, to reserve for the next
 };
@@ -197,6 +199,7 @@ Metrics::Metrics(std::string key, std::vector<std::string> nodes, const Clock& c
   for (auto* r : kRenewalResults) impl_->renewals.emplace(r, 0);
   for (auto* c : kLossCauses) impl_->losses.emplace(c, 0);
   for (auto* c : kStepDownCauses) impl_->step_downs.emplace(c, 0);
+  for (auto* c : kBlockedCauses) impl_->blocked.emplace(c, 0);
   std::set<std::string> seen;
   for (auto& n : nodes) {
     if (seen.insert(n).second) impl_->nodes.emplace_back(std::move(n), false);
@@ -245,6 +248,20 @@ void Metrics::set_line_length(std::int64_t length) {
     impl_->line_length = length;
   }
   changed();
+}
+
+void Metrics::set_cannot_acquire(std::string_view cause) {
+  bool moved = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (!cause.empty() && !impl_->blocked.contains(cause)) impl_->blocked.emplace(std::string(cause), 0);
+    for (auto& [c, v] : impl_->blocked) {
+      const std::uint64_t want = c == cause ? 1 : 0;
+      moved = moved || v != want;
+      v = want;
+    }
+  }
+  if (moved) changed();
 }
 
 void Metrics::add_lease_loss(std::string_view cause) {
@@ -335,6 +352,11 @@ std::string Metrics::render() const {
   append_header(out, "redisgo_task_line_length", "gauge",
                 "Waiters in the key's waiting line as of this daemon's last attempt (fair = true).");
   m.sample(out, "redisgo_task_line_length", std::to_string(m.line_length));
+
+  append_header(out, "redisgo_task_cannot_acquire", "gauge",
+                "1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS "
+                "verification, an error reply, nodes unreachable): nobody with this config can run the job.");
+  m.counters(out, "redisgo_task_cannot_acquire", "cause", m.blocked);
 
   append_header(out, "redisgo_task_lease_losses_total", "counter", "Leases lost while held, by cause.");
   m.counters(out, "redisgo_task_lease_losses_total", "cause", m.losses);

@@ -51,6 +51,10 @@ class Metrics {
   void add_wait(double seconds);
   /// redisgo_task_line_length: the waiting line's length as of this daemon's last attempt.
   void set_line_length(std::int64_t length);
+  /// redisgo_task_cannot_acquire{cause="credentials"|"tls"|"error"|"unreachable"} (0/1):
+  /// 1 for the cause that keeps this daemon's attempts from a quorum; "" = none (a quorum
+  /// answers, busy or not). An unknown cause is added.
+  void set_cannot_acquire(std::string_view cause);
   /// redisgo_task_lease_losses_total{cause="lost"|"deadline"|...}.
   void add_lease_loss(std::string_view cause);
   /// redisgo_task_child_starts_total.

@@ -130,8 +130,12 @@ TEST_P(OpsNotify, ReadyStatusTransitionsWatchdogAndStopping) {
   EXPECT_EQ(lost->pid, daemon.pid());
   EXPECT_TRUE(wait_until([&] { return !alive(child_pid); }, 5s)) << "child still running after lease loss";
   // Back to contending, and the watchdog keeps going without Redis: a Redis outage is
-  // the lease logic's business, not a reason for systemd to restart the daemon.
+  // the lease logic's business, not a reason for systemd to restart the daemon. But the
+  // status says that nobody can acquire, not "standby" as if all were well.
   EXPECT_TRUE(sock.wait_for("STATUS=standby", 5s)) << dump(sock.history()) << daemon.err();
+  EXPECT_TRUE(sock.wait_for([](const std::string& s) { return starts_with(s, "STATUS=cannot acquire: no quorum"); },
+                            5s))
+      << dump(sock.history()) << daemon.err();
   sock.drain();
   const std::size_t outage_start = sock.history().size();
   sock.recv_all(600ms);
@@ -148,14 +152,76 @@ TEST_P(OpsNotify, ReadyStatusTransitionsWatchdogAndStopping) {
   EXPECT_EQ(*code, 0) << daemon.err();
 
   // The whole conversation, pings aside, came from the daemon and in this order.
-  std::vector<std::string> expected_prefixes{"READY=1", "STATUS=standby", "STATUS=leader token=",
-                                             "STATUS=lease lost: ", "STATUS=standby", "STOPPING=1"};
+  std::vector<std::string> expected_prefixes{"READY=1",
+                                             "STATUS=standby",
+                                             "STATUS=leader token=",
+                                             "STATUS=lease lost: ",
+                                             "STATUS=standby",
+                                             "STATUS=cannot acquire: no quorum of Redis nodes (0 of 1 answered",
+                                             "STOPPING=1"};
   auto seen = states(sock.history());
   ASSERT_EQ(seen.size(), expected_prefixes.size()) << dump(sock.history());
   for (std::size_t i = 0; i < seen.size(); ++i) {
     EXPECT_TRUE(starts_with(seen[i], expected_prefixes[i])) << i << ": " << seen[i];
   }
   for (const auto& d : sock.history()) EXPECT_EQ(d.pid, daemon.pid()) << d.text;
+}
+
+// Refused credentials in supervise: the daemon keeps trying (the password or the ACL may be
+// fixed), but systemd's STATUS=, the metrics and the log say that this host cannot run the
+// job, and why; once the ACL user exists, it acquires and the status and metrics clear.
+TEST(OpsNotifyBlocked, RefusedCredentialsAreSaidInStatusAndMetricsUntilFixed) {
+  RedisServer redis;
+  TempDir dir;
+  NotifySocket sock;
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  spec.key = test_key();
+  spec.mode = "supervise";
+  spec.expire = "1500ms";
+  spec.cron = "300ms";
+  spec.kill_grace = "300ms";
+  spec.log_level = "info";
+  spec.extra_redis = "username = \"job\"\npassword_env = \"RGT_JOB_PW\"\n";
+  const std::string textfile = dir.path() + "/m.prom";
+  const auto cfg = dir.write("blocked.toml", make_config(spec) + "\n[metrics]\ntextfile = \"" + textfile + "\"\n");
+  ScopedEnvVars no_pid;
+  no_pid.set("WATCHDOG_PID", std::nullopt);
+  TaskProcess daemon(dir.path(), "daemon", {"task", "--config", cfg, "--", "/bin/sh", "-c", "exec sleep 60"},
+                     {{"NOTIFY_SOCKET", sock.address()}, {"RGT_JOB_PW", "job-secret"}});
+
+  auto refused = sock.wait_for(
+      [](const std::string& s) { return starts_with(s, "STATUS=cannot acquire: Redis refused our credentials"); }, 5s);
+  ASSERT_TRUE(refused) << dump(sock.history()) << daemon.err();
+  EXPECT_NE(refused->text.find("WRONGPASS"), std::string::npos) << refused->text;
+  EXPECT_NE(refused->text.find(redis.address()), std::string::npos) << "names the node: " << refused->text;
+  EXPECT_EQ(refused->text.find("job-secret"), std::string::npos);
+  const std::string series = "redisgo_task_cannot_acquire{key=\"" + spec.key + "\",cause=\"credentials\"} ";
+  EXPECT_TRUE(wait_until([&] { return read_file(textfile).find(series + "1") != std::string::npos; }, 5s))
+      << read_file(textfile);
+  // It keeps trying, paced; and says it once, not at every attempt.
+  sock.recv_all(1000ms);
+  EXPECT_TRUE(alive(daemon.pid()));
+  EXPECT_EQ(std::count_if(sock.history().begin(), sock.history().end(),
+                          [](const auto& d) { return starts_with(d.text, "STATUS=cannot acquire"); }),
+            1)
+      << dump(sock.history());
+  EXPECT_TRUE(wait_until([&] { return daemon.err().find("no host with this config can run the job") != std::string::npos; },
+                         5s))
+      << daemon.err();
+
+  // The operator creates the ACL user: the daemon acquires; the status and the metric clear.
+  ASSERT_EQ(redis.cli({"ACL", "SETUSER", "job", "on", ">job-secret", "~*", "&*", "+@all"}), "OK");
+  EXPECT_TRUE(sock.wait_for([](const std::string& s) { return starts_with(s, "STATUS=leader token="); }, 5s))
+      << dump(sock.history()) << daemon.err();
+  EXPECT_TRUE(wait_until([&] { return read_file(textfile).find(series + "0") != std::string::npos; }, 5s))
+      << read_file(textfile);
+  EXPECT_NE(daemon.err().find("a quorum of Redis nodes answers again"), std::string::npos) << daemon.err();
+  EXPECT_EQ(daemon.err().find("job-secret"), std::string::npos);
+  daemon.signal(SIGTERM);
+  auto code = daemon.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << daemon.err();
+  EXPECT_EQ(*code, 0) << daemon.err();
 }
 
 INSTANTIATE_TEST_SUITE_P(Sockets, OpsNotify, ::testing::Values(NotifySocket::Kind::kPath, NotifySocket::Kind::kAbstract),

@@ -342,6 +342,38 @@ TEST(Standby, OneshotGivesUpAtOnceOnRefusedCredentials) {
   EXPECT_FALSE(has<GiveUp>(sup.last));
 }
 
+// What STATUS= and redisgo_task_cannot_acquire say while attempts reach no quorum: the
+// refusal first (the operator's fix), then an error reply, then nodes down; nothing while a
+// quorum answers, busy or not.
+TEST(Standby, BlockedNamesTheCauseAnOperatorMustFixFirst) {
+  using redisgo::redis::Fault;
+  EXPECT_EQ(blocked_by(held(3000), 1, 1), std::nullopt) << "a busy lease is no fault";
+  Acquisition won;
+  won.acquired = true;
+  EXPECT_EQ(blocked_by(won, 1, 1), std::nullopt);
+  Acquisition two_of_three = failed_on({Fault::kAuth});
+  two_of_three.answered = {"b", "c"};
+  EXPECT_EQ(blocked_by(two_of_three, 3, 2), std::nullopt) << "two good nodes are a quorum";
+
+  auto refused = blocked_by(failed_on({Fault::kTimeout, Fault::kAuth}), 3, 2);
+  ASSERT_TRUE(refused);
+  EXPECT_STREQ(refused->cause, "credentials");
+  EXPECT_EQ(refused->text, "cannot acquire: Redis refused our credentials (node 1: failed)");
+  auto tls = blocked_by(failed_on({Fault::kReply, Fault::kTls}), 3, 2);
+  ASSERT_TRUE(tls);
+  EXPECT_STREQ(tls->cause, "tls");
+  EXPECT_EQ(tls->text, "cannot acquire: TLS verification failed (node 1: failed)");
+  auto reply = blocked_by(failed_on({Fault::kConnect, Fault::kReply}), 3, 2);
+  ASSERT_TRUE(reply);
+  EXPECT_STREQ(reply->cause, "error");
+  Acquisition down = failed_on({Fault::kConnect, Fault::kTimeout});
+  down.answered = {"c"};
+  auto unreachable = blocked_by(down, 3, 2);
+  ASSERT_TRUE(unreachable);
+  EXPECT_STREQ(unreachable->cause, "unreachable");
+  EXPECT_EQ(unreachable->text, "cannot acquire: no quorum of Redis nodes (1 of 3 answered, 2 needed; node 0: failed)");
+}
+
 // An unreachable Redis is waited for at most unreachable_timeout in oneshot (then 69), counted
 // from the first attempt without a quorum and started again by one that had one.
 TEST(Standby, OneshotGivesUpAfterUnreachableTimeoutWithoutAQuorum) {

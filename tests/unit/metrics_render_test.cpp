@@ -43,7 +43,7 @@ const char* const kFamilies[] = {
     "redisgo_task_lease_losses_total", "redisgo_task_child_starts_total",
     "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
     "redisgo_task_node_up",          "redisgo_task_wait_seconds",
-    "redisgo_task_line_length"};
+    "redisgo_task_line_length",      "redisgo_task_cannot_acquire"};
 
 }  // namespace
 
@@ -104,6 +104,14 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_line_length Waiters in the key's waiting line as of this daemon's last attempt (fair = true).\n"
       "# TYPE redisgo_task_line_length gauge\n"
       "redisgo_task_line_length{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_cannot_acquire 1 while this daemon's attempts reach no quorum, by cause (refused "
+      "credentials, failed TLS verification, an error reply, nodes unreachable): nobody with this config can run "
+      "the job.\n"
+      "# TYPE redisgo_task_cannot_acquire gauge\n"
+      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"credentials\"} 0\n"
+      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"error\"} 0\n"
+      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"tls\"} 0\n"
+      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"unreachable\"} 0\n"
       "# HELP redisgo_task_lease_losses_total Leases lost while held, by cause.\n"
       "# TYPE redisgo_task_lease_losses_total counter\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"deadline\"} 0\n"
@@ -163,6 +171,26 @@ TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
   EXPECT_EQ(t.find("node=\"a:1\"", a + 1), std::string::npos);
+}
+
+// One cause at a time is 1; "" (a quorum answers again) clears it.
+TEST(MetricsRender, CannotAcquireNamesOneCauseAtATime) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  auto v = [&](const char* cause) {
+    return value_of(m.render(), std::string("redisgo_task_cannot_acquire{key=\"k\",cause=\"") + cause + "\"}");
+  };
+  m.set_cannot_acquire("credentials");
+  EXPECT_EQ(v("credentials"), "1");
+  EXPECT_EQ(v("unreachable"), "0");
+  const auto version = m.version();
+  m.set_cannot_acquire("credentials");
+  EXPECT_EQ(m.version(), version) << "no change, no textfile rewrite";
+  m.set_cannot_acquire("unreachable");
+  EXPECT_EQ(v("credentials"), "0");
+  EXPECT_EQ(v("unreachable"), "1");
+  m.set_cannot_acquire("");
+  for (const char* c : {"credentials", "error", "tls", "unreachable"}) EXPECT_EQ(v(c), "0") << c;
 }
 
 TEST(MetricsRender, EveryFamilyHasHelpAndTypeOnceBeforeItsSamples) {
