@@ -338,6 +338,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(r.key);
   std::vector<Finding> findings;
   std::vector<std::unique_ptr<Probe>> probes;
+  std::optional<check::SentinelView> sentinel;
 
   switch (r.topology) {
     case config::Topology::kSingle:
@@ -348,8 +349,9 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
       }
       break;
     case config::Topology::kSentinel: {
-      auto view = check::sentinel_findings(redis::inspect_sentinels(sentinel_options(config)), r.sentinel_master,
-                                           r.sentinel_wait_replicas);
+      sentinel = check::sentinel_findings(redis::inspect_sentinels(sentinel_options(config)), r.sentinel_master,
+                                          r.sentinel_wait_replicas);
+      auto& view = *sentinel;
       findings = std::move(view.findings);
       if (view.master) probes.push_back(std::make_unique<Probe>(view.master->str(), pinned(config, *view.master)));
       break;
@@ -381,6 +383,17 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
       if (auto it = info.find("run_id"); it != info.end()) run_id = it->second;
     }
     ids.push_back({p->name, run_id});
+  }
+  if (sentinel && sentinel->master && !probes.empty() && probes.front()->usable && probes.front()->info->ok() &&
+      probes.front()->info->reply().is_string()) {
+    // The master's own count of online replicas is what WAIT counts: it decides the
+    // "replicas" finding over the sentinels' list (which lags behind a new replica).
+    const auto online = check::online_replicas(check::parse_info(probes.front()->info->reply().str()));
+    for (auto& f : findings) {
+      if (f.check != "replicas") continue;
+      f = check::replica_finding(sentinel->replicas, sentinel->replicas_error, sentinel->master->str(),
+                                 r.sentinel_wait_replicas, online);
+    }
   }
   for (auto& f : check::duplicate_findings(ids, quorum)) findings.push_back(std::move(f));
   if (r.topology == config::Topology::kRedlock) findings.push_back(check::quorum_finding(usable, node_count, quorum));

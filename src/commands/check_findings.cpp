@@ -36,18 +36,28 @@ Finding make(Level level, std::string check, std::string node, std::string messa
   return f;
 }
 
+bool acl_refused(std::string_view why) { return why.find("NOPERM") != std::string_view::npos; }
+
+Finding skip(std::string check, std::string node, const std::string& what, const std::string& why,
+             const std::string& right) {
+  return make(Level::kSkip, std::move(check), std::move(node), "not checked: this user may not read " + what + " (" + why + ")",
+              "grant the ACL user " + right + " to make this check, or check it by hand");
+}
+
 const char* to_string(Level level) {
   switch (level) {
     case Level::kOk: return "ok";
     case Level::kWarn: return "warn";
     case Level::kFail: return "fail";
+    case Level::kSkip: return "skip";
   }
   return "fail";
 }
 
 int exit_code(const std::vector<Finding>& findings, bool quorum_reachable, bool refused) {
   if (!quorum_reachable) return refused ? kExitNoPerm : kExitUnavailable;
-  const bool clean = std::all_of(findings.begin(), findings.end(), [](const Finding& f) { return f.level == Level::kOk; });
+  const bool clean = std::all_of(findings.begin(), findings.end(),
+                                 [](const Finding& f) { return f.level == Level::kOk || f.level == Level::kSkip; });
   return clean ? 0 : 1;
 }
 

@@ -21,8 +21,10 @@ namespace redisgo::commands::check {
 
 using Millis = std::chrono::milliseconds;
 
-enum class Level { kOk, kWarn, kFail };
-/// "ok", "warn", "fail".
+/// kSkip: a check the ACL user may not make (NOPERM); the finding names the right it needs.
+/// It is not a fault of the server: `check` still exits 0 when every other finding is ok.
+enum class Level { kOk, kWarn, kFail, kSkip };
+/// "ok", "warn", "fail", "skip".
 const char* to_string(Level level);
 
 /// One line of the report.
@@ -37,7 +39,7 @@ struct Finding {
   std::vector<std::pair<std::string, std::string>> fields;
 };
 
-/// 0 when every finding is ok, 1 when any is warn or fail, 69 (kExitUnavailable) when
+/// 0 when every finding is ok or skip, 1 when any is warn or fail, 69 (kExitUnavailable) when
 /// fewer than a quorum of the nodes could be reached (whatever the findings say), 77
 /// (kExitNoPerm) instead when a node refused the credentials or failed TLS verification:
 /// as every other subcommand, so that a script can tell a wrong password from an outage.
@@ -59,6 +61,14 @@ struct Report {
 };
 /// One JSON object and a newline.
 void write_json(const Report& report, std::ostream& out);
+
+/// Whether a call's error text is the ACL's refusal (NOPERM): what `check` cannot find out
+/// for lack of a right is a skip, not a warning about the server.
+bool acl_refused(std::string_view why);
+/// A skip for check `check` on `node`: `what` could not be read (`why`), and `right` is the
+/// ACL rule that lets this user read it ("+info").
+Finding skip(std::string check, std::string node, const std::string& what, const std::string& why,
+             const std::string& right);
 
 /// A finding (check name, node "" when it concerns none, what was found, what to do).
 Finding make(Level level, std::string check, std::string node, std::string message, std::string hint = {});
@@ -180,8 +190,20 @@ Finding tls_finding(const std::string& node, const std::string& peer);
 struct SentinelView {
   std::vector<Finding> findings;
   std::optional<redis::Endpoint> master;
+  std::vector<std::string> replicas;  ///< as the first sentinel naming the master lists them
+  std::string replicas_error;         ///< why it could not list them
 };
 SentinelView sentinel_findings(const redis::SentinelReport& report, const std::string& master_name, int wait_replicas);
+
+/// The "replicas" finding of a Sentinel setup. `online_on_master`: the replicas the master
+/// itself counts online (INFO replication), which is what WAIT counts; when known it decides
+/// sentinel_wait_replicas, whatever the sentinels' list says (a sentinel learns of a new
+/// replica only at its next INFO of the master). A list the sentinels would not give
+/// (`replicas_error`) is a skip when the master could not tell either.
+Finding replica_finding(const std::vector<std::string>& replicas, const std::string& replicas_error,
+                        const std::string& master, int wait_replicas, std::optional<int> online_on_master);
+/// Replicas that INFO replication shows in state=online (the fields slave0, slave1, ...).
+std::optional<int> online_replicas(const std::map<std::string, std::string>& info);
 
 /// Cluster: the seeds' failures and the owner of the key's slot.
 struct ClusterView {

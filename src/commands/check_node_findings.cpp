@@ -79,6 +79,7 @@ std::optional<Version> parse_version(std::string_view text) {
 Finding version_finding(const std::string& node, const std::string& version, bool acl_user, const std::string& why) {
   const std::string upgrade = "upgrade to Redis 5.0 or later (6.2 or newer is still supported upstream)";
   if (version.empty()) {
+    if (acl_refused(why)) return skip("version", node, "the version", "INFO: " + why, "+info");
     return make(Level::kWarn, "version", node, "could not read the version (INFO: " + why + ")",
                 "allow INFO to this user, or check by hand that the server runs Redis 5.0 or later");
   }
@@ -139,6 +140,8 @@ Finding role_finding(const std::string& node, const std::string& role, const std
              "a replica" + (master_of.empty() ? std::string() : " of " + master_of) +
                  ": writes would fail (READONLY), or be lost at the next resync",
              hint);
+  } else if (role.empty() && acl_refused(why)) {
+    f = skip("role", node, "the role", why, "+role or +info");
   } else if (role.empty()) {
     f = make(Level::kWarn, "role", node, "could not read the role (" + why + ")",
              "allow ROLE or INFO to this user, or check by hand that the server is a master");
@@ -153,7 +156,9 @@ Finding memory_finding(const std::string& node, const std::string& policy, std::
                        const std::string& why) {
   const std::string fix = "set maxmemory-policy noeviction (CONFIG SET, and in redis.conf so that it survives a restart)";
   Finding f;
-  if (policy.empty()) {
+  if (policy.empty() && acl_refused(why)) {
+    f = skip("maxmemory-policy", node, "maxmemory-policy", why, "+info (or +config|get)");
+  } else if (policy.empty()) {
     f = make(Level::kWarn, "maxmemory-policy", node, "could not read maxmemory-policy (" + why + ")",
              "check by hand that it is noeviction: an evicting policy can delete a lease");
   } else if (policy == "noeviction") {
@@ -207,6 +212,8 @@ Finding persistence_finding(const std::string& node, const Persistence& p, Milli
                    "grants nothing new for one expire (" + format_duration(expire) + ")"
                  : "AOF off: after a restart the restart guard grants nothing new for one expire (" +
                        format_duration(expire) + ")");
+  } else if (!p.aof && acl_refused(p.why)) {
+    f = skip("persistence", node, "the persistence settings", p.why, "+info (and +config|get for the RDB save setting)");
   } else if (!p.aof) {
     f = make(Level::kWarn, "persistence", node, "could not read INFO persistence (" + p.why + ")",
              "check by hand: " + restart_hint(expire, topology));
@@ -215,6 +222,8 @@ Finding persistence_finding(const std::string& node, const Persistence& p, Milli
     if (!p.appendfsync.empty()) m += " (appendfsync " + p.appendfsync + ")";
     if (p.save && !p.save->empty()) m += ", RDB save \"" + *p.save + "\"";
     f = make(Level::kOk, "persistence", node, m);
+  } else if (!p.save && acl_refused(p.why)) {
+    f = skip("persistence", node, "the RDB save setting with AOF off", "CONFIG GET save: " + p.why, "+config|get");
   } else if (!p.save) {
     f = make(Level::kWarn, "persistence", node,
              "AOF off, and the RDB save setting could not be read (CONFIG GET save: " + p.why + ")",

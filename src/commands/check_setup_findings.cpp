@@ -17,7 +17,7 @@ Margins margins(const config::Config& config) {
   const auto& r = config.redis;
   Margins m;
   m.expire = r.expire;
-  m.cron = r.cron.count() > 0 ? r.cron : r.expire / 3;
+  m.cron = r.cron.count() > 0 ? r.cron : config::default_cron(r.expire);
   m.kill_grace = config.task.kill_grace;
   // As the config's cross-check (config/loader_cross_checks.cpp): the drift allowance and the kill margin.
   m.drift = Millis(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +

@@ -1,5 +1,7 @@
 // Where Sentinel or Cluster says the key lives: what the sentinels (a majority of them)
 // and the cluster's seeds answered, judged.
+#include <cctype>
+
 #include "commands/check_findings.h"
 #include "commands/check_findings_detail.h"
 
@@ -83,13 +85,35 @@ const redis::SentinelReport::Answer* first_naming(const redis::SentinelReport& r
   return nullptr;
 }
 
-/// Replicas that the master's sentinels list and that look usable.
-Finding replica_finding(const std::vector<std::string>& replicas, const std::string& master, int wait_replicas) {
+}  // namespace
+
+Finding replica_finding(const std::vector<std::string>& replicas, const std::string& replicas_error,
+                        const std::string& master, int wait_replicas, std::optional<int> online_on_master) {
   int healthy = 0;
   for (const auto& r : replicas) {
     const bool down = r.find("s_down") != std::string::npos || r.find("o_down") != std::string::npos ||
                       r.find("disconnected") != std::string::npos || r.find("link ok") == std::string::npos;
     healthy += down ? 0 : 1;
+  }
+  const std::string listed = replicas_error.empty() ? ("the sentinels list " + std::to_string(healthy) + " healthy of " +
+                                                       std::to_string(replicas.size()))
+                                                    : "the sentinels would not list them (" + replicas_error + ")";
+  if (wait_replicas > 0 && online_on_master) {
+    // WAIT counts the master's own replicas: that is what decides.
+    if (*online_on_master < wait_replicas) {
+      return make(Level::kFail, "replicas", master,
+                  std::to_string(*online_on_master) + " replica(s) online on the master (INFO replication), but "
+                      "sentinel_wait_replicas = " + std::to_string(wait_replicas) +
+                      ": every acquisition would wait out io_timeout and be undone; " + listed,
+                  "add replicas, or lower sentinel_wait_replicas");
+    }
+    return make(Level::kOk, "replicas", master,
+                std::to_string(*online_on_master) + " replica(s) online on the master, enough for sentinel_wait_replicas = " +
+                    std::to_string(wait_replicas) + "; " + listed);
+  }
+  if (!replicas_error.empty()) {
+    return skip("replicas", master, "the master's replicas", "SENTINEL REPLICAS: " + replicas_error,
+                "SENTINEL REPLICAS on the sentinels (or +info on the master)");
   }
   if (wait_replicas > 0 && healthy < wait_replicas) {
     return make(Level::kFail, "replicas", master,
@@ -99,6 +123,12 @@ Finding replica_finding(const std::vector<std::string>& replicas, const std::str
                 "add replicas, or lower sentinel_wait_replicas");
   }
   if (replicas.empty()) {
+    if (online_on_master && *online_on_master > 0) {
+      return make(Level::kOk, "replicas", master,
+                  std::to_string(*online_on_master) +
+                      " replica(s) online on the master (the sentinels list none yet: they learn of a replica at their "
+                      "next INFO of the master)");
+    }
     return make(Level::kWarn, "replicas", master, "the sentinels know no replica: a failover has nowhere to go",
                 "add a replica (replicaof " + master + ")");
   }
@@ -106,7 +136,17 @@ Finding replica_finding(const std::vector<std::string>& replicas, const std::str
               std::to_string(healthy) + " healthy of " + std::to_string(replicas.size()) + ": " + and_list(replicas));
 }
 
-}  // namespace
+std::optional<int> online_replicas(const std::map<std::string, std::string>& info) {
+  if (info.find("connected_slaves") == info.end()) return std::nullopt;
+  int online = 0;
+  for (const auto& [name, value] : info) {
+    if (name.rfind("slave", 0) == 0 && name.size() > 5 && std::isdigit(static_cast<unsigned char>(name[5])) &&
+        value.find("state=online") != std::string::npos) {
+      ++online;
+    }
+  }
+  return online;
+}
 
 SentinelView sentinel_findings(const redis::SentinelReport& report, const std::string& master_name, int wait_replicas) {
   SentinelView view;
@@ -118,13 +158,13 @@ SentinelView sentinel_findings(const redis::SentinelReport& report, const std::s
     return view;
   }
   // The replicas listed are those of the first sentinel naming the majority's master.
-  std::vector<std::string> replicas;
   if (const auto* answer = first_naming(report, votes.best)) {
     view.master = answer->master;
-    replicas = answer->replicas;
+    view.replicas = answer->replicas;
+    view.replicas_error = answer->replicas_error;
   }
   view.findings.push_back(majority_finding(report, votes, master_name));
-  view.findings.push_back(replica_finding(replicas, votes.best, wait_replicas));
+  view.findings.push_back(replica_finding(view.replicas, view.replicas_error, votes.best, wait_replicas, std::nullopt));
   return view;
 }
 

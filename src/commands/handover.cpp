@@ -82,16 +82,21 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
 
 /// How many nodes have a standby waiting: anyone in the key's line, or (fair = false, an older
 /// version) listening for its release. -1 when fewer than `quorum` nodes could tell.
-int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum) {
+int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum, bool fair) {
   int read = 0, with = 0;
   // A waiter killed without leaving stays in the line until the next release: counted only
-  // while somebody listens on its wake channel (a dead standby must not pass for one).
+  // while somebody listens on its wake channel (a dead standby must not pass for one). A user
+  // without PUBSUB NUMSUB (an ACL without +pubsub|numsub) reads -1 there: counted as live.
   constexpr int kLooked = 64;
   for (const auto& line : backend.read_line(kLooked)) {
-    if (!line.reachable || line.outside < 0) continue;
-    ++read;
-    std::int64_t live = line.outside + std::max<std::int64_t>(0, line.length - kLooked);
+    if (!line.reachable) continue;
+    std::int64_t live = std::max<std::int64_t>(0, line.length - kLooked);
     for (const auto& e : line.entries) live += e.listeners != 0 ? 1 : 0;
+    if (line.outside > 0) live += line.outside;
+    // Listeners outside the line unknown: with fair = true every standby of this config
+    // waits in the line, so the line alone tells; with fair = false only they would.
+    if (line.outside < 0 && live == 0 && !fair) continue;
+    ++read;
     if (live > 0) ++with;
   }
   return read < quorum ? -1 : with;
@@ -125,7 +130,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
   const std::string leader = before.holder;
   // With no standby waiting, the leader would stop its child and nobody would start one for
   // its step_down_hold: a planned switchover must not stop the only copy of a service.
-  const int standby_nodes = force ? quorum : nodes_with_a_standby(*backend, quorum);
+  const int standby_nodes = force ? quorum : nodes_with_a_standby(*backend, quorum, config.redis.fair);
   if (standby_nodes >= 0 && standby_nodes < quorum) {
     err << "redisgo_task: handover: no standby is waiting for " << what << log::printable(config.redis.key)
         << " (nobody in its waiting line or listening for its release"

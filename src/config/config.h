@@ -62,8 +62,8 @@ struct RedisConfig {
   bool monitor_try_all = true;     ///< true: contend forever; false: at most retries_count attempts
   int retries_count = 4;           ///< attempts when monitor_try_all = false (>= 1)
   Millis expire{5000};             ///< lease TTL
-  /// Renewal interval. load_*() always sets it (> 0; expire/3 rounded down to ms when the
-  /// file leaves it out). 0 only in a Config built in code, and then means expire/3.
+  /// Renewal interval. load_*() always sets it (> 0; default_cron(expire) when the file
+  /// leaves it out). 0 only in a Config built in code, and then means default_cron(expire).
   Millis cron{0};
   std::string value;               ///< holder id; empty = generated at start (hostname:pid:random)
   std::string username;            ///< ACL user; empty = none (plain AUTH password)
@@ -233,6 +233,11 @@ inline constexpr int kMaxLimit = 64;
 inline constexpr Millis kMinOncePer{1000};
 /// A health check at most every 100 ms.
 inline constexpr Millis kMinHealthInterval{100};
+
+/// The renewal interval when the file leaves `cron` out: expire/5, rounded down to ms (1s for
+/// the default 5s). It leaves the default kill_grace (2s) a cron to spare, so that defaults
+/// pass `check`'s margins: a failed renewal is retried before the child must be told to stop.
+inline Millis default_cron(Millis expire) { return expire / 5; }
 
 /// step_down_hold, or 2 x expire when the file leaves it out.
 Millis effective_step_down_hold(const Config& config);

@@ -40,7 +40,7 @@ void Loader::cross_check(const Config& c) {
       std::string key = given("task.kill_grace") ? "task.kill_grace" : given("redis.cron") ? "redis.cron" : "redis.expire";
       error(where(key), key,
             "expected redis.cron + task.kill_grace + drift and kill margin < redis.expire, found " +
-                shown(r.cron, given("redis.cron"), "expire/3") + " + " +
+                shown(r.cron, given("redis.cron"), "expire/5") + " + " +
                 shown(c.task.kill_grace, given("task.kill_grace"), "default") + " + " + format_duration(drift) +
                 " >= " + format_duration(r.expire) +
                 ": if a renewal fails, the child could not be stopped before the lease expires; "

@@ -309,7 +309,7 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
           "expected a lease TTL of at most 1 day (24h), found " + format_duration(r.expire));
   }
   get_duration(sec, "redis", "cron", r.cron);
-  if (!given("redis.cron")) r.cron = Millis(r.expire.count() / 3);
+  if (!given("redis.cron")) r.cron = default_cron(r.expire);
   if (given("redis.cron") && !bad_.count("redis.cron") && r.cron < kMinCron) {
     // A renewal costs a node three commands; faster than this, one idle holder alone
     // would break the 50 commands/s a daemon may send a node (docs/DESIGN.md, invariant 7).

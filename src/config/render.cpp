@@ -139,7 +139,7 @@ void render_redis(std::ostream& o, const RedisConfig& r) {
   o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
   o << "retries_count = " << r.retries_count << "\n";
   o << "expire = " << dur(r.expire) << "\n";
-  o << "cron = " << dur(r.cron.count() > 0 ? r.cron : Millis(r.expire.count() / 3)) << "\n";
+  o << "cron = " << dur(r.cron.count() > 0 ? r.cron : default_cron(r.expire)) << "\n";
   if (r.value.empty()) {
     o << "# value = generated at start (<hostname>:<pid>:<random 128-bit hex>)\n";
   } else {

@@ -49,7 +49,7 @@ redis::SentinelOptions sentinels(const config::Config& config, std::shared_ptr<c
     s.sentinels.push_back(std::move(c));
   }
   s.master = r.sentinel_master;
-  s.requery_every = r.cron.count() > 0 ? r.cron : redis::Millis(r.expire.count() / 3);
+  s.requery_every = r.cron.count() > 0 ? r.cron : config::default_cron(r.expire);
   return s;
 }
 

@@ -169,6 +169,7 @@ SentinelReport inspect_sentinels(const SentinelOptions& options, int cancel_fd) 
       }
     }
     const auto& r = replicas[i];
+    if (!r->ok()) a.replicas_error = r->done() ? r->error() : conns[i]->describe() + ": no answer";
     if (r->ok() && r->reply().is_array()) {
       for (std::size_t k = 0; k < r->reply().size(); ++k) {
         // Each replica: a flat array of field, value pairs.

@@ -78,6 +78,7 @@ struct SentinelReport {
     std::string error;               ///< when not reachable or it does not know the master
     std::optional<Endpoint> master;  ///< what it names
     std::vector<std::string> replicas;  ///< "ip:port (flags)"
+    std::string replicas_error;         ///< SENTINEL REPLICAS failed (refused, unknown): why
   };
   std::vector<Answer> answers;
 };

@@ -83,6 +83,17 @@ TEST_F(CliCheck, HealthyServerIsAllOkAndExitsZero) {
   EXPECT_NE(line_of(r.out, "ok", "persistence", s.address()).find("AOF on"), std::string::npos) << r.out;
 }
 
+// Nothing but the required keys: every default passes, margins included (issue 20 item 2:
+// the defaults used to warn "less than one cron").
+TEST_F(CliCheck, AConfigOfDefaultsPasses) {
+  RedisServer s(healthy());
+  const auto cfg = dir_.write("defaults.toml", "[redis]\nhost = \"" + s.address() + "\"\nkey = \"" + test_key() +
+                                                   "\"\n[task]\ncommand = [\"/bin/true\"]\n");
+  auto r = check(cfg);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(line_of(r.out, "ok", "margins"), "") << r.out;
+}
+
 TEST_F(CliCheck, EvictingPolicyWarns) {
   RedisServer s(configured({"appendonly yes", "maxmemory-policy allkeys-lru"}));
   auto r = check(host_config(s));
@@ -239,6 +250,17 @@ TEST_F(CliCheck, SentinelsAreAskedAndTheirMasterChecked) {
   EXPECT_NE(line_of(r.out, "ok", "role", master), "") << r.out;
   EXPECT_NE(line_of(r.out, "ok", "replicas", master).find(set.replica().address()), std::string::npos) << r.out;
   EXPECT_NE(line_of(r.out, "ok", "persistence", master).find("restart guard"), std::string::npos) << r.out;
+}
+
+// sentinel_wait_replicas = 1 with a replica online: ok, whatever the sentinels' list says
+// yet (issue 20 item 2: it failed "0 healthy replica(s) of 0" while WAIT worked).
+TEST_F(CliCheck, SentinelWaitReplicasCountsTheMastersOnlineReplicas) {
+  SentinelSet set;
+  auto r = check(config(set.config_lines(), "sentinel_wait_replicas = 1\n"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(line_of(r.out, "ok", "replicas", set.master().address()).find("1 replica(s) online on the master"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(CliCheck, ClusterSlotOwnerIsChecked) {

@@ -148,7 +148,7 @@ TEST(SystemdUnit, SettingsTheDaemonReliesOn) {
   auto stop = redisgo::parse_duration(one(s, "TimeoutStopSec"));
   ASSERT_TRUE(stop);
   EXPECT_GE(*stop, 10s);
-  // Well above the default cron (expire/3) and io_timeout.
+  // Well above the default cron (expire/5) and io_timeout.
   auto watchdog = redisgo::parse_duration(one(s, "WatchdogSec"));
   ASSERT_TRUE(watchdog);
   EXPECT_GE(*watchdog, 10s);

@@ -963,6 +963,57 @@ TEST(TaskCoordinatorAcl, RefusedClaimOrControlMessageIs77AndADeafLeaderSaysSo) {
   EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
 }
 
+// The README's least-privilege ACL user, read from the README itself so that the two cannot
+// drift apart, is enough for the daemon, `check` (no warn: what it may not read is a skip,
+// never a fault of the server), `status` and `handover` (it tells a live standby without
+// PUBSUB NUMSUB, and does not fall back to asking blind). Issue 20 item 2.
+TEST(TaskCoordinatorAcl, TheReadmesAclRecipeIsEnoughForTaskCheckStatusAndHandover) {
+  const std::string readme = read_file(std::string(REDISGO_SOURCE_DIR) + "/README.md");
+  const std::string prefix = "ACL SETUSER redisgo on >PASSWORD ";
+  const auto at = readme.find(prefix);
+  ASSERT_NE(at, std::string::npos) << "the README's ACL recipe moved";
+  const std::string rules = readme.substr(at + prefix.size(), readme.find('\n', at) - at - prefix.size());
+  RedisServerOptions o = with_acl_user("user redisgo on >redisgo-Pw " + rules);
+  o.extra_config = {"appendonly yes", "maxmemory-policy noeviction"};
+  RedisServer redis(o);
+  TempDir dir;
+  const std::map<std::string, std::string> env{{"RGT_REDISGO_PW", "redisgo-Pw"}};
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  spec.key = "worker";  // the recipe's key
+  spec.mode = "supervise";
+  spec.expire = "3s";
+  spec.cron = "500ms";
+  spec.io_timeout = "250ms";
+  spec.log_level = "info";
+  spec.restart_guard = true;
+  spec.extra_redis = "username = \"redisgo\"\npassword_env = \"RGT_REDISGO_PW\"\n";
+  spec.extra_task = "step_down_hold = \"3s\"\n";
+  const auto cfg = dir.write("acl.toml", make_config(spec));
+
+  auto c = run_task_binary({"check", "--config", cfg}, 20s, env);
+  EXPECT_EQ(c.code, 0) << c.out << c.err;
+  for (const auto& line : split_lines(c.out)) {
+    EXPECT_TRUE(line.rfind("ok ", 0) == 0 || line.rfind("skip ", 0) == 0) << line;
+  }
+  TaskProcess a(dir.path(), "a", {"task", "--config", cfg, "--", "sleep", "30"}, env);
+  ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
+  auto h = run_task_binary({"handover", "--config", cfg, "--timeout", "2s"}, 10s, env);
+  EXPECT_EQ(h.code, 75) << h.out << h.err;
+  EXPECT_NE(h.err.find("no standby is waiting"), std::string::npos) << h.err;
+  TaskProcess b(dir.path(), "b", {"task", "--config", cfg, "--", "sleep", "30"}, env);
+  ASSERT_TRUE(wait_until([&] { return redis.cli({"ZCARD", "{worker}:line"}) == "1"; }, 5s)) << b.err();
+  auto st = run_task_binary({"status", "--config", cfg}, 10s, env);
+  EXPECT_EQ(st.code, 0) << st.out << st.err;
+  EXPECT_NE(st.out.find("1 waiting"), std::string::npos) << st.out;
+  h = run_task_binary({"handover", "--config", cfg, "--timeout", "8s"}, 15s, env);
+  EXPECT_EQ(h.code, 0) << h.out << h.err;
+  EXPECT_EQ(h.err.find("could not read the waiting line"), std::string::npos) << h.err;
+  EXPECT_NE(h.out.find("handed over"), std::string::npos) << h.out;
+  for (auto* p : {&a, &b}) p->signal(SIGTERM);
+  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait_for(10s), 0) << p->err();
+}
+
 // Attack round (issue 20): three nodes, two refusing HSET (ACL): the claim on the third was
 // still on its way when the other two had decided, so it was never dropped: the run exited
 // 77 and every later run skipped the slot as "run already" though nothing ran.

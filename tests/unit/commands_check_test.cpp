@@ -42,6 +42,9 @@ TEST(CheckExit, OkWarnFailAndNoQuorum) {
   EXPECT_EQ(exit_code({with(Level::kFail)}, true), 1);
   EXPECT_EQ(exit_code({with(Level::kOk)}, false), 69);  // no quorum decides, whatever the lines say
   EXPECT_EQ(exit_code({with(Level::kFail)}, false), 69);
+  // A check this user may not make is no fault of the server: still 0.
+  EXPECT_EQ(exit_code({with(Level::kOk), with(Level::kSkip)}, true), 0);
+  EXPECT_EQ(exit_code({with(Level::kSkip), with(Level::kWarn)}, true), 1);
 }
 
 TEST(CheckClock, OffsetIsServerMinusTheMidpointOfTheRoundTrip) {
@@ -112,8 +115,20 @@ TEST(CheckMargins, SameArithmeticAsTheConfigCrossCheck) {
   EXPECT_EQ(m.spare, 878ms);
   EXPECT_EQ(m.round_trip, 400ms);
   EXPECT_EQ(margin_finding(config_with(2s, 500ms, 500ms)).level, Level::kOk);
-  // cron 0 in a Config built in code means expire/3.
-  EXPECT_EQ(margins(config_with(3s, 0ms, 500ms)).cron, 1000ms);
+  // cron 0 in a Config built in code means expire/5.
+  EXPECT_EQ(margins(config_with(3s, 0ms, 500ms)).cron, 600ms);
+}
+
+// A config that leaves every timing to its default passes our own check (issue 20 item 2):
+// expire 5s, cron 1s, kill_grace 2s, timeouts 500ms leave 1848ms, more than one cron and one
+// connect + io round trip.
+TEST(CheckMargins, TheDefaultsPass) {
+  const redisgo::config::Config defaults;
+  const auto m = margins(defaults);
+  EXPECT_EQ(m.cron, 1000ms);
+  EXPECT_EQ(m.spare, 1848ms);
+  const auto f = margin_finding(defaults);
+  EXPECT_EQ(f.level, Level::kOk) << f.message;
 }
 
 TEST(CheckMargins, SmallSpareWarnsAndNoneFails) {
@@ -135,6 +150,43 @@ TEST(CheckInfo, ParsesFieldsAndSkipsSections) {
   EXPECT_EQ(m["run_id"], "abc");
   EXPECT_EQ(m["maxmemory_policy"], "noeviction");
   EXPECT_EQ(m.count("# Server"), 0u);
+}
+
+// What the ACL user may not read (NOPERM) is a skip naming the right; anything else that
+// could not be read (a timeout, a renamed command) is still a warn.
+TEST(CheckSkip, NopermIsASkipThatNamesTheRight) {
+  const std::string noperm = "NOPERM this user has no permissions to run the 'info' command";
+  auto v = version_finding("n", "", false, noperm);
+  EXPECT_EQ(v.level, Level::kSkip);
+  EXPECT_NE(v.hint.find("+info"), std::string::npos) << v.hint;
+  EXPECT_EQ(version_finding("n", "", false, "no answer in time").level, Level::kWarn);
+  auto role = role_finding("n", "", "", "", redisgo::config::Topology::kSingle, "ROLE: " + noperm + "; INFO: " + noperm);
+  EXPECT_EQ(role.level, Level::kSkip);
+  EXPECT_NE(role.hint.find("+role"), std::string::npos) << role.hint;
+  EXPECT_EQ(memory_finding("n", "", std::nullopt, "CONFIG GET: " + noperm).level, Level::kSkip);
+  Persistence p;
+  p.why = "INFO: " + noperm;
+  EXPECT_EQ(persistence_finding("n", p, 5s, redisgo::config::Topology::kSingle, false).level, Level::kSkip);
+  std::ostringstream text;
+  write_text({v}, text);
+  EXPECT_EQ(text.str().rfind("skip version n: not checked: this user may not read the version", 0), 0u) << text.str();
+}
+
+// Sentinel: the master's own count of online replicas (what WAIT counts) decides
+// sentinel_wait_replicas; the sentinels' list only when the master could not tell; a list
+// the sentinels refused is a skip, not "0 healthy of 0".
+TEST(CheckSentinels, TheMastersOwnReplicasDecideWait) {
+  const std::vector<std::string> none;
+  EXPECT_EQ(replica_finding(none, "", "m:1", 1, 1).level, Level::kOk) << "sentinels not caught up yet";
+  EXPECT_EQ(replica_finding({"r:1 (slave, link ok)"}, "", "m:1", 2, 1).level, Level::kFail);
+  EXPECT_EQ(replica_finding(none, "NOPERM", "m:1", 1, std::nullopt).level, Level::kSkip);
+  EXPECT_EQ(replica_finding(none, "", "m:1", 1, std::nullopt).level, Level::kFail);
+  EXPECT_EQ(replica_finding(none, "", "m:1", 0, 1).level, Level::kOk);
+  EXPECT_EQ(online_replicas({{"connected_slaves", "2"},
+                             {"slave0", "ip=10.0.0.2,port=6379,state=online,offset=1,lag=0"},
+                             {"slave1", "ip=10.0.0.3,port=6379,state=wait_bgsave,offset=0,lag=0"}}),
+            1);
+  EXPECT_EQ(online_replicas({{"role", "master"}}), std::nullopt);
 }
 
 TEST(CheckVersion, ParsesAndJudges) {

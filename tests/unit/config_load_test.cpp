@@ -56,7 +56,7 @@ TEST(ConfigDefaults, MinimalFileGetsEveryDefault) {
   EXPECT_TRUE(c.redis.monitor_try_all);
   EXPECT_EQ(c.redis.retries_count, 4);
   EXPECT_EQ(c.redis.expire, 5s);
-  EXPECT_EQ(c.redis.cron, 1666ms);  // expire/3, rounded down to ms
+  EXPECT_EQ(c.redis.cron, 1000ms);  // expire/5
   EXPECT_EQ(c.redis.value, "");
   EXPECT_EQ(c.redis.username, "");
   EXPECT_EQ(c.redis.password, "");
@@ -311,7 +311,7 @@ const std::vector<Malformed> kMalformed = {
     {"cron_plus_grace", base_with("expire = \"3s\"\ncron = \"1s\"\n", "[task]\nkill_grace = \"2s\"\n"), "task.kill_grace", 7,
      {"could not be stopped before the lease expires", "1s", "2s", "3s"}},
     {"cron_default_plus_grace", base_with("expire = \"2s\"\n"), "redis.expire", 4,
-     {"could not be stopped before the lease expires", "expire/3", "(default)"}},
+     {"could not be stopped before the lease expires", "expire/5", "(default)"}},
     {"cron_zero", base_with("cron = \"0ms\"\n"), "redis.cron", 4, {"> 0"}},
     {"value_empty", base_with("value = \"\"\n"), "redis.value", 4, {"non-empty", "empty string"}},
     {"db_too_big", base_with("db = 16\n"), "redis.db", 4, {"0 to 15", "found 16"}},
