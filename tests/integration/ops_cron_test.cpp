@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/redis_server.h"
@@ -32,13 +33,26 @@ const std::string kScript = std::string(REDISGO_SOURCE_DIR) + "/scripts/cron-exa
 /// where it is) with no REDISGO_TASK, the way an installed wrapper runs from a crontab.
 struct HowRun {
   std::string installed;
+  /// Its stderr to a file of its own (Wrapper::err) instead of the mail.
+  bool split_stderr = false;
+
+  static HowRun installed_at(std::string path) {
+    HowRun how;
+    how.installed = std::move(path);
+    return how;
+  }
+  static HowRun stderr_apart() {
+    HowRun how;
+    how.split_stderr = true;
+    return how;
+  }
 };
 
 /// The wrapper as cron runs it: stdout and stderr into one file (what cron would mail).
 class Wrapper {
  public:
   Wrapper(const TempDir& dir, const std::string& name, const std::vector<std::string>& args, const HowRun& how = {})
-      : out_path_(dir.path() + "/" + name + ".mail") {
+      : out_path_(dir.path() + "/" + name + ".mail"), err_path_(dir.path() + "/" + name + ".err") {
     std::vector<std::string> argv_s{"/bin/sh", kScript};
     if (!how.installed.empty()) argv_s = {how.installed};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -52,6 +66,9 @@ class Wrapper {
     if (how.installed.empty()) envp.insert(envp.begin(), bin.data());
     int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) throw std::runtime_error("cannot open " + out_path_);
+    int err = out;
+    if (how.split_stderr) err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err < 0) throw std::runtime_error("cannot open " + err_path_);
     pid_ = ::fork();
     if (pid_ == 0) {
       sigset_t none;
@@ -59,11 +76,12 @@ class Wrapper {
       sigprocmask(SIG_SETMASK, &none, nullptr);
       ::setpgid(0, 0);  // so a test that gives up can kill the wrapper and redisgo_task together
       ::dup2(out, 1);
-      ::dup2(out, 2);
+      ::dup2(err, 2);
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(out);
+    if (err != out) ::close(err);
   }
   ~Wrapper() {
     if (!code_ && pid_ > 0) {
@@ -88,9 +106,11 @@ class Wrapper {
     return code_;
   }
   std::string mail() const { return read_file(out_path_); }
+  /// Its stderr, with HowRun::split_stderr.
+  std::string err() const { return read_file(err_path_); }
 
  private:
-  std::string out_path_;
+  std::string out_path_, err_path_;
   pid_t pid_ = -1;
   std::optional<int> code_;
 };
@@ -216,6 +236,24 @@ TEST_F(OpsCron, BadConfigOrUsageIs78AndLoud) {
   std::tie(code, mail) = run({config(), "/bin/true"});  // no --
   EXPECT_EQ(code, 78);
   EXPECT_NE(mail.find("usage:"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("exit status 78"), std::string::npos) << mail;
+}
+
+TEST_F(OpsCron, HelpIsUsageOnStdoutAndExitsZero) {
+  for (const std::string flag : {"--help", "-h"}) {
+    Wrapper w(dir_, "help" + flag, {flag}, HowRun::stderr_apart());
+    EXPECT_EQ(w.wait_for(10s), 0) << flag << ": " << w.mail() << w.err();
+    EXPECT_NE(w.mail().find("usage: redisgo_task-cron [--min-hold SECONDS] CONFIG -- JOB [ARG...]"),
+              std::string::npos)
+        << flag << ": " << w.mail();
+    EXPECT_EQ(w.err(), "") << flag;
+  }
+  // Asked for or not, a wrong command line stays an error: 78, on stderr, saying what.
+  Wrapper w(dir_, "bogus", {"--bogus", config(), "--", "/bin/true"}, HowRun::stderr_apart());
+  EXPECT_EQ(w.wait_for(10s), 78) << w.mail() << w.err();
+  EXPECT_EQ(w.mail(), "");
+  EXPECT_NE(w.err().find("usage:"), std::string::npos) << w.err();
+  EXPECT_NE(w.err().find("--bogus"), std::string::npos) << w.err();
 }
 
 TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
@@ -228,14 +266,14 @@ TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
   std::filesystem::create_symlink(task_binary(), bin + "/redisgo_task");
   auto cfg = config();
   auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo ran-$REDISGO_TASK_TOKEN"},
-                          HowRun{bin + "/redisgo_task-cron"});
+                          HowRun::installed_at(bin + "/redisgo_task-cron"));
   EXPECT_EQ(code, 0) << mail;
   EXPECT_NE(mail.find("ran-"), std::string::npos) << mail;
 
   // Nothing next to it and nothing on PATH: loud, and says what to do.
   std::filesystem::remove(bin + "/redisgo_task");
   ASSERT_NE(::access("/usr/bin/redisgo_task", F_OK), 0) << "this test assumes no redisgo_task on cron's PATH";
-  std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"}, HowRun{bin + "/redisgo_task-cron"});
+  std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"}, HowRun::installed_at(bin + "/redisgo_task-cron"));
   EXPECT_EQ(code, 127) << mail;
   EXPECT_NE(mail.find("cannot run 'redisgo_task'"), std::string::npos) << mail;
   EXPECT_NE(mail.find("set REDISGO_TASK"), std::string::npos) << mail;
