@@ -28,6 +28,21 @@ namespace {
 
 const std::string kScript = std::string(REDISGO_SOURCE_DIR) + "/scripts/cron-example";
 
+/// The wrapper's closing line: the last line of the mail.
+std::string summary(const std::string& mail) {
+  auto lines = split_lines(mail);
+  return lines.empty() ? "" : lines.back();
+}
+
+/// Checks the closing line of a failure: it starts with `who` (the config, and the key when
+/// known), not with the job's first word, and says `what` and `status`.
+void expect_summary(const std::string& mail, const std::string& who, const std::string& what, int status) {
+  const std::string line = summary(mail);
+  EXPECT_EQ(line.rfind("redisgo_task-cron: " + who + " on ", 0), 0) << line << "\n" << mail;
+  EXPECT_NE(line.find(what), std::string::npos) << line << "\n" << mail;
+  EXPECT_NE(line.find("exit status " + std::to_string(status)), std::string::npos) << line << "\n" << mail;
+}
+
 /// How the wrapper is run: by default the source script through /bin/sh with REDISGO_TASK
 /// naming the build's binary; `installed` execs that path (as cron does, so the script sees
 /// where it is) with no REDISGO_TASK, the way an installed wrapper runs from a crontab.
@@ -166,7 +181,7 @@ TEST_F(OpsCron, ARestartGuardRefusalIsNoSilentSkip) {
   EXPECT_EQ(code, 75) << mail;
   EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
   EXPECT_NE(mail.find("(restart guard); giving up"), std::string::npos) << mail;
-  EXPECT_NE(mail.find("exit status 75"), std::string::npos) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "the job was not run", 75);
 }
 
 TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {
@@ -175,6 +190,9 @@ TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {
   EXPECT_EQ(code, 3) << mail;
   EXPECT_NE(mail.find("job-output"), std::string::npos) << mail;
   EXPECT_NE(mail.find("exit status 3"), std::string::npos) << "a failing job must mail even if silent\n" << mail;
+  // Which cron job failed: its config and key, not "/bin/sh"; and redisgo_task's log with it.
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "the job failed", 3);
+  EXPECT_NE(mail.find("child exited status=3"), std::string::npos) << mail;
   EXPECT_EQ(redis_.cli({"EXISTS", test_key()}), "0") << "released";
 
   std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"});
@@ -213,6 +231,7 @@ TEST_F(OpsCron, RedisDownIsLoudOnEveryHost) {
   EXPECT_NE(mail.find("Connection refused"), std::string::npos) << mail;
   EXPECT_NE(mail.find("no quorum of Redis nodes (1 unreachable"), std::string::npos) << mail;
   EXPECT_EQ(mail.find("ran\n"), std::string::npos) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "no quorum of Redis nodes", 69);
 }
 
 TEST_F(OpsCron, LeaseLostWhileTheJobRanIsLoud) {
@@ -225,14 +244,15 @@ TEST_F(OpsCron, LeaseLostWhileTheJobRanIsLoud) {
   auto code = w.wait_for(15s);
   ASSERT_TRUE(code.has_value()) << w.mail();
   EXPECT_EQ(*code, 75) << w.mail();
-  EXPECT_NE(w.mail().find("exit status 75"), std::string::npos) << w.mail();
+  expect_summary(w.mail(), cfg + " (key " + test_key() + ")", "the lease was lost while the job ran", 75);
 }
 
 TEST_F(OpsCron, BadConfigOrUsageIs78AndLoud) {
   auto bad = dir_.write("bad.toml", "[redis]\nkey = \"k\"\n");
   auto [code, mail] = run({bad, "--", "/bin/true"});
   EXPECT_EQ(code, 78);
-  EXPECT_NE(mail, "");
+  EXPECT_NE(mail.find("redisgo_task: error:"), std::string::npos) << mail;
+  expect_summary(mail, bad, "invalid", 78);  // no key: the config could not be read
   std::tie(code, mail) = run({config(), "/bin/true"});  // no --
   EXPECT_EQ(code, 78);
   EXPECT_NE(mail.find("usage:"), std::string::npos) << mail;
@@ -254,6 +274,71 @@ TEST_F(OpsCron, HelpIsUsageOnStdoutAndExitsZero) {
   EXPECT_EQ(w.mail(), "");
   EXPECT_NE(w.err().find("usage:"), std::string::npos) << w.err();
   EXPECT_NE(w.err().find("--bogus"), std::string::npos) << w.err();
+}
+
+TEST_F(OpsCron, ASucceedingJobMailsItsOwnOutputOnly) {
+  // cron mails what the job prints, as it would without the wrapper; redisgo_task's info
+  // lines (contending, acquired, child started, released) are no news on a run that went well.
+  for (const std::string format : {"text", "json"}) {
+    auto cfg = config(format);
+    auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "echo job-out; echo job-err >&2"});
+    EXPECT_EQ(code, 0) << format << ": " << mail;
+    EXPECT_EQ(mail, "job-out\njob-err\n") << format;
+    std::tie(code, mail) = run({cfg, "--", "/bin/true"});
+    EXPECT_EQ(code, 0) << format << ": " << mail;
+    EXPECT_EQ(mail, "") << format << ": a job that succeeded and printed nothing must not mail";
+  }
+}
+
+TEST_F(OpsCron, ASuccessRedisgoTaskWarnedAboutMailsItsLog) {
+  // Redlock over three nodes, one down: the job runs on a quorum of two and redisgo_task
+  // warns about the third. The job succeeded, but a node is down: worth a mail.
+  RedisServer second, third;
+  third.stop();
+  ConfigSpec spec;
+  spec.nodes = "nodes = [\"" + redis_.address() + "\", \"" + second.address() + "\", \"" + third.address() + "\"]";
+  spec.key = test_key();
+  spec.expire = "1500ms";
+  spec.cron = "300ms";
+  spec.kill_grace = "400ms";
+  spec.log_level = "info";
+  const auto cfg = dir_.write("three.toml", make_config(spec));
+  auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "echo job-out"});
+  EXPECT_EQ(code, 0) << mail;
+  EXPECT_NE(mail.find("job-out"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("Connection refused"), std::string::npos) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "the job succeeded, but redisgo_task logged", 0);
+}
+
+TEST_F(OpsCron, TheClosingLineSaysWhatHappened) {
+  // A timeout and refused credentials, besides the job's own failure, a lost lease, Redis
+  // down and a bad config above: each names the config and key and says it in words.
+  auto timed = [&] {
+    ConfigSpec spec;
+    spec.nodes = "host = \"" + redis_.address() + "\"";
+    spec.key = test_key();
+    spec.expire = "1500ms";
+    spec.cron = "300ms";
+    spec.kill_grace = "400ms";
+    spec.log_level = "info";
+    spec.extra_task = "timeout = \"300ms\"\n";
+    return dir_.write("timeout.toml", make_config(spec));
+  }();
+  auto [code, mail] = run({timed, "--", "/bin/sh", "-c", "echo job-started; exec sleep 10"});
+  EXPECT_EQ(code, 124) << mail;
+  EXPECT_NE(mail.find("job-started"), std::string::npos) << mail;
+  expect_summary(mail, timed + " (key " + test_key() + ")", "the job ran past [task] timeout and was stopped", 124);
+
+  RedisServer guarded(with_password("s3cret"));
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + guarded.address() + "\"";
+  spec.key = test_key();
+  spec.log_level = "info";
+  const auto refused = dir_.write("refused.toml", make_config(spec));  // no password
+  std::tie(code, mail) = run({refused, "--", "/bin/sh", "-c", "echo job-ran"});
+  EXPECT_EQ(code, 77) << mail;
+  EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
+  expect_summary(mail, refused + " (key " + test_key() + ")", "Redis refused the credentials", 77);
 }
 
 TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
