@@ -50,6 +50,8 @@ struct HowRun {
   std::string installed;
   /// Its stderr to a file of its own (Wrapper::err) instead of the mail.
   bool split_stderr = false;
+  /// TMPDIR, if not the test's directory.
+  std::string tmpdir;
 
   static HowRun installed_at(std::string path) {
     HowRun how;
@@ -59,6 +61,11 @@ struct HowRun {
   static HowRun stderr_apart() {
     HowRun how;
     how.split_stderr = true;
+    return how;
+  }
+  static HowRun with_tmpdir(std::string dir) {
+    HowRun how;
+    how.tmpdir = std::move(dir);
     return how;
   }
 };
@@ -75,7 +82,7 @@ class Wrapper {
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::string bin = "REDISGO_TASK=" + task_binary();
-    std::string tmp = "TMPDIR=" + dir.path();
+    std::string tmp = "TMPDIR=" + (how.tmpdir.empty() ? dir.path() : how.tmpdir);
     // cron's PATH: not the directory the binary is installed in.
     std::vector<char*> envp{tmp.data(), const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
     if (how.installed.empty()) envp.insert(envp.begin(), bin.data());
@@ -123,6 +130,8 @@ class Wrapper {
   std::string mail() const { return read_file(out_path_); }
   /// Its stderr, with HowRun::split_stderr.
   std::string err() const { return read_file(err_path_); }
+  /// Signals the wrapper's shell alone (not redisgo_task or the job).
+  void signal(int sig) const { ::kill(pid_, sig); }
 
  private:
   std::string out_path_, err_path_;
@@ -339,6 +348,34 @@ TEST_F(OpsCron, TheClosingLineSaysWhatHappened) {
   EXPECT_EQ(code, 77) << mail;
   EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
   expect_summary(mail, refused + " (key " + test_key() + ")", "Redis refused the credentials", 77);
+}
+
+TEST_F(OpsCron, NoTemporaryDirectoryIsLoud) {
+  auto cfg = config();
+  const std::string marker = dir_.path() + "/job-ran";
+  auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "touch " + marker}, HowRun::with_tmpdir(dir_.path() + "/missing"));
+  EXPECT_EQ(code, 75) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "cannot create a temporary directory", 75);
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the job must not run when its output could not be kept";
+}
+
+TEST_F(OpsCron, ASignalToTheWrapperIsLoud) {
+  // The wrapper alone is told to stop (an operator's kill): it cannot stop redisgo_task in
+  // the middle of the job, but once the run ends it must say what it got, not vanish.
+  auto cfg = config();
+  const std::string started = dir_.path() + "/job-started";
+  const std::string go = dir_.path() + "/go";
+  const std::string job = "touch " + started + "; i=0; while [ ! -e " + go +
+                          " ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo job-out";
+  Wrapper w(dir_, "signalled", {cfg, "--", "/bin/sh", "-c", job});
+  ASSERT_TRUE(wait_until([&] { return ::access(started.c_str(), F_OK) == 0; }, 10s)) << w.mail();
+  w.signal(SIGTERM);
+  dir_.write("go", "");
+  auto code = w.wait_for(15s);
+  ASSERT_TRUE(code.has_value()) << w.mail();
+  EXPECT_EQ(*code, 143) << w.mail();
+  EXPECT_NE(w.mail().find("job-out"), std::string::npos) << w.mail();
+  expect_summary(w.mail(), cfg + " (key " + test_key() + ")", "SIGTERM", 143);
 }
 
 TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
