@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/redis_server.h"
@@ -27,18 +28,53 @@ namespace {
 
 const std::string kScript = std::string(REDISGO_SOURCE_DIR) + "/scripts/cron-example";
 
+/// The wrapper's closing line: the last line of the mail.
+std::string summary(const std::string& mail) {
+  auto lines = split_lines(mail);
+  return lines.empty() ? "" : lines.back();
+}
+
+/// Checks the closing line of a failure: it starts with `who` (the config, and the key when
+/// known), not with the job's first word, and says `what` and `status`.
+void expect_summary(const std::string& mail, const std::string& who, const std::string& what, int status) {
+  const std::string line = summary(mail);
+  EXPECT_EQ(line.rfind("redisgo_task-cron: " + who + " on ", 0), 0) << line << "\n" << mail;
+  EXPECT_NE(line.find(what), std::string::npos) << line << "\n" << mail;
+  EXPECT_NE(line.find("exit status " + std::to_string(status)), std::string::npos) << line << "\n" << mail;
+}
+
 /// How the wrapper is run: by default the source script through /bin/sh with REDISGO_TASK
 /// naming the build's binary; `installed` execs that path (as cron does, so the script sees
 /// where it is) with no REDISGO_TASK, the way an installed wrapper runs from a crontab.
 struct HowRun {
   std::string installed;
+  /// Its stderr to a file of its own (Wrapper::err) instead of the mail.
+  bool split_stderr = false;
+  /// TMPDIR, if not the test's directory.
+  std::string tmpdir;
+
+  static HowRun installed_at(std::string path) {
+    HowRun how;
+    how.installed = std::move(path);
+    return how;
+  }
+  static HowRun stderr_apart() {
+    HowRun how;
+    how.split_stderr = true;
+    return how;
+  }
+  static HowRun with_tmpdir(std::string dir) {
+    HowRun how;
+    how.tmpdir = std::move(dir);
+    return how;
+  }
 };
 
 /// The wrapper as cron runs it: stdout and stderr into one file (what cron would mail).
 class Wrapper {
  public:
   Wrapper(const TempDir& dir, const std::string& name, const std::vector<std::string>& args, const HowRun& how = {})
-      : out_path_(dir.path() + "/" + name + ".mail") {
+      : out_path_(dir.path() + "/" + name + ".mail"), err_path_(dir.path() + "/" + name + ".err") {
     std::vector<std::string> argv_s{"/bin/sh", kScript};
     if (!how.installed.empty()) argv_s = {how.installed};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -46,12 +82,15 @@ class Wrapper {
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::string bin = "REDISGO_TASK=" + task_binary();
-    std::string tmp = "TMPDIR=" + dir.path();
+    std::string tmp = "TMPDIR=" + (how.tmpdir.empty() ? dir.path() : how.tmpdir);
     // cron's PATH: not the directory the binary is installed in.
     std::vector<char*> envp{tmp.data(), const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
     if (how.installed.empty()) envp.insert(envp.begin(), bin.data());
     int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) throw std::runtime_error("cannot open " + out_path_);
+    int err = out;
+    if (how.split_stderr) err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err < 0) throw std::runtime_error("cannot open " + err_path_);
     pid_ = ::fork();
     if (pid_ == 0) {
       sigset_t none;
@@ -59,11 +98,12 @@ class Wrapper {
       sigprocmask(SIG_SETMASK, &none, nullptr);
       ::setpgid(0, 0);  // so a test that gives up can kill the wrapper and redisgo_task together
       ::dup2(out, 1);
-      ::dup2(out, 2);
+      ::dup2(err, 2);
       ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::close(out);
+    if (err != out) ::close(err);
   }
   ~Wrapper() {
     if (!code_ && pid_ > 0) {
@@ -88,9 +128,13 @@ class Wrapper {
     return code_;
   }
   std::string mail() const { return read_file(out_path_); }
+  /// Its stderr, with HowRun::split_stderr.
+  std::string err() const { return read_file(err_path_); }
+  /// Signals the wrapper's shell alone (not redisgo_task or the job).
+  void signal(int sig) const { ::kill(pid_, sig); }
 
  private:
-  std::string out_path_;
+  std::string out_path_, err_path_;
   pid_t pid_ = -1;
   std::optional<int> code_;
 };
@@ -146,7 +190,7 @@ TEST_F(OpsCron, ARestartGuardRefusalIsNoSilentSkip) {
   EXPECT_EQ(code, 75) << mail;
   EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
   EXPECT_NE(mail.find("(restart guard); giving up"), std::string::npos) << mail;
-  EXPECT_NE(mail.find("exit status 75"), std::string::npos) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "the job was not run", 75);
 }
 
 TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {
@@ -155,6 +199,9 @@ TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {
   EXPECT_EQ(code, 3) << mail;
   EXPECT_NE(mail.find("job-output"), std::string::npos) << mail;
   EXPECT_NE(mail.find("exit status 3"), std::string::npos) << "a failing job must mail even if silent\n" << mail;
+  // Which cron job failed: its config and key, not "/bin/sh"; and redisgo_task's log with it.
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "the job failed", 3);
+  EXPECT_NE(mail.find("child exited status=3"), std::string::npos) << mail;
   EXPECT_EQ(redis_.cli({"EXISTS", test_key()}), "0") << "released";
 
   std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"});
@@ -193,6 +240,7 @@ TEST_F(OpsCron, RedisDownIsLoudOnEveryHost) {
   EXPECT_NE(mail.find("Connection refused"), std::string::npos) << mail;
   EXPECT_NE(mail.find("no quorum of Redis nodes (1 unreachable"), std::string::npos) << mail;
   EXPECT_EQ(mail.find("ran\n"), std::string::npos) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "no quorum of Redis nodes", 69);
 }
 
 TEST_F(OpsCron, LeaseLostWhileTheJobRanIsLoud) {
@@ -205,17 +253,129 @@ TEST_F(OpsCron, LeaseLostWhileTheJobRanIsLoud) {
   auto code = w.wait_for(15s);
   ASSERT_TRUE(code.has_value()) << w.mail();
   EXPECT_EQ(*code, 75) << w.mail();
-  EXPECT_NE(w.mail().find("exit status 75"), std::string::npos) << w.mail();
+  expect_summary(w.mail(), cfg + " (key " + test_key() + ")", "the lease was lost while the job ran", 75);
 }
 
 TEST_F(OpsCron, BadConfigOrUsageIs78AndLoud) {
   auto bad = dir_.write("bad.toml", "[redis]\nkey = \"k\"\n");
   auto [code, mail] = run({bad, "--", "/bin/true"});
   EXPECT_EQ(code, 78);
-  EXPECT_NE(mail, "");
+  EXPECT_NE(mail.find("redisgo_task: error:"), std::string::npos) << mail;
+  expect_summary(mail, bad, "invalid", 78);  // no key: the config could not be read
   std::tie(code, mail) = run({config(), "/bin/true"});  // no --
   EXPECT_EQ(code, 78);
   EXPECT_NE(mail.find("usage:"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("exit status 78"), std::string::npos) << mail;
+}
+
+TEST_F(OpsCron, HelpIsUsageOnStdoutAndExitsZero) {
+  for (const std::string flag : {"--help", "-h"}) {
+    Wrapper w(dir_, "help" + flag, {flag}, HowRun::stderr_apart());
+    EXPECT_EQ(w.wait_for(10s), 0) << flag << ": " << w.mail() << w.err();
+    EXPECT_NE(w.mail().find("usage: redisgo_task-cron [--min-hold SECONDS] CONFIG -- JOB [ARG...]"),
+              std::string::npos)
+        << flag << ": " << w.mail();
+    EXPECT_EQ(w.err(), "") << flag;
+  }
+  // Asked for or not, a wrong command line stays an error: 78, on stderr, saying what.
+  Wrapper w(dir_, "bogus", {"--bogus", config(), "--", "/bin/true"}, HowRun::stderr_apart());
+  EXPECT_EQ(w.wait_for(10s), 78) << w.mail() << w.err();
+  EXPECT_EQ(w.mail(), "");
+  EXPECT_NE(w.err().find("usage:"), std::string::npos) << w.err();
+  EXPECT_NE(w.err().find("--bogus"), std::string::npos) << w.err();
+}
+
+TEST_F(OpsCron, ASucceedingJobMailsItsOwnOutputOnly) {
+  // cron mails what the job prints, as it would without the wrapper; redisgo_task's info
+  // lines (contending, acquired, child started, released) are no news on a run that went well.
+  for (const std::string format : {"text", "json"}) {
+    auto cfg = config(format);
+    auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "echo job-out; echo job-err >&2"});
+    EXPECT_EQ(code, 0) << format << ": " << mail;
+    EXPECT_EQ(mail, "job-out\njob-err\n") << format;
+    std::tie(code, mail) = run({cfg, "--", "/bin/true"});
+    EXPECT_EQ(code, 0) << format << ": " << mail;
+    EXPECT_EQ(mail, "") << format << ": a job that succeeded and printed nothing must not mail";
+  }
+}
+
+TEST_F(OpsCron, ASuccessRedisgoTaskWarnedAboutMailsItsLog) {
+  // Redlock over three nodes, one down: the job runs on a quorum of two and redisgo_task
+  // warns about the third. The job succeeded, but a node is down: worth a mail.
+  RedisServer second, third;
+  third.stop();
+  ConfigSpec spec;
+  spec.nodes = "nodes = [\"" + redis_.address() + "\", \"" + second.address() + "\", \"" + third.address() + "\"]";
+  spec.key = test_key();
+  spec.expire = "1500ms";
+  spec.cron = "300ms";
+  spec.kill_grace = "400ms";
+  spec.log_level = "info";
+  const auto cfg = dir_.write("three.toml", make_config(spec));
+  auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "echo job-out"});
+  EXPECT_EQ(code, 0) << mail;
+  EXPECT_NE(mail.find("job-out"), std::string::npos) << mail;
+  EXPECT_NE(mail.find("Connection refused"), std::string::npos) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "the job succeeded, but redisgo_task logged", 0);
+}
+
+TEST_F(OpsCron, TheClosingLineSaysWhatHappened) {
+  // A timeout and refused credentials, besides the job's own failure, a lost lease, Redis
+  // down and a bad config above: each names the config and key and says it in words.
+  auto timed = [&] {
+    ConfigSpec spec;
+    spec.nodes = "host = \"" + redis_.address() + "\"";
+    spec.key = test_key();
+    spec.expire = "1500ms";
+    spec.cron = "300ms";
+    spec.kill_grace = "400ms";
+    spec.log_level = "info";
+    spec.extra_task = "timeout = \"300ms\"\n";
+    return dir_.write("timeout.toml", make_config(spec));
+  }();
+  auto [code, mail] = run({timed, "--", "/bin/sh", "-c", "echo job-started; exec sleep 10"});
+  EXPECT_EQ(code, 124) << mail;
+  EXPECT_NE(mail.find("job-started"), std::string::npos) << mail;
+  expect_summary(mail, timed + " (key " + test_key() + ")", "the job ran past [task] timeout and was stopped", 124);
+
+  RedisServer guarded(with_password("s3cret"));
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + guarded.address() + "\"";
+  spec.key = test_key();
+  spec.log_level = "info";
+  const auto refused = dir_.write("refused.toml", make_config(spec));  // no password
+  std::tie(code, mail) = run({refused, "--", "/bin/sh", "-c", "echo job-ran"});
+  EXPECT_EQ(code, 77) << mail;
+  EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
+  expect_summary(mail, refused + " (key " + test_key() + ")", "Redis refused the credentials", 77);
+}
+
+TEST_F(OpsCron, NoTemporaryDirectoryIsLoud) {
+  auto cfg = config();
+  const std::string marker = dir_.path() + "/job-ran";
+  auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "touch " + marker}, HowRun::with_tmpdir(dir_.path() + "/missing"));
+  EXPECT_EQ(code, 75) << mail;
+  expect_summary(mail, cfg + " (key " + test_key() + ")", "cannot create a temporary directory", 75);
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the job must not run when its output could not be kept";
+}
+
+TEST_F(OpsCron, ASignalToTheWrapperIsLoud) {
+  // The wrapper alone is told to stop (an operator's kill): it cannot stop redisgo_task in
+  // the middle of the job, but once the run ends it must say what it got, not vanish.
+  auto cfg = config();
+  const std::string started = dir_.path() + "/job-started";
+  const std::string go = dir_.path() + "/go";
+  const std::string job = "touch " + started + "; i=0; while [ ! -e " + go +
+                          " ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; echo job-out";
+  Wrapper w(dir_, "signalled", {cfg, "--", "/bin/sh", "-c", job});
+  ASSERT_TRUE(wait_until([&] { return ::access(started.c_str(), F_OK) == 0; }, 10s)) << w.mail();
+  w.signal(SIGTERM);
+  dir_.write("go", "");
+  auto code = w.wait_for(15s);
+  ASSERT_TRUE(code.has_value()) << w.mail();
+  EXPECT_EQ(*code, 143) << w.mail();
+  EXPECT_NE(w.mail().find("job-out"), std::string::npos) << w.mail();
+  expect_summary(w.mail(), cfg + " (key " + test_key() + ")", "SIGTERM", 143);
 }
 
 TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
@@ -228,14 +388,14 @@ TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
   std::filesystem::create_symlink(task_binary(), bin + "/redisgo_task");
   auto cfg = config();
   auto [code, mail] = run({"--min-hold", "0", cfg, "--", "/bin/sh", "-c", "echo ran-$REDISGO_TASK_TOKEN"},
-                          HowRun{bin + "/redisgo_task-cron"});
+                          HowRun::installed_at(bin + "/redisgo_task-cron"));
   EXPECT_EQ(code, 0) << mail;
   EXPECT_NE(mail.find("ran-"), std::string::npos) << mail;
 
   // Nothing next to it and nothing on PATH: loud, and says what to do.
   std::filesystem::remove(bin + "/redisgo_task");
   ASSERT_NE(::access("/usr/bin/redisgo_task", F_OK), 0) << "this test assumes no redisgo_task on cron's PATH";
-  std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"}, HowRun{bin + "/redisgo_task-cron"});
+  std::tie(code, mail) = run({"--min-hold", "0", cfg, "--", "/bin/true"}, HowRun::installed_at(bin + "/redisgo_task-cron"));
   EXPECT_EQ(code, 127) << mail;
   EXPECT_NE(mail.find("cannot run 'redisgo_task'"), std::string::npos) << mail;
   EXPECT_NE(mail.find("set REDISGO_TASK"), std::string::npos) << mail;
