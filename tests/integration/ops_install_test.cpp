@@ -1,7 +1,9 @@
-// What an operator installs and reads: `cmake --install` of this very build into a temp
-// prefix puts every file where README.md's deployment section says (relative to the
-// /usr/local prefix it uses); the unit is written for the prefix installed to (and a
-// DESTDIR staging root never leaks into it); the installed binary is stripped, runs and
+// What an operator installs and reads: `cmake --install` of this very build (staged with
+// DESTDIR, for the prefix /opt/redisgo_task) puts every file where README.md's deployment
+// section says (relative to the /usr/local prefix it uses); the unit is written for the
+// prefix installed to (and a DESTDIR staging root never leaks into it) and goes where
+// systemd looks for units whatever the prefix (cmake/systemd_unit_dir.cmake: a unit under
+// /opt is one that `systemctl enable` cannot find); the installed binary is stripped, runs and
 // validates the installed example config; the man page is there and renders; the cron
 // wrapper is there and executable; every --help shows an example; and the deployment
 // section has the operator run `validate` before anything else.
@@ -42,7 +44,11 @@ const std::string kBuild = REDISGO_BINARY_DIR;
 const std::string kUsrLocal = "/usr/local/";
 const std::string kReference = kSource + "/docs/redisgo_task.1.scd";
 const std::string kUnitTemplate = kSource + "/systemd/redisgo_task@.service.in";
-const std::string kUnitRel = "lib/systemd/system/redisgo_task@.service";
+const std::string kUnitName = "redisgo_task@.service";
+const std::string kUnitRel = "lib/systemd/system/" + kUnitName;  // under /usr and /usr/local
+const std::string kUnitRule = kSource + "/cmake/systemd_unit_dir.cmake";
+/// The fixture's prefix: anything but /usr and /usr/local, whose units systemd reads.
+const std::string kOptPrefix = "/opt/redisgo_task";
 const std::string kManRel = "share/man/man1/redisgo_task.1";
 
 /// An installed file (relative to the prefix) and what it must be.
@@ -54,7 +60,6 @@ struct Installed {
 const std::vector<Installed> kInstalled = {
     {"bin/redisgo_task", "", true},  // stripped: not a copy of the build's
     {"bin/redisgo_task-cron", kSource + "/scripts/cron-example", true},
-    {kUnitRel, "", false},  // generated for the prefix
     {kManRel, kBuild + "/redisgo_task.1", false},
     {"share/doc/redisgo_task/redisgo_task.toml", kSource + "/config/redisgo_task.toml", false},
     {"share/doc/redisgo_task/README.md", kSource + "/README.md", false},
@@ -155,25 +160,38 @@ std::set<std::string> elf_sections(const std::string& file) {
   return names;
 }
 
+/// The directory cmake/systemd_unit_dir.cmake picks for `prefix` and a
+/// REDISGO_SYSTEMD_UNIT_DIR of `setting`; "" when the script fails.
+std::string unit_dir_for(const std::string& prefix, const std::string& setting) {
+  auto [code, out] = sh("cmake -DPREFIX=" + quote(prefix) + " -DSETTING=" + quote(setting) + " -P " + quote(kUnitRule));
+  if (code != 0) return "";
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 class OpsInstall : public ::testing::Test {
  protected:
+  // Staged, never installed for real: with a prefix outside /usr the unit goes to
+  // /etc/systemd/system, which a test must not write on the machine that runs it.
   static void SetUpTestSuite() {
-    prefix_ = new TempDir;
-    auto [code, out] = sh("cmake --install " + quote(kBuild) + " --prefix " + quote(prefix_->path()));
+    stage_ = new TempDir;
+    auto [code, out] = sh("env DESTDIR=" + quote(stage_->path()) + " cmake --install " + quote(kBuild) +
+                          " --prefix " + kOptPrefix);
     install_code_ = code;
     install_out_ = out;
   }
   static void TearDownTestSuite() {
-    delete prefix_;
-    prefix_ = nullptr;
+    delete stage_;
+    stage_ = nullptr;
   }
-  static std::string installed(const std::string& rel) { return prefix_->path() + "/" + rel; }
+  /// Where a file of the prefix is on disk (in the stage).
+  static std::string installed(const std::string& rel) { return stage_->path() + kOptPrefix + "/" + rel; }
 
-  static TempDir* prefix_;
+  static TempDir* stage_;
   static int install_code_;
   static std::string install_out_;
 };
-TempDir* OpsInstall::prefix_ = nullptr;
+TempDir* OpsInstall::stage_ = nullptr;
 int OpsInstall::install_code_ = -1;
 std::string OpsInstall::install_out_;
 
@@ -197,15 +215,20 @@ TEST_F(OpsInstall, PutsEveryFileWhereTheReadmeSays) {
 
 TEST_F(OpsInstall, TheUnitPointsAtTheInstalledFiles) {
   ASSERT_EQ(install_code_, 0) << install_out_;
-  // Installed with --prefix: the unit names the files under that prefix.
-  const std::string unit = read_file(installed(kUnitRel));
-  EXPECT_EQ(unit, unit_for_prefix(prefix_->path()));
+  // Installed with --prefix /opt/redisgo_task: the unit is where systemd reads units of
+  // the administrator's, not under the prefix, and names the files under the prefix.
+  const std::string unit_file = stage_->path() + "/etc/systemd/system/" + kUnitName;
+  ASSERT_EQ(::access(unit_file.c_str(), R_OK), 0) << unit_file << " not installed\n" << install_out_;
+  EXPECT_NE(::access(installed(kUnitRel).c_str(), F_OK), 0) << "a second copy of the unit under the prefix";
+  const std::string unit = read_file(unit_file);
+  EXPECT_EQ(unit, unit_for_prefix(kOptPrefix));
   const std::string exec = unit_setting(unit, "ExecStart");
+  EXPECT_EQ(exec, kOptPrefix + "/bin/redisgo_task task --config /etc/redisgo_task/%i.toml");
   const std::string bin = installed("bin/redisgo_task");
-  EXPECT_EQ(exec, bin + " task --config /etc/redisgo_task/%i.toml");
   EXPECT_EQ(::access(bin.c_str(), X_OK), 0) << bin;
   const std::string doc = unit_setting(unit, "Documentation");
-  EXPECT_EQ(doc, "man:redisgo_task(1) file:" + installed("share/doc/redisgo_task/README.md"));
+  EXPECT_EQ(doc, "man:redisgo_task(1) file:" + kOptPrefix + "/share/doc/redisgo_task/README.md");
+  EXPECT_EQ(::access(installed("share/doc/redisgo_task/README.md").c_str(), R_OK), 0);
   EXPECT_EQ(unit.find('@' + std::string("CMAKE")), std::string::npos) << "unsubstituted template variable\n" << unit;
 
   // The build tree's unit is for the configured prefix; with the default one, it is what
@@ -217,6 +240,45 @@ TEST_F(OpsInstall, TheUnitPointsAtTheInstalledFiles) {
   if (configured == "/usr/local") {
     EXPECT_EQ(unit_setting(build_unit, "ExecStart").rfind(kUsrLocal + "bin/redisgo_task ", 0), 0u);
   }
+}
+
+TEST(OpsInstallRule, TheUnitGoesWhereSystemdLooks) {
+  // The rule, as a table: {prefix, REDISGO_SYSTEMD_UNIT_DIR} -> directory.
+  struct Row {
+    std::string prefix, setting, dir;
+  };
+  const std::vector<Row> rows = {
+      {"/usr", "", "/usr/lib/systemd/system"},  // a distribution package
+      {"/usr/", "", "/usr/lib/systemd/system"},
+      {"/usr/local", "", "/usr/local/lib/systemd/system"},  // the default prefix
+      {"/usr/local/", "", "/usr/local/lib/systemd/system"},
+      {"/opt/redisgo_task", "", "/etc/systemd/system"},  // anywhere else: the administrator's units
+      {"/usr/local/redisgo", "", "/etc/systemd/system"},
+      {"/opt/redisgo_task", "/run/systemd/system", "/run/systemd/system"},  // set: used as given
+      {"/opt/redisgo_task", "lib/systemd/system", "/opt/redisgo_task/lib/systemd/system"},  // relative: under the prefix
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(unit_dir_for(row.prefix, row.setting), row.dir) << "prefix " << row.prefix << ", setting '" << row.setting << "'";
+  }
+  // And systemd reads every directory the rule picks by itself.
+  if (have("systemd-analyze")) {
+    auto [code, paths] = sh("systemd-analyze --system unit-paths");
+    ASSERT_EQ(code, 0) << paths;
+    for (const auto& row : rows) {
+      if (!row.setting.empty()) continue;
+      EXPECT_NE(paths.find("\n" + row.dir + "\n"), std::string::npos) << row.dir << " is not a unit path:\n" << paths;
+    }
+  }
+}
+
+TEST(OpsInstallRule, AUsrPrefixInstallsTheUnitUnderIt) {
+  // A package build (--prefix /usr), staged: the unit goes to /usr/lib/systemd/system.
+  TempDir stage;
+  auto [code, out] = sh("env DESTDIR=" + quote(stage.path()) + " cmake --install " + quote(kBuild) + " --prefix /usr");
+  ASSERT_EQ(code, 0) << out;
+  const std::string unit = read_file(stage.path() + "/usr/" + kUnitRel);
+  EXPECT_EQ(unit, unit_for_prefix("/usr"));
+  EXPECT_NE(::access((stage.path() + "/etc/systemd/system/" + kUnitName).c_str(), F_OK), 0) << "a copy in /etc too";
 }
 
 TEST_F(OpsInstall, DestdirStagesWithoutChangingThePathsInside) {
@@ -234,6 +296,12 @@ TEST_F(OpsInstall, DestdirStagesWithoutChangingThePathsInside) {
   auto manifest = read_file(kBuild + "/install_manifest.txt");
   EXPECT_NE(manifest.find("/usr/local/" + kUnitRel), std::string::npos) << manifest;
   EXPECT_EQ(manifest.find(stage.path()), std::string::npos) << manifest;
+  // The deployment section says where the unit goes, with the default prefix and another.
+  const std::string section = deployment_section();
+  EXPECT_NE(section.find(kUsrLocal + kUnitRel), std::string::npos) << "the deployment section does not say where "
+                                                                    << kUsrLocal + kUnitRel << " goes";
+  EXPECT_NE(section.find("/etc/systemd/system/" + kUnitName), std::string::npos)
+      << "the deployment section does not say where the unit goes with another prefix";
 }
 
 TEST_F(OpsInstall, TheInstalledBinaryIsStripped) {

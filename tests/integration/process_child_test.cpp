@@ -337,7 +337,8 @@ TEST(Child, ExitFdBecomesReadableOnExit) {
 
 TEST(Child, DiesWithTheDaemon) {
   // An intermediate process stands in for the daemon: it spawns `sleep 30`, reports the
-  // pid, and is then SIGKILLed. PR_SET_PDEATHSIG must take the sleep down with it.
+  // pid, and is then SIGKILLed. Its keeper must take the sleep down with it (the keeper
+  // reads EOF on its control pipe; PR_SET_PDEATHSIG ties the job to the keeper only).
   int report[2];
   ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
   pid_t daemon = ::fork();

@@ -308,7 +308,7 @@ TEST_F(TaskRunner, KilledLeaderTakesItsChildAlongAndAStandbyTakesOver) {
 
   auto t0 = std::chrono::steady_clock::now();
   a.signal(SIGKILL);
-  EXPECT_TRUE(wait_until([&] { return !process_alive(child_a); }, 5s)) << "PDEATHSIG took the child along";
+  EXPECT_TRUE(wait_until([&] { return !process_alive(child_a); }, 5s)) << "the keeper took the child along";
   ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
   auto takeover = std::chrono::steady_clock::now() - t0;
   // docs/DESIGN.md, invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus scheduling slack.
