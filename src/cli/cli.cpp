@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "commands/check.h"
+#include "commands/list.h"
 #include "commands/status.h"
 #include "config/config.h"
 #include "daemon/daemon.h"
@@ -35,6 +36,7 @@ constexpr const char* kMainFooter = R"(Examples:
   redisgo_task task --config job.toml --no-wait -- /usr/local/bin/nightly-report
   redisgo_task status --config job.toml --json
   redisgo_task handover --config /etc/redisgo_task/worker.toml
+  redisgo_task list --config /etc/redisgo_task/worker.toml --pattern 'jobs:*'
 
 Exit status: the child's own (oneshot); 75 the lease is held by another (busy) or was lost,
 or the once_per slot was run already;
@@ -81,6 +83,15 @@ maxmemory-policy, persistence, run_id (the same server listed twice), clock offs
 the cron/kill_grace/expire margins.
 Exit 0 all ok, 1 any warn or fail, 69 no quorum of nodes reachable (77: because Redis refused
 the credentials or TLS verification failed), 78 bad configuration.)";
+
+constexpr const char* kListFooter = R"(Example:
+  redisgo_task list --config /etc/redisgo_task/worker.toml --pattern 'jobs:*' --json
+Every key that this config's Redis deployment coordinates (every node, every Cluster
+master), found by SCAN (never KEYS): holder, host, since, token, TTL, the other slots of a
+semaphore, the waiting line, the last once_per claim, a pause. Read-only. The config's
+own key does not matter; --pattern is a glob on the key names (default: all).
+Exit 0 when a quorum of nodes (every Cluster master) was scanned, 69 when not, 77 when
+Redis refused the credentials.)";
 
 void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& w : loaded.warnings) std::cerr << "redisgo_task: warning: " << w.str() << "\n";
@@ -200,6 +211,7 @@ struct Args {
   std::string handover_timeout;
   int handover_slot = 0;
   bool handover_force = false;
+  std::string pattern;
 };
 
 /// The subcommands, to tell which one was given.
@@ -209,6 +221,7 @@ struct Subcommands {
   CLI::App* validate = nullptr;
   CLI::App* check = nullptr;
   CLI::App* handover = nullptr;
+  CLI::App* list = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -258,6 +271,15 @@ CLI::App* add_handover(CLI::App& app, Args& a) {
   return handover;
 }
 
+CLI::App* add_list(CLI::App& app, Args& a) {
+  auto* list = app.add_subcommand("list", "Show every key this Redis deployment coordinates, one line each");
+  list->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  list->add_option("-p,--pattern", a.pattern, "Only keys whose name matches this glob (as SCAN MATCH)");
+  list->add_flag("--json", a.json, "Print one JSON object");
+  list->footer(kListFooter);
+  return list;
+}
+
 /// Every subcommand, in the order --help lists them, with its options writing into `a`.
 Subcommands add_subcommands(CLI::App& app, Args& a) {
   Subcommands subs;
@@ -266,6 +288,7 @@ Subcommands add_subcommands(CLI::App& app, Args& a) {
   subs.validate = add_validate(app, a);
   subs.check = add_check(app, a);
   subs.handover = add_handover(app, a);
+  subs.list = add_list(app, a);
   subs.version = app.add_subcommand("version", "Print the version");
   return subs;
 }
@@ -393,7 +416,8 @@ int dispatch(const Subcommands& subs, const Args& a) {
   if (*subs.handover && !handover_timeout(a.handover_timeout, subs.handover->count("--timeout") > 0, timeout)) {
     return kExitConfig;
   }
-  auto cfg = load(a.config_path, a.key, *subs.status || *subs.handover ? config::Scope::kRedis : config::Scope::kAll);
+  auto cfg = load(a.config_path, a.key,
+                  *subs.status || *subs.handover || *subs.list ? config::Scope::kRedis : config::Scope::kAll);
   if (!cfg) return kExitConfig;
   config::scrub_secret_environment(*cfg);
   log::setup(cfg->log.level, cfg->log.format);
@@ -406,6 +430,11 @@ int dispatch(const Subcommands& subs, const Args& a) {
     }
     return guarded("handover", a.config_path, Outcome::kUnavailable,
                    [&] { return commands::run_handover(*cfg, timeout, a.handover_slot, a.handover_force, std::cout, std::cerr); });
+  }
+
+  if (*subs.list) {
+    return guarded("list", a.config_path, Outcome::kUnavailable,
+                   [&] { return output_written(commands::run_list(*cfg, a.pattern, a.json, std::cout)); });
   }
 
   // check and status read Redis and report; a TLS file that does not load is the config's

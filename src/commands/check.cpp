@@ -321,15 +321,6 @@ const char* topology_name(config::Topology t) {
   return "";
 }
 
-/// The lock module's options for one server found by Sentinel or Cluster: the nodes'
-/// AUTH, db and TLS (as `task` would use), pinned to `at` instead of following a locator.
-redis::ConnectionOptions pinned(const config::Config& config, const redis::Endpoint& at) {
-  lock::LeaseOptions lease = lease_options(config, "check");
-  redis::ConnectionOptions o = lease.nodes.front();
-  o.locator.reset();
-  o.endpoint = at;
-  return o;
-}
 
 }  // namespace
 
@@ -353,13 +344,13 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
                                           r.sentinel_wait_replicas);
       auto& view = *sentinel;
       findings = std::move(view.findings);
-      if (view.master) probes.push_back(std::make_unique<Probe>(view.master->str(), pinned(config, *view.master)));
+      if (view.master) probes.push_back(std::make_unique<Probe>(view.master->str(), daemon::pinned_options(config, *view.master)));
       break;
     }
     case config::Topology::kCluster: {
       auto view = check::cluster_findings(redis::inspect_cluster(cluster_options(config)), r.key);
       findings = std::move(view.findings);
-      if (view.owner) probes.push_back(std::make_unique<Probe>(view.owner->str(), pinned(config, *view.owner)));
+      if (view.owner) probes.push_back(std::make_unique<Probe>(view.owner->str(), daemon::pinned_options(config, *view.owner)));
       break;
     }
   }

@@ -69,6 +69,16 @@ redis::SentinelOptions sentinel_options(const config::Config& config) {
 
 redis::ClusterOptions cluster_options(const config::Config& config) { return cluster(config, transport(config.redis)); }
 
+redis::ConnectionOptions pinned_options(const config::Config& config, const redis::Endpoint& at) {
+  const auto& r = config.redis;
+  redis::ConnectionOptions o = connection(r, r.topology == config::Topology::kSentinel ? r.sentinels.front()
+                                             : r.topology == config::Topology::kCluster ? r.cluster_nodes.front()
+                                                                                        : r.nodes.front(),
+                                          transport(r));
+  o.endpoint = at;
+  return o;
+}
+
 lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder) {
   lock::LeaseOptions o;
   const auto& r = config.redis;

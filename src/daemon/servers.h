@@ -21,6 +21,10 @@ redis::SentinelOptions sentinel_options(const config::Config& config);
 /// The cluster seeds' connections (the nodes' AUTH and TLS) and the key.
 redis::ClusterOptions cluster_options(const config::Config& config);
 
+/// One server found by Sentinel or Cluster (or listed), with the nodes' AUTH, db and TLS as
+/// `task` uses them, pinned to `at` instead of following a locator (`check`, `list`).
+redis::ConnectionOptions pinned_options(const config::Config& config, const redis::Endpoint& at);
+
 /// For the start line: "nodes=a:1,b:2", "sentinels=a:26379,b:26379 master=mymaster",
 /// "cluster_nodes=a:7000 slot=1234".
 std::string describe_servers(const config::RedisConfig& redis);

@@ -36,6 +36,14 @@ std::string describe_holder(const std::string& value) {
   return value;
 }
 
+std::optional<std::string> LeaseKeys::key_of_base(const std::string& base) {
+  if (base.size() > 2 && base.front() == '{' && base.back() == '}' && derive(base.substr(1, base.size() - 2)).base == base) {
+    return base.substr(1, base.size() - 2);
+  }
+  if (!base.empty() && derive(base).base == base) return base;
+  return std::nullopt;
+}
+
 std::string LeaseKeys::slot(int i) const { return i == 0 ? key : base + ":slot:" + std::to_string(i); }
 
 std::string LeaseKeys::claim(std::int64_t slot_start_s) const { return base + ":once:" + std::to_string(slot_start_s); }

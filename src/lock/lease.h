@@ -40,6 +40,11 @@ struct LeaseKeys {
   std::string slot(int i) const;
   /// once_per: the claim of the slot that starts at `slot_start_s` (seconds since the epoch).
   std::string claim(std::int64_t slot_start_s) const;
+  /// `pause`: while this key exists (always with a TTL), no host starts the job.
+  std::string pause() const { return base + ":pause"; }
+  /// The key whose derived names start with `base` ("{worker}" -> "worker", "{app}:x" ->
+  /// "{app}:x"); nullopt when no key derives it (`list` finds keys by their fence counters).
+  static std::optional<std::string> key_of_base(const std::string& base);
 };
 
 /// once_per (redisgo_task(1), MODES): the start (seconds since the Unix epoch) of the slot of length

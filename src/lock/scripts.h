@@ -649,10 +649,41 @@ end
 return {redis.call('ZCARD', KEYS[1]), entries, outside[2], listening}
 )lua"};
 
+/// One key's state for `list`. KEYS: lease key, fence counter, line, pause, then the slot
+/// keys 1..63 (a semaphore's other slots). No ARGV. Read-only, one snapshot:
+/// {holder or "", pttl, fence or "", line length (-1: not a sorted set), pause pttl (-2:
+/// none), pause fields {by, reason, since ms, until ms}, {slot, holder, pttl, ...} of the
+/// other slots that are held}.
+inline const Script kListKey{R"lua(
+local line = redis.pcall('ZCARD', KEYS[3])
+if type(line) ~= 'number' then
+  line = -1
+end
+local pause = redis.call('PTTL', KEYS[4])
+local fields = {}
+if pause ~= -2 then
+  fields = redis.pcall('HMGET', KEYS[4], 'by', 'reason', 'since', 'until')
+  if type(fields) ~= 'table' or fields.err then
+    fields = {}
+  end
+end
+local slots = {}
+for i = 5, #KEYS do
+  local h = redis.call('GET', KEYS[i])
+  if h then
+    slots[#slots + 1] = tostring(i - 4)
+    slots[#slots + 1] = h
+    slots[#slots + 1] = redis.call('PTTL', KEYS[i])
+  end
+end
+return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', line, pause,
+        {fields[1] or '', fields[2] or '', fields[3] or '', fields[4] or ''}, slots}
+)lua"};
+
 /// Every script above.
 inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
                                                       &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
-                                                      &kReleaseFair, &kReadLine};
+                                                      &kReleaseFair, &kReadLine, &kListKey};
 
 }  // namespace redisgo::lock

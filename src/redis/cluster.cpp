@@ -176,4 +176,40 @@ ClusterReport inspect_cluster(const ClusterOptions& options, int cancel_fd) {
   return report;
 }
 
+std::vector<Endpoint> cluster_masters(const ClusterOptions& options, std::vector<std::string>& errors) {
+  std::vector<std::unique_ptr<AsyncConnection>> conns;
+  std::vector<AsyncConnection*> ptrs;
+  std::vector<CallPtr> calls;
+  for (const auto& s : options.seeds) {
+    conns.push_back(std::make_unique<AsyncConnection>(s));
+    ptrs.push_back(conns.back().get());
+    calls.push_back(conns.back()->send({"CLUSTER", "SLOTS"}));
+  }
+  drive(ptrs, nullptr, DriveOptions{});  // each call bounded by its connection's timeouts
+  std::vector<Endpoint> masters;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (!calls[i]->done()) {
+      errors.push_back(conns[i]->describe() + ": no answer");
+      continue;
+    }
+    if (!calls[i]->ok()) {
+      errors.push_back(calls[i]->error());
+      continue;
+    }
+    if (!masters.empty()) continue;
+    const Reply& reply = calls[i]->reply();
+    for (std::size_t r = 0; reply.is_array() && r < reply.size(); ++r) {
+      const redisReply* range = reply.element(r);
+      if (!range || range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
+      const redisReply* m = range->element[2];
+      if (!m || m->type != REDIS_REPLY_ARRAY || m->elements < 2) continue;
+      auto e = detail::endpoint_from(m->element[0], m->element[1], conns[i]->options().endpoint.host);
+      if (e && std::none_of(masters.begin(), masters.end(), [&](const Endpoint& x) { return x.str() == e->str(); })) {
+        masters.push_back(*e);
+      }
+    }
+  }
+  return masters;
+}
+
 }  // namespace redisgo::redis

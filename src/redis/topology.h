@@ -96,4 +96,8 @@ struct ClusterReport {
 };
 ClusterReport inspect_cluster(const ClusterOptions& options, int cancel_fd = -1);
 
+/// Every master of the cluster (`list` scans them all), from the first seed whose CLUSTER
+/// SLOTS answers; `errors` gets the seeds that failed. Empty when none answered.
+std::vector<Endpoint> cluster_masters(const ClusterOptions& options, std::vector<std::string>& errors);
+
 }  // namespace redisgo::redis

@@ -1,0 +1,521 @@
+#include "commands/list.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "commands/check_findings.h"
+#include "daemon/servers.h"
+#include "lock/lease.h"
+#include "lock/scripts.h"
+#include "log/logging.h"
+#include "redis/poller.h"
+#include "redis/reply.h"
+#include "util/duration.h"
+#include "util/exit_status.h"
+
+namespace redisgo::commands {
+
+namespace list {
+
+namespace {
+
+/// A fence counter as a token: digits only, below 2^53 (what the acquire scripts issue).
+std::optional<std::uint64_t> token_of(const std::string& fence) {
+  if (fence.empty() || fence.size() > 16 || fence.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoull(fence);
+}
+
+/// The holder id without its ":<pid>:<random>" tail: the host (or `value` prefix).
+std::string host_of(const std::string& holder) {
+  auto last = holder.rfind(':');
+  if (last == std::string::npos || last == 0) return "";
+  auto pid = holder.rfind(':', last - 1);
+  return pid == std::string::npos ? "" : holder.substr(0, pid);
+}
+
+std::int64_t to_int(const std::string& s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoll(s);
+}
+
+/// The key's answers from every node that gave one.
+struct Gathered {
+  std::vector<const NodeKey*> answers;
+  std::optional<LastClaim> claim;
+};
+
+Row judge(const std::string& key, const Gathered& g, int quorum) {
+  Row row;
+  row.key = key;
+  std::vector<const NodeKey*> read;
+  for (const auto* a : g.answers) {
+    if (a->read) {
+      read.push_back(a);
+    } else if (row.error.empty()) {
+      row.error = a->error;
+    }
+  }
+  row.claim = g.claim;
+  if (static_cast<int>(read.size()) < quorum) {
+    row.state = "unreadable";
+    if (row.error.empty()) row.error = "read on fewer nodes than a quorum";
+    return row;
+  }
+  std::map<std::string, int> holders;
+  std::map<std::pair<int, std::string>, int> slots;
+  int paused = 0;
+  bool corrupt = false;
+  std::uint64_t token = 0;
+  for (const auto* a : read) {
+    if (!a->holder.empty()) ++holders[a->holder];
+    for (const auto& s : a->slots) ++slots[{s.slot, s.holder}];
+    row.line = std::max(row.line, a->line);
+    if (a->pause_ttl_ms != -2) ++paused;
+    if (!a->fence.empty()) {
+      if (auto t = token_of(a->fence)) {
+        token = std::max(token, *t);
+      } else {
+        corrupt = true;
+      }
+    }
+  }
+  if (!corrupt && token > 0) row.token = token;
+  row.state = holders.empty() ? "free" : "split";
+  for (const auto& [holder, n] : holders) {
+    if (n < quorum) continue;
+    row.state = "held";
+    row.holder = holder;
+    for (const auto* a : read) {
+      if (a->holder != holder) continue;
+      row.ttl_ms = row.ttl_ms == -2 ? a->ttl_ms : std::min(row.ttl_ms, a->ttl_ms);
+    }
+  }
+  if (row.state == "held") {
+    const std::string who = lock::turn_of(row.holder).value_or(row.holder);
+    row.host = host_of(who);
+    // The token is the server's TIME in µs at the grant (or the counter + 1, which is
+    // later only after a clock went back): when the lease was taken.
+    if (row.token && *row.token >= 1'000'000'000'000'000ULL) row.since_s = static_cast<std::int64_t>(*row.token / 1'000'000);
+  }
+  for (const auto& [slot, n] : slots) {
+    if (n < quorum) continue;
+    std::int64_t ttl = -2;
+    for (const auto* a : read) {
+      for (const auto& s : a->slots) {
+        if (s.slot == slot.first && s.holder == slot.second) ttl = ttl == -2 ? s.ttl_ms : std::min(ttl, s.ttl_ms);
+      }
+    }
+    row.slots.push_back({slot.first, slot.second, ttl});
+  }
+  if (paused >= quorum) {
+    for (const auto* a : read) {
+      if (a->pause_ttl_ms == -2) continue;
+      row.paused = true;
+      row.paused_by = a->paused_by;
+      row.pause_reason = a->pause_reason;
+      row.paused_since_ms = to_int(a->paused_since_ms);
+      row.paused_until_ms = to_int(a->paused_until_ms);
+      break;
+    }
+  }
+  return row;
+}
+
+std::string ttl_text(std::int64_t ms) {
+  if (ms == -1) return "no expiry (set by hand?)";
+  if (ms < 0) return "?";
+  return format_duration(std::chrono::milliseconds(ms)) + " left";
+}
+
+std::string ms_utc(std::int64_t ms) { return utc_text(ms / 1000); }
+
+}  // namespace
+
+std::vector<Row> merge(const std::vector<NodeScan>& scans, int quorum) {
+  std::map<std::string, Gathered> keys;
+  for (const auto& scan : scans) {
+    for (const auto& [key, answer] : scan.keys) keys[key].answers.push_back(&answer);
+    for (const auto& [key, claim] : scan.claims) {
+      auto& g = keys[key];
+      if (!g.claim || claim.slot_start_s > g.claim->slot_start_s) g.claim = claim;
+    }
+  }
+  std::vector<Row> rows;
+  for (const auto& [key, g] : keys) {
+    if (g.answers.empty()) continue;  // a claim of a key whose fence counter is gone
+    rows.push_back(judge(key, g, quorum));
+  }
+  return rows;
+}
+
+void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans, std::ostream& out) {
+  for (const auto& r : rows) {
+    out << log::printable(r.key) << ": ";
+    if (r.state == "held") {
+      out << "held by " << log::printable(lock::describe_holder(r.holder));
+      if (!r.host.empty()) out << " (host " << log::printable(r.host) << ")";
+      if (r.since_s) out << " since " << utc_text(*r.since_s);
+      out << ", " << ttl_text(r.ttl_ms);
+    } else if (r.state == "unreadable") {
+      out << "unreadable (" << log::printable(r.error) << ")";
+    } else {
+      out << r.state;
+    }
+    if (r.state != "unreadable") {
+      out << ", token " << (r.token ? std::to_string(*r.token) : std::string("unreadable"));
+      if (r.line > 0) out << ", " << r.line << " waiting in line";
+      if (r.line < 0) out << ", the waiting line is not a sorted set";
+    }
+    out << "\n";
+    for (const auto& s : r.slots) {
+      out << "  slot " << s.slot << ": held by " << log::printable(s.holder) << ", " << ttl_text(s.ttl_ms) << "\n";
+    }
+    if (r.claim) {
+      out << "  once_per: last slot " << utc_text(r.claim->slot_start_s) << " claimed by "
+          << log::printable(r.claim->holder.empty() ? "(nobody)" : r.claim->holder)
+          << (r.claim->status.empty() ? ", running or no exit status recorded"
+                                      : ", exit status " + log::printable(r.claim->status))
+          << "\n";
+    }
+    if (r.paused) {
+      out << "  paused by " << log::printable(r.paused_by) << " since " << ms_utc(r.paused_since_ms) << " until "
+          << ms_utc(r.paused_until_ms) << (r.pause_reason.empty() ? "" : ": " + log::printable(r.pause_reason)) << "\n";
+    }
+  }
+  if (rows.empty()) out << "no keys found\n";
+  for (const auto& s : scans) {
+    if (!s.reachable) out << "node " << log::printable(s.node) << ": not scanned: " << log::printable(s.error) << "\n";
+    if (s.truncated) out << "node " << log::printable(s.node) << ": stopped at the scan's bound; narrow it with --pattern\n";
+  }
+}
+
+void write_json(const std::vector<Row>& rows, const std::vector<NodeScan>& scans, std::ostream& out) {
+  using check::json_quote;
+  out << "{\"keys\":[";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << (i ? "," : "") << "{\"key\":" << json_quote(r.key) << ",\"state\":" << json_quote(r.state)
+        << ",\"holder\":" << (r.holder.empty() ? "null" : json_quote(r.holder))
+        << ",\"host\":" << (r.host.empty() ? "null" : json_quote(r.host))
+        << ",\"since\":" << (r.since_s ? json_quote(utc_text(*r.since_s)) : "null")
+        << ",\"token\":" << (r.token ? std::to_string(*r.token) : "null")
+        << ",\"ttl_ms\":" << (r.state == "held" && r.ttl_ms >= 0 ? std::to_string(r.ttl_ms) : "null")
+        << ",\"line\":" << r.line << ",\"slots\":[";
+    for (std::size_t k = 0; k < r.slots.size(); ++k) {
+      out << (k ? "," : "") << "{\"slot\":" << r.slots[k].slot << ",\"holder\":" << json_quote(r.slots[k].holder)
+          << ",\"ttl_ms\":" << r.slots[k].ttl_ms << "}";
+    }
+    out << "],\"once_per\":";
+    if (r.claim) {
+      out << "{\"slot\":" << json_quote(utc_text(r.claim->slot_start_s)) << ",\"holder\":" << json_quote(r.claim->holder)
+          << ",\"status\":" << (r.claim->status.empty() ? "null" : json_quote(r.claim->status)) << "}";
+    } else {
+      out << "null";
+    }
+    out << ",\"paused\":";
+    if (r.paused) {
+      out << "{\"by\":" << json_quote(r.paused_by) << ",\"reason\":" << json_quote(r.pause_reason)
+          << ",\"since\":" << json_quote(ms_utc(r.paused_since_ms)) << ",\"until\":" << json_quote(ms_utc(r.paused_until_ms))
+          << "}";
+    } else {
+      out << "null";
+    }
+    out << ",\"error\":" << (r.error.empty() || r.state != "unreadable" ? "null" : json_quote(r.error)) << "}";
+  }
+  out << "],\"nodes\":[";
+  for (std::size_t i = 0; i < scans.size(); ++i) {
+    const auto& s = scans[i];
+    out << (i ? "," : "") << "{\"node\":" << json_quote(s.node) << ",\"scanned\":" << (s.reachable ? "true" : "false")
+        << ",\"truncated\":" << (s.truncated ? "true" : "false")
+        << ",\"error\":" << (s.error.empty() ? "null" : json_quote(s.error)) << "}";
+  }
+  out << "]}\n";
+}
+
+}  // namespace list
+
+namespace {
+
+using redis::AsyncConnection;
+using redis::CallPtr;
+
+std::int64_t to_number(const std::string& s) {
+  if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoll(s);
+}
+
+/// SCAN calls per node and pattern at most (COUNT 1000 each: up to ~10 million keys looked
+/// at), so that a huge keyspace ends in a bounded time with a word instead of never.
+constexpr int kMaxScanCalls = 10'000;
+
+/// Waits for every call outstanding on `conn` (each bounded by its own timeouts).
+void settle(AsyncConnection& conn) { redis::drive({&conn}, nullptr, redis::DriveOptions{}); }
+
+/// SCAN ... MATCH `match` to the end (or the bound): the names. False, with `scan.error`
+/// set, when a call failed.
+bool scan_names(AsyncConnection& conn, const std::string& match, list::NodeScan& scan, std::vector<std::string>& names) {
+  std::string cursor = "0";
+  for (int calls = 0;; ++calls) {
+    if (calls == kMaxScanCalls) {
+      scan.truncated = true;
+      return true;
+    }
+    CallPtr c = conn.send({"SCAN", cursor, "MATCH", match, "COUNT", "1000"});
+    settle(conn);
+    if (!c->ok()) {
+      scan.error = c->done() ? c->error() : conn.describe() + ": no answer";
+      if (scan.error.find("NOPERM") != std::string::npos) {
+        scan.error += " (list needs +scan for this user, and read access to the keys it lists)";
+      }
+      scan.refused = redis::is_refusal(c->fault());
+      return false;
+    }
+    const redis::Reply& r = c->reply();
+    if (!r.is_array() || r.size() != 2) {
+      scan.error = "unexpected SCAN reply";
+      return false;
+    }
+    cursor = redis::as_string(r.element(0)).value_or("0");
+    const redisReply* batch = r.element(1);
+    for (std::size_t i = 0; batch && batch->type == REDIS_REPLY_ARRAY && i < batch->elements; ++i) {
+      if (auto name = redis::as_string(batch->element[i])) names.push_back(*name);
+    }
+    if (cursor == "0") return true;
+  }
+}
+
+/// "<base>:<suffix>" -> the key, when `name` ends so and a key derives that base.
+std::optional<std::string> key_of(const std::string& name, const std::string& suffix, std::string* rest = nullptr) {
+  const auto at = name.rfind(suffix);
+  if (at == std::string::npos || at == 0) return std::nullopt;
+  if (rest) *rest = name.substr(at + suffix.size());
+  return lock::LeaseKeys::key_of_base(name.substr(0, at));
+}
+
+/// A glob as SCAN MATCH reads it (`*`, `?`, `[...]`, backslash escapes), on the key's name.
+bool glob_match(const char* p, const char* s) {
+  for (; *p; ++p, ++s) {
+    switch (*p) {
+      case '*':
+        for (;; ++s) {
+          if (glob_match(p + 1, s)) return true;
+          if (!*s) return false;
+        }
+      case '?':
+        if (!*s) return false;
+        break;
+      case '[': {
+        if (!*s) return false;
+        const char* q = p + 1;
+        const bool negate = *q == '^';
+        if (negate) ++q;
+        bool hit = false;
+        for (; *q && *q != ']'; ++q) {
+          if (*q == '\\' && q[1]) ++q;
+          if (q[1] == '-' && q[2] && q[2] != ']') {
+            hit = hit || (*s >= *q && *s <= q[2]);
+            q += 2;
+          } else {
+            hit = hit || *s == *q;
+          }
+        }
+        if (hit == negate) return false;
+        p = *q ? q : q - 1;
+        break;
+      }
+      case '\\':
+        if (p[1]) ++p;
+        [[fallthrough]];
+      default:
+        if (*s != *p) return false;
+    }
+  }
+  return !*s;
+}
+
+/// The node's answer for each key, by kListKey (and the latest claims by kReadClaims).
+void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
+               const std::map<std::string, std::pair<std::int64_t, std::string>>& claims, list::NodeScan& scan) {
+  std::vector<CallPtr> calls;
+  for (const auto& key : keys) {
+    const auto k = lock::LeaseKeys::derive(key);
+    std::vector<std::string> names{k.key, k.fence, k.line, k.pause()};
+    for (int i = 1; i < config::kMaxLimit; ++i) names.push_back(k.slot(i));
+    calls.push_back(conn.eval(lock::kListKey, names, {}));
+  }
+  std::vector<std::pair<std::string, CallPtr>> claim_calls;
+  for (const auto& [key, claim] : claims) claim_calls.emplace_back(key, conn.eval(lock::kReadClaims, {claim.second}, {}));
+  settle(conn);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    list::NodeKey a;
+    const CallPtr& c = calls[i];
+    const redis::Reply& r = c->reply();
+    if (!c->ok() || !r.is_array() || r.size() < 7) {
+      a.error = c->done() ? (c->error().empty() ? "unexpected reply" : c->error()) : "no answer";
+      scan.keys.emplace_back(keys[i], std::move(a));
+      continue;
+    }
+    a.read = true;
+    a.holder = redis::as_string(r.element(0)).value_or("");
+    a.ttl_ms = redis::as_integer(r.element(1)).value_or(-2);
+    a.fence = redis::as_string(r.element(2)).value_or("");
+    a.line = redis::as_integer(r.element(3)).value_or(0);
+    a.pause_ttl_ms = redis::as_integer(r.element(4)).value_or(-2);
+    if (const redisReply* f = r.element(5); f && f->type == REDIS_REPLY_ARRAY && f->elements == 4) {
+      a.paused_by = redis::as_string(f->element[0]).value_or("");
+      a.pause_reason = redis::as_string(f->element[1]).value_or("");
+      a.paused_since_ms = redis::as_string(f->element[2]).value_or("");
+      a.paused_until_ms = redis::as_string(f->element[3]).value_or("");
+    }
+    if (const redisReply* s = r.element(6); s && s->type == REDIS_REPLY_ARRAY) {
+      for (std::size_t j = 0; j + 2 < s->elements; j += 3) {
+        list::NodeKey::Slot slot;
+        slot.slot = static_cast<int>(to_number(redis::as_string(s->element[j]).value_or("0")));
+        slot.holder = redis::as_string(s->element[j + 1]).value_or("");
+        slot.ttl_ms = redis::as_integer(s->element[j + 2]).value_or(-2);
+        a.slots.push_back(std::move(slot));
+      }
+    }
+    scan.keys.emplace_back(keys[i], std::move(a));
+  }
+  for (const auto& [key, c] : claim_calls) {
+    const redis::Reply& r = c->reply();
+    if (!c->ok() || !r.is_array() || r.size() != 1) continue;
+    const redisReply* fields = r.element(0);
+    if (!fields || fields->type != REDIS_REPLY_ARRAY || fields->elements != 4) continue;
+    list::LastClaim claim;
+    claim.slot_start_s = claims.at(key).first;
+    claim.holder = redis::as_string(fields->element[0]).value_or("");
+    claim.status = redis::as_string(fields->element[3]).value_or("");
+    scan.claims.emplace_back(key, std::move(claim));
+  }
+}
+
+/// The names a node lists: keys (by their fence counters) and each key's latest claim.
+struct Found {
+  std::vector<std::string> keys;
+  std::map<std::string, std::pair<std::int64_t, std::string>> claims;  ///< key -> {slot start, claim key}
+};
+
+Found discover(AsyncConnection& conn, const std::string& pattern, list::NodeScan& scan) {
+  Found found;
+  std::vector<std::string> names;
+  if (!scan_names(conn, "*:fence", scan, names)) return found;
+  scan.reachable = true;
+  std::set<std::string> keys;
+  for (const auto& n : names) {
+    auto key = key_of(n, ":fence");
+    if (key && glob_match(pattern.c_str(), key->c_str())) keys.insert(*key);
+  }
+  found.keys.assign(keys.begin(), keys.end());
+  names.clear();
+  list::NodeScan claims_scan;
+  if (scan_names(conn, "*:once:*", claims_scan, names)) {
+    for (const auto& n : names) {
+      std::string rest;
+      auto key = key_of(n, ":once:", &rest);
+      if (!key || !keys.contains(*key) || rest.empty() || rest.size() > 12 ||
+          rest.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      const std::int64_t start = to_number(rest);
+      auto it = found.claims.find(*key);
+      if (it == found.claims.end() || start > it->second.first) found.claims[*key] = {start, n};
+    }
+  }
+  scan.truncated = scan.truncated || claims_scan.truncated;
+  return found;
+}
+
+/// The servers to scan: every node, the Sentinel master, or every Cluster master.
+std::vector<std::pair<std::string, redis::ConnectionOptions>> servers(const config::Config& config,
+                                                                      std::vector<list::NodeScan>& failed) {
+  std::vector<std::pair<std::string, redis::ConnectionOptions>> out;
+  const auto& r = config.redis;
+  switch (r.topology) {
+    case config::Topology::kSingle:
+    case config::Topology::kRedlock:
+      for (auto& node : daemon::lease_options(config, "list").nodes) out.emplace_back(node.endpoint.str(), std::move(node));
+      break;
+    case config::Topology::kSentinel: {
+      auto view = check::sentinel_findings(redis::inspect_sentinels(daemon::sentinel_options(config)), r.sentinel_master, 0);
+      if (view.master) {
+        out.emplace_back(view.master->str(), daemon::pinned_options(config, *view.master));
+      } else {
+        list::NodeScan s;
+        s.node = "master '" + r.sentinel_master + "'";
+        s.error = "no majority of sentinels names it";
+        failed.push_back(std::move(s));
+      }
+      break;
+    }
+    case config::Topology::kCluster: {
+      std::vector<std::string> errors;
+      for (const auto& m : redis::cluster_masters(daemon::cluster_options(config), errors)) {
+        out.emplace_back(m.str(), daemon::pinned_options(config, m));
+      }
+      if (out.empty()) {
+        list::NodeScan s;
+        s.node = "cluster";
+        s.error = errors.empty() ? "no seed answered CLUSTER SLOTS" : errors.front();
+        failed.push_back(std::move(s));
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_list(const config::Config& config, const std::string& pattern, bool json, std::ostream& out) {
+  const std::string match = pattern.empty() ? "*" : pattern;
+  std::vector<list::NodeScan> scans;
+  const auto targets = servers(config, scans);
+  std::vector<std::unique_ptr<AsyncConnection>> conns;
+  std::vector<Found> found;
+  std::set<std::string> all;
+  for (const auto& [name, options] : targets) {
+    list::NodeScan scan;
+    scan.node = name;
+    conns.push_back(std::make_unique<AsyncConnection>(options));
+    found.push_back(discover(*conns.back(), match, scan));
+    all.insert(found.back().keys.begin(), found.back().keys.end());
+    scans.push_back(std::move(scan));
+  }
+  // Redlock: every node is asked about every key any node has (a node that lost a key says
+  // it is free there); a Cluster master only about its own.
+  const bool cluster = config.redis.topology == config::Topology::kCluster;
+  const std::size_t first = scans.size() - targets.size();
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    list::NodeScan& scan = scans[first + i];
+    if (!scan.reachable) continue;
+    const std::vector<std::string> keys = cluster ? found[i].keys : std::vector<std::string>(all.begin(), all.end());
+    read_keys(*conns[i], keys, found[i].claims, scan);
+  }
+  const int nodes = config.redis.topology == config::Topology::kRedlock ? static_cast<int>(config.redis.nodes.size()) : 1;
+  const int quorum = cluster ? 1 : nodes / 2 + 1;
+  const auto rows = list::merge(scans, quorum);
+  if (json) {
+    list::write_json(rows, scans, out);
+  } else {
+    list::write_text(rows, scans, out);
+  }
+  int scanned = 0;
+  bool refused = false;
+  for (const auto& s : scans) {
+    scanned += s.reachable ? 1 : 0;
+    refused = refused || s.refused;
+  }
+  // Cluster: every master holds keys of its own; one not scanned leaves keys out.
+  const bool enough = cluster ? scanned == static_cast<int>(scans.size()) && scanned > 0 : scanned >= quorum;
+  if (enough) return 0;
+  return refused ? kExitNoPerm : kExitUnavailable;
+}
+
+}  // namespace redisgo::commands

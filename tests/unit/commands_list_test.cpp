@@ -1,0 +1,102 @@
+// `redisgo_task list`'s judgement: the nodes' answers merged under the quorum, and what the
+// text and JSON say (commands/list.h). The talking is tested in cli_list_test.cpp.
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "commands/list.h"
+
+using namespace redisgo::commands::list;
+
+namespace {
+
+NodeKey held_by(const std::string& holder, std::int64_t ttl = 3000, const std::string& fence = "1795000000000000") {
+  NodeKey k;
+  k.read = true;
+  k.holder = holder;
+  k.ttl_ms = holder.empty() ? -2 : ttl;
+  k.fence = fence;
+  return k;
+}
+
+NodeScan node(const std::string& name, std::vector<std::pair<std::string, NodeKey>> keys) {
+  NodeScan s;
+  s.node = name;
+  s.reachable = true;
+  s.keys = std::move(keys);
+  return s;
+}
+
+}  // namespace
+
+TEST(ListMerge, AHolderNeedsAQuorumOfNodes) {
+  const std::string a = "web1:10:0123456789abcdef0123456789abcdef";
+  const std::string b = "web2:20:0123456789abcdef0123456789abcdef";
+  auto rows = merge({node("n1", {{"job", held_by(a, 3000)}, {"split", held_by(a)}, {"free", held_by("")}}),
+                     node("n2", {{"job", held_by(a, 2000)}, {"split", held_by(b)}, {"free", held_by("")}}),
+                     node("n3", {{"job", held_by("")}, {"split", held_by("")}, {"free", held_by("")}})},
+                    2);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].key, "free");  // sorted by key
+  EXPECT_EQ(rows[0].state, "free");
+  EXPECT_EQ(rows[1].key, "job");
+  EXPECT_EQ(rows[1].state, "held");
+  EXPECT_EQ(rows[1].holder, a);
+  EXPECT_EQ(rows[1].host, "web1");
+  EXPECT_EQ(rows[1].ttl_ms, 2000) << "the quorum's TTL is the lower one";
+  ASSERT_TRUE(rows[1].since_s);
+  EXPECT_EQ(*rows[1].since_s, 1795000000);
+  EXPECT_EQ(rows[2].state, "split");
+}
+
+TEST(ListMerge, TooFewNodesReadIsUnreadableAndACorruptFenceIsNoToken) {
+  NodeKey refused;
+  refused.error = "NOPERM this user has no permissions to access one of the keys";
+  NodeKey corrupt = held_by("", -2, "not-a-number");
+  auto rows = merge({node("n1", {{"k", refused}, {"c", corrupt}}), node("n2", {{"k", refused}, {"c", corrupt}})}, 2);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].key, "k");
+  EXPECT_EQ(rows[1].state, "unreadable");
+  EXPECT_NE(rows[1].error.find("NOPERM"), std::string::npos);
+  EXPECT_EQ(rows[0].state, "free");
+  EXPECT_FALSE(rows[0].token) << "a fence counter that is not a number is no token";
+  std::ostringstream text;
+  write_text(rows, {}, text);
+  EXPECT_NE(text.str().find("c: free, token unreadable"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("k: unreadable (NOPERM"), std::string::npos) << text.str();
+}
+
+TEST(ListMerge, SlotsLinePauseAndTheLatestClaim) {
+  NodeKey k = held_by("h:1:0123456789abcdef0123456789abcdef");
+  k.slots = {{1, "h2:2:0123456789abcdef0123456789abcdef", 1500}};
+  k.line = 3;
+  k.pause_ttl_ms = 60000;
+  k.paused_by = "alice@ops1";
+  k.pause_reason = "schema migration";
+  k.paused_since_ms = "1795000000000";
+  k.paused_until_ms = "1795000600000";
+  NodeScan one = node("n1", {{"k", k}});
+  one.claims = {{"k", LastClaim{1795000000, "h:1:x", "0"}}, {"k", LastClaim{1794999000, "h:1:y", "1"}}};
+  auto rows = merge({one}, 1);
+  ASSERT_EQ(rows.size(), 1u);
+  const Row& r = rows[0];
+  ASSERT_EQ(r.slots.size(), 1u);
+  EXPECT_EQ(r.slots[0].slot, 1);
+  EXPECT_EQ(r.line, 3);
+  EXPECT_TRUE(r.paused);
+  EXPECT_EQ(r.paused_by, "alice@ops1");
+  ASSERT_TRUE(r.claim);
+  EXPECT_EQ(r.claim->holder, "h:1:x") << "the latest slot's claim";
+  std::ostringstream json;
+  write_json(rows, {one}, json);
+  EXPECT_NE(json.str().find("\"paused\":{\"by\":\"alice@ops1\",\"reason\":\"schema migration\""), std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find("\"slots\":[{\"slot\":1,"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"once_per\":{\"slot\":"), std::string::npos) << json.str();
+  std::ostringstream text;
+  write_text(rows, {one}, text);
+  EXPECT_NE(text.str().find("  paused by alice@ops1 since "), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find(": schema migration"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("3 waiting in line"), std::string::npos) << text.str();
+}
