@@ -12,6 +12,7 @@
 
 #include "commands/check.h"
 #include "commands/list.h"
+#include "commands/pause.h"
 #include "commands/status.h"
 #include "config/config.h"
 #include "daemon/daemon.h"
@@ -92,6 +93,21 @@ semaphore, the waiting line, the last once_per claim, a pause. Read-only. The co
 own key does not matter; --pattern is a glob on the key names (default: all).
 Exit 0 when a quorum of nodes (every Cluster master) was scanned, 69 when not, 77 when
 Redis refused the credentials.)";
+
+constexpr const char* kPauseFooter = R"(Example:
+  redisgo_task pause --config /etc/redisgo_task/report.toml --for 2h --reason "schema migration"
+While a key is paused, no host starts its job: waiters wait (oneshot runs exit 75 as for a
+busy lease), and `status` and `list` show who paused it, why, since and until when. The
+pause ends by itself after --for (required: a pause is never forgotten), or with
+`redisgo_task resume`. A running holder finishes its job (a supervise leader keeps its
+lease, restarts included); --stop asks it to stop now, as `handover` does.
+Exit 0 once a quorum of nodes holds the pause, 75 when --stop was not heard, 69 no quorum
+reachable, 77 refused (ACL).)";
+
+constexpr const char* kResumeFooter = R"(Example:
+  redisgo_task resume --config /etc/redisgo_task/report.toml
+Ends a pause at once and wakes the waiters, as a release would. Exit 0 (also when the key
+was not paused), 69 no quorum reachable, 77 refused (ACL).)";
 
 void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& w : loaded.warnings) std::cerr << "redisgo_task: warning: " << w.str() << "\n";
@@ -212,6 +228,9 @@ struct Args {
   int handover_slot = 0;
   bool handover_force = false;
   std::string pattern;
+  std::string pause_for;
+  std::string pause_reason;
+  bool pause_stop = false;
 };
 
 /// The subcommands, to tell which one was given.
@@ -222,6 +241,8 @@ struct Subcommands {
   CLI::App* check = nullptr;
   CLI::App* handover = nullptr;
   CLI::App* list = nullptr;
+  CLI::App* pause = nullptr;
+  CLI::App* resume = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -280,6 +301,25 @@ CLI::App* add_list(CLI::App& app, Args& a) {
   return list;
 }
 
+CLI::App* add_pause(CLI::App& app, Args& a) {
+  auto* pause = app.add_subcommand("pause", "Maintenance: no host starts the job until the pause ends");
+  pause->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  pause->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  pause->add_option("--for", a.pause_for, "How long (required): the pause ends by itself then, e.g. \"2h\"")->required();
+  pause->add_option("--reason", a.pause_reason, "Why, shown by status and list");
+  pause->add_flag("--stop", a.pause_stop, "Ask the running holder to stop its job now (default: it finishes)");
+  pause->footer(kPauseFooter);
+  return pause;
+}
+
+CLI::App* add_resume(CLI::App& app, Args& a) {
+  auto* resume = app.add_subcommand("resume", "End a pause at once and wake the waiters");
+  resume->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  resume->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  resume->footer(kResumeFooter);
+  return resume;
+}
+
 /// Every subcommand, in the order --help lists them, with its options writing into `a`.
 Subcommands add_subcommands(CLI::App& app, Args& a) {
   Subcommands subs;
@@ -289,6 +329,8 @@ Subcommands add_subcommands(CLI::App& app, Args& a) {
   subs.check = add_check(app, a);
   subs.handover = add_handover(app, a);
   subs.list = add_list(app, a);
+  subs.pause = add_pause(app, a);
+  subs.resume = add_resume(app, a);
   subs.version = app.add_subcommand("version", "Print the version");
   return subs;
 }
@@ -341,11 +383,12 @@ int run_validate(const std::string& config_path) {
   return output_written(0);
 }
 
-/// handover --timeout (`given`: the option was on the command line, maybe empty) into
+/// A duration option (`name`, `given`: it was on the command line, maybe empty) into
 /// `timeout`; false, said on stderr, when it is not a duration.
-bool handover_timeout(const std::string& text, bool given, std::optional<std::chrono::milliseconds>& timeout) {
+bool duration_option(const char* name, const std::string& text, bool given,
+                     std::optional<std::chrono::milliseconds>& timeout) {
   if (text.empty() && given) {
-    std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\", found an empty string\n";
+    std::cerr << "redisgo_task: " << name << ": expected a duration such as \"30s\", found an empty string\n";
     return false;
   }
   if (text.empty()) return true;
@@ -354,7 +397,7 @@ bool handover_timeout(const std::string& text, bool given, std::optional<std::ch
   const bool digits = text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
   timeout = parse_duration(digits ? text + "s" : text, &why);
   if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
-    std::cerr << "redisgo_task: --timeout: expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
+    std::cerr << "redisgo_task: " << name << ": expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
               << log::printable(text) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
     return false;
   }
@@ -413,11 +456,13 @@ int dispatch(const Subcommands& subs, const Args& a) {
   if (*subs.validate) return run_validate(a.config_path);
 
   std::optional<std::chrono::milliseconds> timeout;
-  if (*subs.handover && !handover_timeout(a.handover_timeout, subs.handover->count("--timeout") > 0, timeout)) {
+  if (*subs.handover && !duration_option("--timeout", a.handover_timeout, subs.handover->count("--timeout") > 0, timeout)) {
     return kExitConfig;
   }
+  if (*subs.pause && !duration_option("--for", a.pause_for, true, timeout)) return kExitConfig;
   auto cfg = load(a.config_path, a.key,
-                  *subs.status || *subs.handover || *subs.list ? config::Scope::kRedis : config::Scope::kAll);
+                  *subs.status || *subs.handover || *subs.list || *subs.pause || *subs.resume ? config::Scope::kRedis
+                                                                                              : config::Scope::kAll);
   if (!cfg) return kExitConfig;
   config::scrub_secret_environment(*cfg);
   log::setup(cfg->log.level, cfg->log.format);
@@ -432,6 +477,12 @@ int dispatch(const Subcommands& subs, const Args& a) {
                    [&] { return commands::run_handover(*cfg, timeout, a.handover_slot, a.handover_force, std::cout, std::cerr); });
   }
 
+  if (*subs.pause || *subs.resume) {
+    return guarded(*subs.pause ? "pause" : "resume", a.config_path, Outcome::kUnavailable, [&] {
+      return *subs.pause ? commands::run_pause(*cfg, *timeout, a.pause_reason, a.pause_stop, std::cout, std::cerr)
+                         : commands::run_resume(*cfg, std::cout, std::cerr);
+    });
+  }
   if (*subs.list) {
     return guarded("list", a.config_path, Outcome::kUnavailable,
                    [&] { return output_written(commands::run_list(*cfg, a.pattern, a.json, std::cout)); });

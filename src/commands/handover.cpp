@@ -20,11 +20,6 @@ using Millis = std::chrono::milliseconds;
 
 namespace {
 
-bool output_ok(std::ostream& out) {
-  out.flush();
-  return static_cast<bool>(out);
-}
-
 /// The key's state as the nodes say it, how many of them refused our credentials or
 /// TLS, and the first error any of them gave.
 struct Look {

@@ -407,9 +407,12 @@ Found discover(AsyncConnection& conn, const std::string& pattern, list::NodeScan
   std::vector<std::string> names;
   if (!scan_names(conn, "*:fence", scan, names)) return found;
   scan.reachable = true;
+  // A key paused before any host ever took it has a pause but no fence counter yet.
+  if (!scan_names(conn, "*:pause", scan, names)) return found;
   std::set<std::string> keys;
   for (const auto& n : names) {
     auto key = key_of(n, ":fence");
+    if (!key) key = key_of(n, ":pause");
     if (key && glob_match(pattern.c_str(), key->c_str())) keys.insert(*key);
   }
   found.keys.assign(keys.begin(), keys.end());

@@ -47,4 +47,9 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
   return q;
 }
 
+bool output_ok(std::ostream& out) {
+  out.flush();
+  return static_cast<bool>(out);
+}
+
 }  // namespace redisgo::commands

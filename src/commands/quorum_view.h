@@ -3,6 +3,7 @@
 /// commands/status.h): what the nodes say together about one key, or one slot of it.
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,8 @@ struct QuorumView {
 };
 
 QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum);
+
+/// Flushes `out`: false when the report could not be written (exit 74).
+bool output_ok(std::ostream& out);
 
 }  // namespace redisgo::commands

@@ -288,6 +288,26 @@ void write_node_json(const lock::NodeView& n, const config::Config& config, std:
   out << "}";
 }
 
+/// A pause (`pause`) that a quorum of nodes holds: who, why, since and until when.
+void write_pause(lock::LeaseBackend& backend, bool json, std::ostream& out) {
+  const auto p = backend.read_pause();
+  if (json) {
+    out << ",\"paused\":";
+    if (!p) {
+      out << "null";
+      return;
+    }
+    out << "{\"by\":" << log::json_quoted(p->by) << ",\"reason\":" << log::json_quoted(p->reason)
+        << ",\"since\":" << log::json_quoted(utc_text(p->since_ms / 1000))
+        << ",\"until\":" << log::json_quoted(utc_text(p->until_ms / 1000)) << ",\"ttl_ms\":" << p->ttl_ms << "}";
+    return;
+  }
+  if (!p) return;
+  out << "paused: by " << log::printable(p->by) << " since " << utc_text(p->since_ms / 1000) << " until "
+      << utc_text(p->until_ms / 1000) << (p->reason.empty() ? "" : ": " + log::printable(p->reason))
+      << " (no host starts the job; redisgo_task resume ends it)\n";
+}
+
 /// --json: one object. Reads the once_per claims from `backend` as it goes.
 void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
                        std::ostream& out) {
@@ -308,6 +328,7 @@ void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const c
   }
   out << "]";
   write_slots(s.slots, config, true, out);
+  write_pause(backend, true, out);
   write_line(backend, config, true, out);
   write_claims(backend, config, true, out);
   write_topology_json(s.topology, out);
@@ -353,6 +374,7 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
   if (s.known) out << "token:  " << q.token << "\n";
   for (const auto& n : s.nodes) write_node_text(n, config, out);
   write_slots(s.slots, config, false, out);
+  write_pause(backend, false, out);
   write_line(backend, config, false, out);
   write_claims(backend, config, false, out);
   write_topology_text(s.topology, out);

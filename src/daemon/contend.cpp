@@ -268,8 +268,19 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
     blocked_cause_ = cause;
     metrics_.set_cannot_acquire(cause);
   }
+  const auto pause = lock::pause_of(acq.holder);
+  if (pause && !paused_said_) {
+    paused_said_ = true;
+    log_->info("key {} is {}: no host starts the job until it ends or `redisgo_task resume`", cfg_.redis.key,
+               lock::describe_pause(*pause));
+  } else if (!pause && paused_said_ && !blocked) {
+    paused_said_ = false;
+    log_->info("key {} is no longer paused", cfg_.redis.key);
+  }
   if (blocked) {
     say_status(blocked->text);
+  } else if (pause) {
+    say_status(lock::describe_pause(*pause));
   } else if (acq.guard_wait_ms >= 0) {
     say_status("standby (restart guard: a Redis node restarted; it grants nothing new for " +
                format_duration(Millis(acq.guard_wait_ms)) + ")");
@@ -333,8 +344,11 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
   if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
     // Busy is the normal outcome of a cron job on every host but one: info, not louder.
+    const auto pause = lock::pause_of(acq.holder);
     log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
-               acq.holder.empty() ? "" : " (held by " + acq.holder + ")");
+               acq.holder.empty() ? ""
+               : pause            ? " (the key is " + lock::describe_pause(*pause) + ")"
+                                  : " (held by " + acq.holder + ")");
   } else if (code == kExitNoPerm) {
     // The refusal itself, not whichever node failed first (a timeout elsewhere read as the
     // cause); and a server that wants a password the config does not give is said so.

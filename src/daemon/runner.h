@@ -173,6 +173,7 @@ class Runner {
   std::string blocked_cause_;               ///< why attempts reach no quorum ("" = they do)
   std::map<std::string, Clock::time_point> blocked_said_;  ///< per cause, when last logged
   bool blocked_logged_ = false;             ///< the current blockage was logged
+  bool paused_said_ = false;                ///< the key's pause was logged
   std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
   std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged

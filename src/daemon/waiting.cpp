@@ -22,8 +22,10 @@ std::string WaitReporter::line(const std::string& key, const std::string& holder
          " (restart guard)";
   } else {
     const auto turn = lock::turn_of(holder);
+    const auto pause = lock::pause_of(holder);
     s += holder.empty() ? std::string("no holder with a quorum")
          : turn         ? "woken waiter " + *turn + " has its turn"
+         : pause        ? lock::describe_pause(*pause)
                         : "held by " + holder;
   }
   if (!holder.empty() && ttl_ms >= 0) s += ", ttl " + format_duration(std::chrono::milliseconds(ttl_ms));

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "lock/redlock.h"
+#include "util/duration.h"
 
 namespace redisgo::lock {
 
@@ -31,8 +32,43 @@ std::optional<std::string> turn_of(const std::string& value) {
   return value.substr(kTurnPrefix.size());
 }
 
+namespace {
+constexpr std::string_view kPausePrefix = "\x01pause:";
+
+std::int64_t digits_value(std::string_view s) {
+  std::int64_t v = 0;
+  if (s.empty() || s.size() > 15) return 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+}  // namespace
+
+std::optional<PauseRecord> pause_of(const std::string& value) {
+  if (value.compare(0, kPausePrefix.size(), kPausePrefix) != 0) return std::nullopt;
+  const std::string_view rest = std::string_view(value).substr(kPausePrefix.size());
+  const auto a = rest.find(':');
+  const auto b = a == std::string_view::npos ? a : rest.find(':', a + 1);
+  PauseRecord p;
+  if (b == std::string_view::npos) return p;
+  p.until_ms = digits_value(rest.substr(0, a));
+  p.by = std::string(rest.substr(a + 1, b - a - 1));
+  p.reason = std::string(rest.substr(b + 1));
+  return p;
+}
+
+std::string describe_pause(const PauseRecord& p) {
+  std::string s = "paused by " + (p.by.empty() ? std::string("(unknown)") : p.by);
+  if (p.until_ms > 0) s += " until " + utc_text(p.until_ms / 1000);
+  if (!p.reason.empty()) s += ": " + p.reason;
+  return s;
+}
+
 std::string describe_holder(const std::string& value) {
   if (auto h = turn_of(value)) return *h + " (its turn: woken from the waiting line)";
+  if (auto p = pause_of(value)) return "nobody: " + describe_pause(*p);
   return value;
 }
 

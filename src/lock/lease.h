@@ -54,7 +54,21 @@ std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 /// The value a lease key holds while it is `holder`'s turn ("\1turn:<holder>", lock/scripts.h
 /// kLineFunctions): the holder, or nullopt for any other value.
 std::optional<std::string> turn_of(const std::string& value);
-/// How a lease key's value reads in logs and `status`: the holder, or "<holder> (its turn: ...)".
+/// A pause (`pause`), as the acquire scripts answer it while it lasts: a "holder"
+/// "\1pause:<until ms>:<by>:<reason>" whose TTL is the pause's.
+struct PauseRecord {
+  std::string by;
+  std::string reason;
+  std::int64_t since_ms = 0;
+  std::int64_t until_ms = 0;
+  std::int64_t ttl_ms = -2;  ///< as PTTL: -2 none
+};
+/// The pause a busy reply's holder stands for, or nullopt for a real holder.
+std::optional<PauseRecord> pause_of(const std::string& value);
+/// "paused by alice@ops1 until 2026-11-27T16:30:00Z: schema migration".
+std::string describe_pause(const PauseRecord& pause);
+/// How a lease key's value reads in logs and `status`: the holder, "<holder> (its turn:
+/// ...)", or the pause that stands in for one.
 std::string describe_holder(const std::string& value);
 
 /// docs/DESIGN.md "Keys": the fence counter lives the longer of 7 days and 100 × expire.
@@ -332,6 +346,16 @@ class LeaseBackend {
     (void)channel, (void)message;
     return {};
   }
+  /// `pause`: writes `pause` (for `ttl`) on every node; accepted = nodes that took it.
+  virtual Published pause(const PauseRecord& pause, Millis ttl) {
+    (void)pause, (void)ttl;
+    return {};
+  }
+  /// `resume`: drops the pause on every node and wakes the waiters it held back; receivers
+  /// = nodes where there was one.
+  virtual Published resume() { return {}; }
+  /// The pause that a quorum of nodes holds, if any (nullopt: none, or unreadable).
+  virtual std::optional<PauseRecord> read_pause() { return std::nullopt; }
 };
 
 /// The real backend: N >= 1 independent Redis nodes driven concurrently by one poll loop

@@ -75,6 +75,9 @@ class RedlockBackend final : public LeaseBackend {
   void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
   std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
   Published publish(const std::string& channel, const std::string& message) override;
+  Published pause(const PauseRecord& pause, Millis ttl) override;
+  Published resume() override;
+  std::optional<PauseRecord> read_pause() override;
   void line_listening(const std::vector<bool>& per_node) override { listening_ = per_node; }
   void leave_line() noexcept override;
   std::vector<LineView> read_line(int limit) override;

@@ -113,6 +113,7 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
     const std::size_t first = rotation_++ % slot_keys_.size();
     for (std::size_t j = 0; j < slot_keys_.size(); ++j) keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
   }
+  keys.push_back(keys_.pause());  // last: nothing is granted while it exists
   std::vector<std::string> args{options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
   if (!options_.fair) return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);
   // The line: our ticket, whether we join on this node (we listen there), its TTL, the window.

@@ -169,4 +169,64 @@ Published RedlockBackend::publish(const std::string& channel, const std::string&
   return out;
 }
 
+Published RedlockBackend::pause(const PauseRecord& pause, Millis ttl) {
+  Published out;
+  auto calls = round(kPause, {keys_.pause()},
+                     {pause.by, pause.reason, std::to_string(pause.since_ms), std::to_string(pause.until_ms),
+                      std::to_string(ttl.count())},
+                     true);
+  for (const auto& c : calls) {
+    if (c && c->ok()) {
+      ++out.accepted;
+      continue;
+    }
+    if (!c || !c->done()) continue;
+    out.refused = out.refused || redis::is_refusal(c->fault());
+    if (out.error.empty()) out.error = c->error();
+  }
+  return out;
+}
+
+Published RedlockBackend::resume() {
+  Published out;
+  std::vector<std::string> keys{keys_.pause(), keys_.line};
+  keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
+  auto calls = round(kResume, keys, {window_arg_, keys_.channel}, true);
+  for (const auto& c : calls) {
+    auto v = c && c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
+    if (v) {
+      ++out.accepted;
+      out.receivers += *v;
+      continue;
+    }
+    if (!c || !c->done()) continue;
+    out.refused = out.refused || redis::is_refusal(c->fault());
+    if (out.error.empty()) out.error = c->error();
+  }
+  return out;
+}
+
+std::optional<PauseRecord> RedlockBackend::read_pause() {
+  auto calls = round(kReadPause, {keys_.pause()}, {}, true);
+  std::vector<PauseRecord> seen;
+  for (const auto& c : calls) {
+    if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 5) continue;
+    const auto& r = c->reply();
+    PauseRecord p;
+    p.ttl_ms = redis::as_integer(r.element(0)).value_or(-2);
+    if (p.ttl_ms == -2) continue;
+    p.by = redis::as_string(r.element(1)).value_or("");
+    p.reason = redis::as_string(r.element(2)).value_or("");
+    auto number = [](const std::optional<std::string>& s) {
+      return s && !s->empty() && s->size() < 16 && s->find_first_not_of("0123456789") == std::string::npos ? std::stoll(*s)
+                                                                                                         : 0LL;
+    };
+    p.since_ms = number(redis::as_string(r.element(3)));
+    p.until_ms = number(redis::as_string(r.element(4)));
+    seen.push_back(std::move(p));
+  }
+  if (static_cast<int>(seen.size()) < quorum()) return std::nullopt;
+  return seen.front();
+}
+
 }  // namespace redisgo::lock

@@ -25,7 +25,7 @@ namespace redisgo::lock {
 
 using redis::Script;
 
-/// Acquire. KEYS: lease key, fence counter. ARGV: holder, ttl in ms, fence ttl in ms,
+/// Acquire. KEYS: lease key, fence counter, pause. ARGV: holder, ttl in ms, fence ttl in ms,
 /// restart guard in ms ("0": off).
 /// SET key holder NX PX ttl and, only if that succeeded, raise the fence counter to
 /// max(counter + 1, server TIME in µs), give it the fence TTL (docs/DESIGN.md "Keys": a
@@ -81,6 +81,21 @@ local function issue(key, fence, ttl)
   redis.call('SET', key, string.format('%.0f', token), 'PX', ttl)
   return string.format('%.0f', token)
 end
+-- `pause` (redisgo_task(1), pause): while the pause key exists nothing is granted; the
+-- waiter is answered as if the key were held by "\1pause:<until ms>:<by>:<reason>" for the
+-- pause's TTL, so that it waits that long (or until `resume` wakes it). Asked only where a
+-- grant would happen: a miss on a held key costs nothing more.
+local function paused(pause)
+  local p = redis.call('PTTL', pause)
+  if p == -2 then
+    return nil
+  end
+  local f = redis.pcall('HMGET', pause, 'until', 'by', 'reason')
+  if type(f) ~= 'table' or f.err then
+    f = {}
+  end
+  return '\1pause:' .. (f[1] or '') .. ':' .. (f[2] or '') .. ':' .. (f[3] or ''), p
+end
 local function guard_left(guard_ms)
   if guard_ms <= 0 then
     return 0
@@ -100,6 +115,11 @@ end
 inline const std::string kAcquireSource = kFenceFunctions + R"lua(
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
+end
+local marker, pause_ttl = paused(KEYS[3])
+if marker then
+  redis.call('DEL', KEYS[1])
+  return {0, marker, pause_ttl}
 end
 local left = guard_left(tonumber(ARGV[4]) or 0)
 if left > 0 then
@@ -237,7 +257,7 @@ inline const Script kInspect{kInspectSource};
 
 /// Acquire one slot of a semaphore (limit > 1). KEYS: fence counter, then the slot keys in
 /// the order to try them (the caller rotates the order, the same for every node of one
-/// attempt). ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms ("0": off).
+/// attempt), then the pause. ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms ("0": off).
 /// The first free slot is taken with SET NX PX and the fence raised as kAcquire does
 /// (one counter for every slot of the key): {1, "<token>", "<slot key>"}. Every slot
 /// busy: {0, "<holder of the slot that frees first>", its pttl}. The fence is checked
@@ -253,8 +273,13 @@ if bad_fence(fence) then
   return fence_error(KEYS[1])
 end
 local first, best = 2, -1
-for i = 2, #KEYS do
+for i = 2, #KEYS - 1 do
   if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    local marker, pause_ttl = paused(KEYS[#KEYS])
+    if marker then
+      redis.call('DEL', KEYS[i])
+      return {0, marker, pause_ttl}
+    end
     local left = guard_left(tonumber(ARGV[4]) or 0)
     if left > 0 then
       redis.call('DEL', KEYS[i])
@@ -444,7 +469,7 @@ local function in_line(line, me, join_it, ticket, line_ttl)
 end
 )lua";
 
-/// Acquire with the waiting line (fair = true). KEYS: lease key, fence counter, line.
+/// Acquire with the waiting line (fair = true). KEYS: lease key, fence counter, line, pause.
 /// ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms, ticket ("" none), join
 /// ("1": this waiter listens on its wake channel and waits; "" it only looks), line ttl in
 /// ms, turn window in ms.
@@ -461,7 +486,12 @@ local me = ARGV[1]
 local held = redis.call('GET', KEYS[1])
 local noinfo, headed = false, false
 if held == TURN .. me then
-  noinfo = false
+  -- Our turn, but paused meanwhile: back in line (at the tail), the turn left to expire.
+  local marker, pause_ttl = paused(KEYS[4])
+  if marker then
+    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+    return {0, marker, pause_ttl, l[1], l[2], l[3]}
+  end
 elseif held then
   local pttl = redis.call('PTTL', KEYS[1])
   local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
@@ -478,6 +508,12 @@ else
     return {2, left, l[1], l[2], l[3]}
   end
   noinfo = left < 0
+  local marker, pause_ttl = paused(KEYS[4])
+  if marker then
+    redis.call('DEL', KEYS[1])
+    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+    return {0, marker, pause_ttl, l[1], l[2], l[3]}
+  end
   local ok, kind, woken = pcall(wake, KEYS[3], KEYS[1], ARGV[8], me)
   if not ok then
     redis.call('DEL', KEYS[1])
@@ -515,7 +551,7 @@ return {1, issue(KEYS[2], fence, ARGV[3])}
 inline const Script kAcquireFair{kAcquireFairSource};
 
 /// A semaphore slot with the waiting line (limit > 1, fair = true). KEYS: fence counter,
-/// line, then the slot keys in the order to try them. ARGV as kAcquireFair. A slot that
+/// line, then the slot keys in the order to try them, then the pause. ARGV as kAcquireFair. A slot that
 /// holds our turn is taken first (no guard: see kLineFunctions); else a free slot when
 /// nobody waits or we head the line; else as kAcquireFair: {0, holder of the slot that
 /// frees first (or the woken head's turn), its pttl, position, ticket, length}.
@@ -527,7 +563,7 @@ if bad_fence(fence) then
 end
 local mine, free, other, first, best = nil, nil, nil, 3, -1
 local values = {}
-for i = 3, #KEYS do
+for i = 3, #KEYS - 1 do
   local v = redis.call('GET', KEYS[i])
   values[i] = v
   if v == TURN .. me then
@@ -547,6 +583,13 @@ for i = 3, #KEYS do
 end
 local slot = mine
 local left = 0
+if mine or free then
+  local marker, pause_ttl = paused(KEYS[#KEYS])
+  if marker then
+    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+    return {0, marker, pause_ttl, l[1], l[2], l[3]}
+  end
+end
 if not slot and free then
   -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
   redis.call('SET', free, me, 'NX', 'PX', ARGV[2])
@@ -649,6 +692,47 @@ end
 return {redis.call('ZCARD', KEYS[1]), entries, outside[2], listening}
 )lua"};
 
+/// `pause`. KEYS: pause. ARGV: by, reason, since (ms since the epoch), until (ms), ttl in ms.
+/// Replaces any pause there: 1.
+inline const Script kPause{R"lua(
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'by', ARGV[1], 'reason', ARGV[2], 'since', ARGV[3], 'until', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+)lua"};
+
+/// `resume`. KEYS: pause, line, then the lease key and a semaphore's other slot keys. ARGV:
+/// turn window in ms, release channel. Drops the pause (1 if there was one, else 0), then
+/// wakes the waiters it held back as a release would: a "resume" message on the release
+/// channel (waiters outside the line) and, for every free slot, the line's next head.
+inline const std::string kResumeSource = kLineFunctions + R"lua(
+local was = redis.call('DEL', KEYS[1])
+redis.pcall('PUBLISH', ARGV[2], 'resume')
+for i = 3, #KEYS do
+  if not redis.call('GET', KEYS[i]) then
+    local ok, kind = pcall(wake, KEYS[2], KEYS[i], ARGV[1], '')
+    if not ok or kind ~= 'woke' then
+      break
+    end
+  end
+end
+return was
+)lua";
+inline const Script kResume{kResumeSource};
+
+/// A pause's record (`status`). KEYS: pause. {pttl (-2: none), by, reason, since, until}.
+inline const Script kReadPause{R"lua(
+local p = redis.call('PTTL', KEYS[1])
+if p == -2 then
+  return {-2, '', '', '', ''}
+end
+local f = redis.pcall('HMGET', KEYS[1], 'by', 'reason', 'since', 'until')
+if type(f) ~= 'table' or f.err then
+  f = {}
+end
+return {p, f[1] or '', f[2] or '', f[3] or '', f[4] or ''}
+)lua"};
+
 /// One key's state for `list`. KEYS: lease key, fence counter, line, pause, then the slot
 /// keys 1..63 (a semaphore's other slots). No ARGV. Read-only, one snapshot:
 /// {holder or "", pttl, fence or "", line length (-1: not a sorted set), pause pttl (-2:
@@ -684,6 +768,7 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.cal
 inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
                                                       &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
-                                                      &kReleaseFair, &kReadLine, &kListKey};
+                                                      &kReleaseFair, &kReadLine, &kListKey, &kPause,
+                                                      &kResume, &kReadPause};
 
 }  // namespace redisgo::lock

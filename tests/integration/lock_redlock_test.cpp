@@ -241,7 +241,7 @@ std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const L
   int votes = 0;
   for (const auto* s : live) {
     redis::AsyncConnection c(node(*s));
-    auto acquire = c.eval(lock::kAcquire, {keys.key, keys.fence}, {holder, "10000", "600000"});
+    auto acquire = c.eval(lock::kAcquire, {keys.key, keys.fence, keys.pause()}, {holder, "10000", "600000"});
     auto release = c.eval(lock::kRelease, {keys.key}, {holder, keys.channel});
     redis::drive({&c}, [&] { return release->done(); });
     const auto& r = acquire->reply();

@@ -1,0 +1,147 @@
+// `redisgo_task pause` / `resume` through the real binary (issue 20 item 5): while a key is
+// paused no host starts its job, whatever the mode, fairness or limit; the pause ends by
+// itself or with resume (which wakes the waiters at once); a running leader finishes or, with
+// --stop, is stopped; status and list show who paused it. Redlock needs it on a quorum.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "support/redis_server.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+int count_lines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+class CliPause : public ::testing::Test {
+ protected:
+  std::string config(const std::string& extra_redis = "", const std::string& extra_task = "",
+                     const std::string& nodes = "") {
+    ConfigSpec spec;
+    spec.nodes = nodes.empty() ? "host = \"" + redis_.address() + "\"" : nodes;
+    spec.key = "pz";
+    spec.mode = "supervise";
+    spec.expire = "2s";
+    spec.cron = "400ms";
+    spec.kill_grace = "300ms";
+    spec.log_level = "info";
+    spec.extra_redis = extra_redis;
+    spec.extra_task = "step_down_hold = \"1s\"\n" + extra_task;
+    return dir_.write("p-" + std::to_string(++configs_) + ".toml", make_config(spec));
+  }
+  RunResult cli(const std::vector<std::string>& args) { return run_task_binary(args, 20s); }
+  std::unique_ptr<TaskProcess> daemon(const std::string& name, const std::string& cfg) {
+    return std::make_unique<TaskProcess>(dir_.path(), name, std::vector<std::string>{"task", "--config", cfg, "--", "sleep", "30"});
+  }
+  RedisServer redis_;
+  TempDir dir_;
+  int configs_ = 0;
+};
+
+TEST_F(CliPause, NoHostStartsWhilePausedAndResumeWakesTheWaiterAtOnce) {
+  for (const std::string fair : {"true", "false"}) {
+    SCOPED_TRACE("fair = " + fair);
+    const auto cfg = config("fair = " + fair + "\n");
+    auto p = cli({"pause", "--config", cfg, "--for", "30s", "--reason", "schema migration"});
+    ASSERT_EQ(p.code, 0) << p.out << p.err;
+    EXPECT_NE(p.out.find("paused key pz until "), std::string::npos) << p.out;
+    auto d = daemon("d-" + fair, cfg);
+    ASSERT_TRUE(d->wait_for_log("is paused by ", 5s)) << d->err();
+    EXPECT_FALSE(d->wait_for_log("child started", 1500ms)) << d->err();
+    auto st = cli({"status", "--config", cfg});
+    EXPECT_NE(st.out.find("paused: by "), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find(": schema migration"), std::string::npos) << st.out;
+    auto ls = cli({"list", "--config", cfg, "--json"});
+    EXPECT_NE(ls.out.find("\"reason\":\"schema migration\""), std::string::npos) << ls.out;
+    // A oneshot --no-wait run skips, as for a busy lease, and says why.
+    std::string oneshot = read_file(cfg);
+    oneshot.replace(oneshot.find("mode = \"supervise\""), 18, "mode = \"oneshot\"");
+    auto once = run_task_binary({"task", "--config", dir_.write("once-" + fair + ".toml", oneshot), "--no-wait", "--", "true"}, 10s);
+    EXPECT_EQ(once.code, 75) << once.err;
+    EXPECT_NE(once.err.find("the key is paused by"), std::string::npos) << once.err;
+
+    const auto resumed_at = std::chrono::steady_clock::now();
+    auto r = cli({"resume", "--config", cfg});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("resumed key pz (paused by "), std::string::npos) << r.out;
+    ASSERT_TRUE(d->wait_for_log("child started", 5s)) << d->err();
+    EXPECT_LT(std::chrono::steady_clock::now() - resumed_at, 1500ms) << "woken by resume, not by the pause's 30 s";
+    d->signal(SIGTERM);
+    EXPECT_EQ(d->wait_for(10s), 0) << d->err();
+    EXPECT_EQ(cli({"resume", "--config", cfg}).out, "key pz was not paused\n");
+  }
+}
+
+TEST_F(CliPause, StopStopsTheLeaderAndThePauseEndsByItself) {
+  const auto cfg = config();
+  auto leader = daemon("leader", cfg);
+  ASSERT_TRUE(leader->wait_for_log("child started", 10s)) << leader->err();
+  auto p = cli({"pause", "--config", cfg, "--for", "3s"});
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("its job runs on until it ends"), std::string::npos) << p.out;
+  EXPECT_FALSE(leader->wait_for_log("stopping child", 500ms)) << "without --stop the leader finishes";
+  p = cli({"pause", "--config", cfg, "--for", "3s", "--stop"});
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("to stop its job and release"), std::string::npos) << p.out;
+  ASSERT_TRUE(leader->wait_for_log("child exited", 5s)) << leader->err();
+  const auto stopped = std::chrono::steady_clock::now();
+  // The hold (1 s) passes, the pause (3 s) does not: it waits, then takes the lease back.
+  ASSERT_TRUE(leader->wait_for_log("is paused by ", 5s)) << leader->err();
+  ASSERT_TRUE(wait_until([&] { return count_lines(leader->err(), "child started") == 2; }, 8s)) << leader->err();
+  EXPECT_GE(std::chrono::steady_clock::now() - stopped, 2500ms) << leader->err();
+  leader->signal(SIGTERM);
+  EXPECT_EQ(leader->wait_for(10s), 0) << leader->err();
+}
+
+TEST_F(CliPause, ASemaphoreGrantsNoSlotWhilePaused) {
+  const auto cfg = config("", "limit = 2\n");
+  ASSERT_EQ(cli({"pause", "--config", cfg, "--for", "30s"}).code, 0);
+  auto a = daemon("a", cfg);
+  auto b = daemon("b", cfg);
+  ASSERT_TRUE(a->wait_for_log("is paused by ", 5s)) << a->err();
+  EXPECT_FALSE(a->wait_for_log("child started", 1s)) << a->err();
+  EXPECT_FALSE(b->wait_for_log("child started", 10ms)) << b->err();
+  ASSERT_EQ(cli({"resume", "--config", cfg}).code, 0);
+  EXPECT_TRUE(a->wait_for_log("child started", 5s)) << a->err();
+  EXPECT_TRUE(b->wait_for_log("child started", 5s)) << b->err();
+  for (auto* d : {a.get(), b.get()}) d->signal(SIGTERM);
+  for (auto* d : {a.get(), b.get()}) EXPECT_EQ(d->wait_for(10s), 0) << d->err();
+}
+
+TEST_F(CliPause, RedlockNeedsTheQuorumAndLeavesNothingOnAMinority) {
+  RedisServer b, c;
+  const std::string nodes = "nodes = [\"" + redis_.address() + "\", \"" + b.address() + "\", \"" + c.address() + "\"]";
+  const auto cfg = config("", "", nodes);
+  c.stop();
+  auto p = cli({"pause", "--config", cfg, "--for", "30s"});
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(cli({"resume", "--config", cfg}).code, 0);
+  b.stop();
+  p = cli({"pause", "--config", cfg, "--for", "30s"});
+  EXPECT_EQ(p.code, 69) << p.out << p.err;
+  EXPECT_NE(p.err.find("fewer than the quorum of 2"), std::string::npos) << p.err;
+  EXPECT_EQ(redis_.cli({"EXISTS", "{pz}:pause"}), "0") << "a pause on a minority is dropped again";
+}
+
+TEST_F(CliPause, ForIsRequiredAndADuration) {
+  const auto cfg = config();
+  auto p = cli({"pause", "--config", cfg});
+  EXPECT_EQ(p.code, 78) << p.err;
+  EXPECT_NE(p.err.find("--for"), std::string::npos) << p.err;
+  p = cli({"pause", "--config", cfg, "--for", "soon"});
+  EXPECT_EQ(p.code, 78) << p.err;
+  EXPECT_NE(p.err.find("--for: expected a duration"), std::string::npos) << p.err;
+}
+
+}  // namespace
