@@ -198,7 +198,7 @@ TEST(CheckVersion, ParsesAndJudges) {
   EXPECT_EQ(version_finding("n", "4.0.14", false, "").level, Level::kFail);  // TIME before a write
   EXPECT_EQ(version_finding("n", "5.0.0", false, "").level, Level::kOk);
   EXPECT_EQ(version_finding("n", "5.0.7", true, "").level, Level::kFail);  // no ACL users before 6.0
-  EXPECT_EQ(version_finding("n", "", false, "NOPERM").level, Level::kWarn);
+  EXPECT_EQ(version_finding("n", "", false, "NOPERM").level, Level::kSkip);
 }
 
 TEST(CheckRole, ReplicaSentinelAndClusterModeFail) {
@@ -210,7 +210,7 @@ TEST(CheckRole, ReplicaSentinelAndClusterModeFail) {
   EXPECT_EQ(role_finding("n", "sentinel", "sentinel", "", Topology::kSingle, "").level, Level::kFail);
   EXPECT_EQ(role_finding("n", "master", "cluster", "", Topology::kSingle, "").level, Level::kFail);
   EXPECT_EQ(role_finding("n", "master", "cluster", "", Topology::kCluster, "").level, Level::kOk);
-  EXPECT_EQ(role_finding("n", "", "", "", Topology::kSingle, "NOPERM").level, Level::kWarn);
+  EXPECT_EQ(role_finding("n", "", "", "", Topology::kSingle, "NOPERM").level, Level::kSkip);
 }
 
 TEST(CheckMemory, OnlyNoevictionIsOk) {
@@ -221,7 +221,7 @@ TEST(CheckMemory, OnlyNoevictionIsOk) {
   f = memory_finding("n", "volatile-ttl", 0, "");
   EXPECT_EQ(f.level, Level::kWarn);
   EXPECT_NE(f.message.find("once maxmemory is set"), std::string::npos) << f.message;
-  EXPECT_EQ(memory_finding("n", "", std::nullopt, "NOPERM").level, Level::kWarn);
+  EXPECT_EQ(memory_finding("n", "", std::nullopt, "NOPERM").level, Level::kSkip);
 }
 
 TEST(CheckPersistence, AofIsOkAnythingLessWarns) {
@@ -232,9 +232,9 @@ TEST(CheckPersistence, AofIsOkAnythingLessWarns) {
   EXPECT_NE(none.hint.find("one expire (5s)"), std::string::npos) << none.hint;
   EXPECT_NE(none.hint.find("TIME"), std::string::npos) << none.hint;
   EXPECT_EQ(persistence_finding("n", {false, "3600 1", "", ""}, 5s, Topology::kSingle).level, Level::kWarn);
-  EXPECT_EQ(persistence_finding("n", {false, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle).level, Level::kWarn);
+  EXPECT_EQ(persistence_finding("n", {false, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle).level, Level::kSkip);
   EXPECT_EQ(persistence_finding("n", {std::nullopt, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle).level,
-            Level::kWarn);
+            Level::kSkip);
 }
 
 TEST(CheckPersistence, NoPersistenceIsOkWhileTheRestartGuardCanApply) {
@@ -244,7 +244,7 @@ TEST(CheckPersistence, NoPersistenceIsOkWhileTheRestartGuardCanApply) {
   EXPECT_EQ(persistence_finding("n", {false, "3600 1", "", ""}, 5s, Topology::kSingle, true).level, Level::kOk);
   // Unknown durability still warns: the guard does not make an unread setting known.
   EXPECT_EQ(persistence_finding("n", {std::nullopt, std::nullopt, "", "NOPERM"}, 5s, Topology::kSingle, true).level,
-            Level::kWarn);
+            Level::kSkip);
   // Without the guard the hint names it first.
   EXPECT_NE(persistence_finding("n", {false, "", "", ""}, 5s, Topology::kSingle).hint.find("restart_guard"),
             std::string::npos);

@@ -90,7 +90,7 @@ TEST(ConfigDefaults, MinimalFileGetsEveryDefault) {
 TEST(ConfigDefaults, CronDefaultFollowsExpire) {
   auto r = load(kBase + "expire = \"9s\"\n");
   ASSERT_TRUE(r.config) << all_diagnostics(r);
-  EXPECT_EQ(r.config->redis.cron, 3s);
+  EXPECT_EQ(r.config->redis.cron, 1800ms);  // expire/5
 }
 
 TEST(ConfigValues, DurationsWithUnitsAndIntegerSeconds) {
@@ -936,7 +936,7 @@ TEST(ConfigRender, ShowsComputedDefaults) {
   auto r = load(kBase + "expire = \"6s\"\n");
   ASSERT_TRUE(r.config);
   std::string out = render_effective(*r.config);
-  EXPECT_NE(out.find("cron = \"2s\""), std::string::npos) << out;
+  EXPECT_NE(out.find("cron = \"1200ms\""), std::string::npos) << out;
   EXPECT_NE(out.find("# value = generated at start"), std::string::npos) << out;
   EXPECT_NE(out.find("kill_signal = \"SIGTERM\""), std::string::npos) << out;
   EXPECT_NE(out.find("retries_count = 4\n"), std::string::npos) << out;
