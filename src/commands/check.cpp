@@ -46,7 +46,7 @@ struct Probe {
   Probe(std::string n, redis::ConnectionOptions options) : name(std::move(n)), conn(std::move(options)) {}
   std::string name;
   redis::AsyncConnection conn;
-  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line;
+  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond;
   SteadyClock::time_point sent{};
   std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
   std::string peer;                                  ///< TLS certificate line, while it was open
@@ -226,6 +226,16 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
 
   out.push_back(scripts_finding(p, keys));
   out.push_back(line_finding(p, r.fair, keys));
+  if (p.beyond && p.beyond->ok()) {
+    const auto n = redis::as_integer(p.beyond->reply().get()).value_or(0);
+    if (n > 0) {
+      out.push_back(make(Level::kFail, "limit", p.name,
+                         std::to_string(n) + " slot(s) beyond this config's limit = " + std::to_string(config.task.limit) +
+                             " are held: a daemon of this key runs a larger limit, so more jobs run at once than this "
+                             "config allows",
+                         "set one limit on every daemon of this key"));
+    }
+  }
 
   if (auto offset = check::best_offset(p.samples)) {
     out.push_back(check::clock_finding(p.name, *offset, r.expire, config.task.once_per));
@@ -237,7 +247,8 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
 
 /// Sends the questions to every probe and drives them all in one poll loop (each call
 /// bounded by its connection's connect_timeout + io_timeout).
-void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r) {
+void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r,
+         int limit) {
   std::vector<redis::AsyncConnection*> conns;
   for (auto& p : probes) {
     p->sent = SteadyClock::now();
@@ -249,6 +260,11 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->appendfsync = p->conn.send({"CONFIG", "GET", "appendfsync"});
     p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
     p->line = p->conn.eval(lock::kReadLine, {keys.line}, {"1", keys.channel});
+    if (limit < lock::kMaxSlots) {
+      std::vector<std::string> beyond;
+      for (int i = limit; i < lock::kMaxSlots; ++i) beyond.push_back(keys.slot(i));
+      p->beyond = p->conn.eval(lock::kSlotsBeyond, beyond, {});
+    }
     conns.push_back(&p->conn);
   }
   redis::DriveOptions o;
@@ -358,7 +374,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   const int node_count = r.topology == config::Topology::kRedlock ? static_cast<int>(r.nodes.size()) : 1;
   const int quorum = node_count / 2 + 1;
 
-  ask(probes, keys, r);
+  ask(probes, keys, r, config.task.limit);
 
   int usable = 0;
   bool refused = false;

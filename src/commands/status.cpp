@@ -329,6 +329,7 @@ void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const c
   out << "]";
   write_slots(s.slots, config, true, out);
   write_pause(backend, true, out);
+  out << ",\"slots_beyond_limit\":" << backend.slots_beyond_limit();
   write_line(backend, config, true, out);
   write_claims(backend, config, true, out);
   write_topology_json(s.topology, out);
@@ -375,6 +376,10 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
   for (const auto& n : s.nodes) write_node_text(n, config, out);
   write_slots(s.slots, config, false, out);
   write_pause(backend, false, out);
+  if (const int beyond = backend.slots_beyond_limit(); beyond > 0) {
+    out << "limit:  " << beyond << " slot(s) beyond limit = " << config.task.limit
+        << " are held: a daemon of this key runs a larger limit (set one limit on every daemon)\n";
+  }
   write_line(backend, config, false, out);
   write_claims(backend, config, false, out);
   write_topology_text(s.topology, out);

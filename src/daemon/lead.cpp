@@ -47,6 +47,21 @@ struct Runner::Leading {
   std::uint64_t renewals_seen = 0;
 };
 
+static_assert(lock::kMaxSlots == config::kMaxLimit);
+
+void Runner::warn_larger_limit() {
+  // Once per acquisition, before the renewals start (the backend is not shared yet): one
+  // EXISTS of the slot keys beyond our limit. Slots there mean a daemon of a larger limit
+  // holds this key too: more than `limit` children run, which this daemon cannot prevent.
+  if (cfg_.task.limit >= config::kMaxLimit) return;
+  const int beyond = backend_->slots_beyond_limit();
+  if (beyond <= 0) return;
+  log_->error("key {}: {} slot(s) beyond this daemon's limit = {} are held: a daemon of this key runs a larger limit, "
+              "so more than {} job(s) run at once; set one limit on every daemon of this key (`status` and `check` "
+              "show it)",
+              cfg_.redis.key, beyond, cfg_.task.limit, cfg_.task.limit);
+}
+
 std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   log_->info("acquired key={} token={}{} valid for {}", cfg_.redis.key, acquired.token,
              cfg_.task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string(),
@@ -64,6 +79,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
   } not_leader{metrics_};
   renewer_wake_.clear();
+  warn_larger_limit();
   std::unique_ptr<lock::Renewer> renewer = start_renewer(acquired);
   if (!renewer) return kExitSoftware;
   // A stop that arrived while acquiring (between the last look and now) starts no child.

@@ -100,6 +100,8 @@ class Runner {
 
   // --- leading (lead.cpp) ---
   std::optional<int> lead(const lock::Acquisition& acquired);
+  /// Logs an error when slots beyond our `limit` are held (mixed limits on one key).
+  void warn_larger_limit();
   /// The renewal thread for this lease; nullptr (logged, released) when it cannot start.
   std::unique_ptr<lock::Renewer> start_renewer(const lock::Acquisition& acquired);
   /// once_per: claims the slot under the lease; an exit status when it is not to run.

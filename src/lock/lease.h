@@ -47,6 +47,9 @@ struct LeaseKeys {
   static std::optional<std::string> key_of_base(const std::string& base);
 };
 
+/// The most slots a key can have (config::kMaxLimit, the largest `limit`).
+inline constexpr int kMaxSlots = 64;
+
 /// once_per (redisgo_task(1), MODES): the start (seconds since the Unix epoch) of the slot of length
 /// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
 std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
@@ -354,6 +357,9 @@ class LeaseBackend {
   /// `resume`: drops the pause on every node and wakes the waiters it held back; receivers
   /// = nodes where there was one.
   virtual Published resume() { return {}; }
+  /// Semaphore slots held beyond LeaseOptions::limit (a daemon of this key runs a larger
+  /// `limit`): the most any node has; -1 when no node could tell.
+  virtual int slots_beyond_limit() { return 0; }
   /// The pause that a quorum of nodes holds, if any (nullopt: none, or unreadable).
   virtual std::optional<PauseRecord> read_pause() { return std::nullopt; }
 };

@@ -78,6 +78,7 @@ class RedlockBackend final : public LeaseBackend {
   Published pause(const PauseRecord& pause, Millis ttl) override;
   Published resume() override;
   std::optional<PauseRecord> read_pause() override;
+  int slots_beyond_limit() override;
   void line_listening(const std::vector<bool>& per_node) override { listening_ = per_node; }
   void leave_line() noexcept override;
   std::vector<LineView> read_line(int limit) override;

@@ -206,6 +206,18 @@ Published RedlockBackend::resume() {
   return out;
 }
 
+int RedlockBackend::slots_beyond_limit() {
+  if (options_.limit >= kMaxSlots) return 0;
+  std::vector<std::string> beyond;
+  for (int i = options_.limit; i < kMaxSlots; ++i) beyond.push_back(keys_.slot(i));
+  int most = -1;
+  for (const auto& c : round(kSlotsBeyond, beyond, {}, true)) {
+    auto v = c && c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
+    if (v) most = std::max(most, static_cast<int>(*v));
+  }
+  return most;
+}
+
 std::optional<PauseRecord> RedlockBackend::read_pause() {
   auto calls = round(kReadPause, {keys_.pause()}, {}, true);
   std::vector<PauseRecord> seen;

@@ -733,6 +733,12 @@ end
 return {p, f[1] or '', f[2] or '', f[3] or '', f[4] or ''}
 )lua"};
 
+/// Slots held beyond a daemon's limit. KEYS: the slot keys limit..63. How many exist
+/// (one EXISTS): above 0, a daemon of a larger `limit` holds the key too.
+inline const Script kSlotsBeyond{R"lua(
+return redis.call('EXISTS', unpack(KEYS))
+)lua"};
+
 /// One key's state for `list`. KEYS: lease key, fence counter, line, pause, then the slot
 /// keys 1..63 (a semaphore's other slots). No ARGV. Read-only, one snapshot:
 /// {holder or "", pttl, fence or "", line length (-1: not a sorted set), pause pttl (-2:
@@ -769,6 +775,6 @@ inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRele
                                                       &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
                                                       &kReleaseFair, &kReadLine, &kListKey, &kPause,
-                                                      &kResume, &kReadPause};
+                                                      &kResume, &kReadPause, &kSlotsBeyond};
 
 }  // namespace redisgo::lock

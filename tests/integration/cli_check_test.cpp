@@ -94,6 +94,32 @@ TEST_F(CliCheck, AConfigOfDefaultsPasses) {
   EXPECT_NE(line_of(r.out, "ok", "margins"), "") << r.out;
 }
 
+// Daemons of one key with different limits (issue 20 item 7): a limit = 3 daemon holds slot 1
+// while a limit = 1 daemon takes the key, so two jobs run where the second daemon allows
+// one. The smaller limit's daemon says it at error level; status and check show it.
+TEST_F(CliCheck, MixedLimitsAreSaidByTaskStatusAndCheck) {
+  RedisServer s(healthy());
+  const std::string key = test_key();
+  ASSERT_EQ(s.cli({"SET", "{" + key + "}:slot:1", "other:1:0123456789abcdef0123456789abcdef", "PX", "30000"}), "OK");
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + s.address() + "\"";
+  spec.key = key;
+  spec.log_level = "info";
+  const auto cfg = dir_.write("limit1.toml", make_config(spec));
+  auto t = run_task_binary({"task", "--config", cfg, "--", "true"}, 10s);
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.err.find("1 slot(s) beyond this daemon's limit = 1 are held"), std::string::npos) << t.err;
+  auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(st.out.find("limit:  1 slot(s) beyond limit = 1 are held"), std::string::npos) << st.out;
+  auto r = check(cfg);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(line_of(r.out, "fail", "limit", s.address()), "") << r.out;
+  // A daemon with the larger limit sees nothing wrong: its own slots.
+  spec.extra_task = "limit = 3\n";
+  r = check(dir_.write("limit3.toml", make_config(spec)));
+  EXPECT_EQ(line_of(r.out, "fail", "limit", s.address()), "") << r.out;
+}
+
 TEST_F(CliCheck, EvictingPolicyWarns) {
   RedisServer s(configured({"appendonly yes", "maxmemory-policy allkeys-lru"}));
   auto r = check(host_config(s));
