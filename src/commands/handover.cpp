@@ -54,7 +54,9 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
   while (steady_clock::now() < deadline) {
     ::poll(nullptr, 0, 100);  // a status read every 100 ms: a few commands per second
     const QuorumView now_view = look(backend, quorum).view;
-    if (now_view.state == State::kHeld && now_view.holder != leader) {
+    // A woken waiter's turn, or a pause answered for a holder, is nobody's job running yet.
+    if (now_view.state == State::kHeld && now_view.holder != leader && !lock::turn_of(now_view.holder) &&
+        !lock::pause_of(now_view.holder)) {
       out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
           << ")\n";
       return output_ok(out) ? 0 : kExitIoError;
@@ -123,6 +125,14 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
     return kExitTempFail;
   }
   const std::string leader = before.holder;
+  // Paused, nobody would take over: the handover would only stop the job.
+  if (const auto pause = force ? std::nullopt : backend->read_pause()) {
+    err << "redisgo_task: handover: " << what << log::printable(config.redis.key) << " is "
+        << log::printable(lock::describe_pause(*pause))
+        << ": no standby would take over, so " << log::printable(leader)
+        << " was not asked to step down; `redisgo_task resume` first (or `pause --stop` to stop it)\n";
+    return kExitTempFail;
+  }
   // With no standby waiting, the leader would stop its child and nobody would start one for
   // its step_down_hold: a planned switchover must not stop the only copy of a service.
   const int standby_nodes = force ? quorum : nodes_with_a_standby(*backend, quorum, config.redis.fair);

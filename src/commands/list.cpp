@@ -85,6 +85,7 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
     }
   }
   if (!corrupt && token > 0) row.token = token;
+  row.fence_seen = corrupt || token > 0;
   row.state = holders.empty() ? "free" : "split";
   for (const auto& [holder, n] : holders) {
     if (n < quorum) continue;
@@ -132,7 +133,7 @@ std::string ttl_text(std::int64_t ms) {
   return format_duration(std::chrono::milliseconds(ms)) + " left";
 }
 
-std::string ms_utc(std::int64_t ms) { return utc_text(ms / 1000); }
+std::string ms_utc(std::int64_t ms) { return ms > 0 ? utc_text(ms / 1000) : std::string("unknown"); }
 
 }  // namespace
 
@@ -167,7 +168,7 @@ void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans
       out << r.state;
     }
     if (r.state != "unreadable") {
-      out << ", token " << (r.token ? std::to_string(*r.token) : std::string("unreadable"));
+      out << ", token " << (r.token ? std::to_string(*r.token) : r.fence_seen ? "unreadable" : "none yet");
       if (r.line > 0) out << ", " << r.line << " waiting in line";
       if (r.line < 0) out << ", the waiting line is not a sorted set";
     }

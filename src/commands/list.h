@@ -50,7 +50,8 @@ struct Row {
   /// "held", "free", "split" (no holder on a quorum, some nodes hold it), "unreadable".
   std::string state;
   std::string holder, host;
-  std::optional<std::uint64_t> token;   ///< the fence counter (nullopt: unreadable)
+  std::optional<std::uint64_t> token;   ///< the fence counter (nullopt: unreadable, or none)
+  bool fence_seen = false;              ///< a fence counter exists (a key only paused has none)
   std::optional<std::int64_t> since_s;  ///< the lease's grant: the token is the server's TIME in µs then
   std::int64_t ttl_ms = -2;             ///< the quorum's (the lowest of the nodes that hold it)
   std::vector<NodeKey::Slot> slots;     ///< other slots held (limit > 1)

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
 #include "commands/quorum_view.h"
 #include "daemon/servers.h"
@@ -34,13 +35,35 @@ std::string operator_name() {
   return user + "@" + (host[0] ? host : "unknown-host");
 }
 
+/// What an ACL user needs for `pause` and `resume` (README "A fleet view").
+std::string rights(const lock::LeaseKeys& keys) {
+  return "the keys " + keys.key + " and " + keys.base + ":*, the channels " + keys.base +
+         ":*, and +eval +evalsha +get +set +pttl +hset +hmget +pexpire +del +publish +zrange +zremrangebyrank";
+}
+
 /// The failure of a write that did not reach a quorum: 77 when a node refused it.
 int not_on_a_quorum(const char* what, const lock::Published& p, const lock::LeaseBackend& backend,
-                    const std::string& pause_key, std::ostream& err) {
+                    const lock::LeaseKeys& keys, std::ostream& err) {
   err << "redisgo_task: " << what << ": written on " << p.accepted << " of " << backend.node_count()
       << " node(s), fewer than the quorum of " << backend.quorum() << (p.error.empty() ? "" : ": " + log::printable(p.error))
-      << (p.refused ? " (grant this user the key " + pause_key + " and HSET, PEXPIRE, PTTL, HMGET and DEL)" : "") << "\n";
+      << (p.refused ? " (an ACL user that pauses needs " + rights(keys) + ")" : "") << "\n";
   return p.refused ? kExitNoPerm : kExitUnavailable;
+}
+
+/// Waiters that a refused PUBLISH left asleep: said, 77.
+int not_woken(const char* what, const lock::LeaseKeys& keys, const std::string& until, std::ostream& err) {
+  err << "redisgo_task: " << what << ": done, but this user may not PUBLISH on " << keys.base
+      << ":*: the waiters were not woken and sleep until " << until << " (an ACL user that pauses needs " << rights(keys)
+      << ")\n";
+  return kExitNoPerm;
+}
+
+/// Who holds slot `slot` now, when a real holder does (not a turn, not the pause).
+std::optional<std::string> holder_of(lock::LeaseBackend& backend, int slot) {
+  backend.select_slot(slot);
+  const QuorumView v = quorum_view(backend.inspect(), backend.quorum());
+  if (v.state != State::kHeld || lock::turn_of(v.holder) || lock::pause_of(v.holder)) return std::nullopt;
+  return v.holder;
 }
 
 }  // namespace
@@ -58,43 +81,56 @@ int run_pause(const config::Config& config, Millis duration, const std::string& 
   if (written.accepted < backend->quorum()) {
     // A pause on a minority would only take nodes away from every acquisition: dropped.
     backend->resume();
-    return not_on_a_quorum("pause", written, *backend, keys.pause(), err);
+    return not_on_a_quorum("pause", written, *backend, keys, err);
   }
   out << "paused key " << log::printable(config.redis.key) << " until " << utc_text(record.until_ms / 1000) << " (for "
       << format_duration(duration) << ", by " << log::printable(record.by)
       << (reason.empty() ? "" : ": " + log::printable(reason)) << ")\n";
-  const QuorumView now = quorum_view(backend->inspect(), backend->quorum());
-  if (now.state != State::kHeld || lock::pause_of(now.holder)) return output_ok(out) ? 0 : kExitIoError;
-  if (stop) {
+  if (written.unwoken > 0) return not_woken("pause", keys, "the end of the pause it replaced", err);
+  int code = 0;
+  for (int slot = 0; slot < config.task.limit; ++slot) {
+    const auto holder = holder_of(*backend, slot);
+    if (!holder) continue;
+    const std::string which = config.task.limit > 1 ? " (slot " + std::to_string(slot) + ")" : "";
+    if (!stop) {
+      out << log::printable(*holder) << which << " still holds the key: its job runs on until it ends"
+          << (config.task.mode == config::Mode::kSupervise ? " (a supervise leader keeps its lease, restarts included)"
+                                                            : "")
+          << "; --stop stops it now\n";
+      continue;
+    }
     // As `handover` asks: the leader stops its child, releases and, paused, waits.
-    const lock::Published asked = backend->publish(keys.control, now.holder);
-    if (asked.receivers == 0) {
-      err << "redisgo_task: pause: " << log::printable(now.holder)
+    const lock::Published asked = backend->publish(keys.control, *holder);
+    if (asked.refused) {
+      err << "redisgo_task: pause: may not PUBLISH on " << keys.control << " to ask " << log::printable(*holder) << which
+          << " to stop: " << log::printable(asked.error) << "\n";
+      code = kExitNoPerm;
+    } else if (asked.receivers == 0) {
+      err << "redisgo_task: pause: " << log::printable(*holder) << which
           << " holds the key but heard no stop request (a oneshot holder, or one that cannot hear " << keys.control
           << "): it runs until its job ends\n";
-      return kExitTempFail;
+      code = code ? code : kExitTempFail;
+    } else {
+      out << "asked " << log::printable(*holder) << which << " to stop its job and release\n";
     }
-    out << "asked " << log::printable(now.holder) << " to stop its job and release\n";
-  } else {
-    out << log::printable(now.holder)
-        << " still holds the key: its job runs on until it ends (a supervise leader keeps its lease and restarts); "
-           "--stop stops it now\n";
   }
-  return output_ok(out) ? 0 : kExitIoError;
+  return output_ok(out) ? code : kExitIoError;
 }
 
 int run_resume(const config::Config& config, std::ostream& out, std::ostream& err) {
   auto backend = lock::make_redis_backend(daemon::lease_options(config, "resume"));
+  const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   const auto before = backend->read_pause();
   const lock::Published done = backend->resume();
-  if (done.accepted < backend->quorum()) {
-    return not_on_a_quorum("resume", done, *backend, lock::LeaseKeys::derive(config.redis.key).pause(), err);
-  }
+  if (done.accepted < backend->quorum()) return not_on_a_quorum("resume", done, *backend, keys, err);
   if (done.receivers == 0) {
     out << "key " << log::printable(config.redis.key) << " was not paused\n";
   } else {
     out << "resumed key " << log::printable(config.redis.key)
         << (before ? " (" + log::printable(lock::describe_pause(*before)) + ")" : "") << "\n";
+  }
+  if (done.unwoken > 0 && done.receivers > 0) {
+    return not_woken("resume", keys, before && before->until_ms > 0 ? utc_text(before->until_ms / 1000) : "its end", err);
   }
   return output_ok(out) ? 0 : kExitIoError;
 }

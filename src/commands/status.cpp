@@ -303,8 +303,10 @@ void write_pause(lock::LeaseBackend& backend, bool json, std::ostream& out) {
     return;
   }
   if (!p) return;
-  out << "paused: by " << log::printable(p->by) << " since " << utc_text(p->since_ms / 1000) << " until "
-      << utc_text(p->until_ms / 1000) << (p->reason.empty() ? "" : ": " + log::printable(p->reason))
+  auto when = [](std::int64_t ms) { return ms > 0 ? utc_text(ms / 1000) : std::string("unknown"); };
+  out << "paused: by " << (p->by.empty() ? std::string("(unknown: not written by `pause`)") : log::printable(p->by))
+      << " since " << when(p->since_ms) << " until " << when(p->until_ms)
+      << (p->ttl_ms == -1 ? " (no expiry: set by hand)" : "") << (p->reason.empty() ? "" : ": " + log::printable(p->reason))
       << " (no host starts the job; redisgo_task resume ends it)\n";
 }
 

@@ -269,7 +269,13 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
     metrics_.set_cannot_acquire(cause);
   }
   const auto pause = lock::pause_of(acq.holder);
-  if (pause && !paused_said_) {
+  if (pause && !paused_said_ && pause->by.empty()) {
+    // A pause key that `pause` did not write (another type, or a hash without its fields).
+    paused_said_ = true;
+    log_->warn("key {} is held back by {}, which `pause` did not write (set by hand?): no host starts the job while it "
+               "exists; `redisgo_task resume` deletes it",
+               cfg_.redis.key, keys_.pause());
+  } else if (pause && !paused_said_) {
     paused_said_ = true;
     log_->info("key {} is {}: no host starts the job until it ends or `redisgo_task resume`", cfg_.redis.key,
                lock::describe_pause(*pause));
@@ -291,6 +297,13 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
 
 void Runner::report_never_expires(const lock::Acquisition& acq) {
   if (!acq.holder_never_expires || warned_never_expires_) return;
+  if (lock::pause_of(acq.holder)) {
+    log_->warn("key {} is paused without an expiry ({} was set by hand, not by `pause`): no host starts the job until "
+               "it is deleted; `redisgo_task resume` deletes it",
+               cfg_.redis.key, keys_.pause());
+    warned_never_expires_ = true;
+    return;
+  }
   // No lease of ours ever lacks a TTL: someone set this by hand. Said once; the wait goes
   // on (it may be deleted any moment), paced as for any holder.
   log_->warn("key {} is held by {} without an expiry (set by hand?): it will not free itself; delete it "

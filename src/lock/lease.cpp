@@ -60,7 +60,7 @@ std::optional<PauseRecord> pause_of(const std::string& value) {
 }
 
 std::string describe_pause(const PauseRecord& p) {
-  std::string s = "paused by " + (p.by.empty() ? std::string("(unknown)") : p.by);
+  std::string s = "paused by " + (p.by.empty() ? std::string("(unknown: not written by `pause`)") : p.by);
   if (p.until_ms > 0) s += " until " + utc_text(p.until_ms / 1000);
   if (!p.reason.empty()) s += ": " + p.reason;
   return s;

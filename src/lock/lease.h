@@ -287,6 +287,8 @@ struct Published {
   long long receivers = 0;   ///< subscribers that received it, over every node
   bool refused = false;      ///< a node refused it (ACL: the user lacks the channel)
   std::string error;         ///< why a node did not take it (the first one)
+  /// pause/resume: nodes that took it but could not wake the waiters (PUBLISH refused).
+  int unwoken = 0;
 };
 
 /// The seam between the daemon and Redis (a fake implements it in daemon tests).

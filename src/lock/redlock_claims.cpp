@@ -169,41 +169,39 @@ Published RedlockBackend::publish(const std::string& channel, const std::string&
   return out;
 }
 
-Published RedlockBackend::pause(const PauseRecord& pause, Millis ttl) {
+namespace {
+/// pause and resume answer {done 1/0, woken 1/0}.
+Published wake_round(const std::vector<CallPtr>& calls) {
   Published out;
-  auto calls = round(kPause, {keys_.pause()},
-                     {pause.by, pause.reason, std::to_string(pause.since_ms), std::to_string(pause.until_ms),
-                      std::to_string(ttl.count())},
-                     true);
   for (const auto& c : calls) {
-    if (c && c->ok()) {
+    const bool shaped = c && c->ok() && c->reply().is_array() && c->reply().size() == 2;
+    if (shaped) {
       ++out.accepted;
+      out.receivers += redis::as_integer(c->reply().element(0)).value_or(0);
+      out.unwoken += redis::as_integer(c->reply().element(1)).value_or(0) == 0 ? 1 : 0;
       continue;
     }
     if (!c || !c->done()) continue;
     out.refused = out.refused || redis::is_refusal(c->fault());
-    if (out.error.empty()) out.error = c->error();
+    if (out.error.empty()) out.error = c->ok() ? "unexpected reply" : c->error();
   }
   return out;
 }
+}  // namespace
 
-Published RedlockBackend::resume() {
-  Published out;
+Published RedlockBackend::pause(const PauseRecord& pause, Millis ttl) {
   std::vector<std::string> keys{keys_.pause(), keys_.line};
   keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
-  auto calls = round(kResume, keys, {window_arg_, keys_.channel}, true);
-  for (const auto& c : calls) {
-    auto v = c && c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
-    if (v) {
-      ++out.accepted;
-      out.receivers += *v;
-      continue;
-    }
-    if (!c || !c->done()) continue;
-    out.refused = out.refused || redis::is_refusal(c->fault());
-    if (out.error.empty()) out.error = c->error();
-  }
-  return out;
+  return wake_round(round(kPause, keys,
+                          {pause.by, pause.reason, std::to_string(pause.since_ms), std::to_string(pause.until_ms),
+                           std::to_string(ttl.count()), window_arg_, keys_.channel},
+                          true));
+}
+
+Published RedlockBackend::resume() {
+  std::vector<std::string> keys{keys_.pause(), keys_.line};
+  keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
+  return wake_round(round(kResume, keys, {window_arg_, keys_.channel}, true));
 }
 
 int RedlockBackend::slots_beyond_limit() {

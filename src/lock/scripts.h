@@ -692,31 +692,53 @@ end
 return {redis.call('ZCARD', KEYS[1]), entries, outside[2], listening}
 )lua"};
 
-/// `pause`. KEYS: pause. ARGV: by, reason, since (ms since the epoch), until (ms), ttl in ms.
-/// Replaces any pause there: 1.
-inline const Script kPause{R"lua(
+/// Wakes the waiters a pause held back, as a release would: a "resume" message on the
+/// release channel (waiters outside the line) and, for every free slot, the line's next
+/// head. KEYS from 2: line, then the lease key and a semaphore's other slot keys. Returns
+/// 1, or 0 when a PUBLISH was refused (an ACL user without the channels: nobody was woken).
+inline const std::string kWakeWaitersFunction = kLineFunctions + R"lua(
+local function wake_waiters(window, channel)
+  local n = redis.pcall('PUBLISH', channel, 'resume')
+  if type(n) ~= 'number' then
+    return 0
+  end
+  for i = 3, #KEYS do
+    if not redis.call('GET', KEYS[i]) then
+      local ok, kind = pcall(wake, KEYS[2], KEYS[i], window, '')
+      if ok and kind == 'refused' then
+        return 0
+      end
+      if not ok or kind ~= 'woke' then
+        break
+      end
+    end
+  end
+  return 1
+end
+)lua";
+
+/// `pause`. KEYS: pause, line, the lease key and the other slot keys. ARGV: by, reason, since
+/// (ms since the epoch), until (ms), ttl in ms, turn window in ms, release channel. Replaces
+/// any pause there; a pause that now ends sooner than the one it replaced wakes the waiters,
+/// who slept until the old end, to read the new one. {1, woken 1/0 (0: not needed or refused)}.
+inline const std::string kPauseSource = kWakeWaitersFunction + R"lua(
+local old = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'by', ARGV[1], 'reason', ARGV[2], 'since', ARGV[3], 'until', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1
-)lua"};
+if old == -1 or old > tonumber(ARGV[5]) then
+  return {1, wake_waiters(ARGV[6], ARGV[7])}
+end
+return {1, 1}
+)lua";
+inline const Script kPause{kPauseSource};
 
 /// `resume`. KEYS: pause, line, then the lease key and a semaphore's other slot keys. ARGV:
-/// turn window in ms, release channel. Drops the pause (1 if there was one, else 0), then
-/// wakes the waiters it held back as a release would: a "resume" message on the release
-/// channel (waiters outside the line) and, for every free slot, the line's next head.
-inline const std::string kResumeSource = kLineFunctions + R"lua(
+/// turn window in ms, release channel. Drops the pause and wakes the waiters it held back:
+/// {1 if there was one else 0, 1 woken or 0 when the wake was refused (ACL)}.
+inline const std::string kResumeSource = kWakeWaitersFunction + R"lua(
 local was = redis.call('DEL', KEYS[1])
-redis.pcall('PUBLISH', ARGV[2], 'resume')
-for i = 3, #KEYS do
-  if not redis.call('GET', KEYS[i]) then
-    local ok, kind = pcall(wake, KEYS[2], KEYS[i], ARGV[1], '')
-    if not ok or kind ~= 'woke' then
-      break
-    end
-  end
-end
-return was
+return {was, wake_waiters(ARGV[1], ARGV[2])}
 )lua";
 inline const Script kResume{kResumeSource};
 
