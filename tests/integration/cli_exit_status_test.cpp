@@ -424,6 +424,48 @@ TEST_F(CliAttackRegressions, StatusTextKeepsEveryValueOnItsLine) {
   }
 }
 
+// A fence counter that is not a token (written by hand; a hash) is unreadable: null in
+// JSON and said with what to do in text, never a made-up 0 (issue 20 item 7). Acquisitions
+// fail on that node until it is deleted, so `check` fails it too.
+TEST_F(CliAttackRegressions, ACorruptFenceCounterIsUnreadableNotZero) {
+  RedisServer redis;
+  const auto cfg = dir_.write("fence.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n");
+  const std::vector<std::vector<std::string>> corrupt = {
+      {"SET", "{k}:fence", "garbage"},
+      {"SET", "{k}:fence", "99999999999999999999"},  // above 2^53-1 (and 2^64)
+      {"HSET", "{k}:fence", "a", "1"},
+  };
+  for (const auto& write : corrupt) {
+    SCOPED_TRACE(write[2]);
+    redis.cli({"DEL", "{k}:fence"});
+    redis.cli(write);
+    for (bool held : {false, true}) {
+      if (held) redis.cli({"SET", "k", "other-host:1:abc", "PX", "60000"});
+      auto j = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+      EXPECT_EQ(j.code, 0) << j.err;
+      EXPECT_NE(j.out.find(held ? "\"state\":\"held\"" : "\"state\":\"free\""), std::string::npos) << j.out;
+      EXPECT_EQ(j.out.find("\"token\":0"), std::string::npos) << j.out;
+      EXPECT_NE(j.out.find(",\"token\":null,\"held_by_this_host\""), std::string::npos) << j.out;
+      EXPECT_NE(j.out.find("\"fence_error\":\"the fence counter holds "), std::string::npos) << j.out;
+      auto t = run_task_binary({"status", "--config", cfg}, 10s);
+      EXPECT_EQ(t.out.find("token:  0"), std::string::npos) << t.out;
+      EXPECT_NE(t.out.find("token:  unreadable: the fence counter {k}:fence is not an integer below 2^53-1 on 1 of 1"),
+                std::string::npos)
+          << t.out;
+      EXPECT_NE(t.out.find("DEL {k}:fence"), std::string::npos) << t.out;
+      EXPECT_NE(t.out.find("token unreadable (the fence counter holds "), std::string::npos) << t.out;
+      redis.cli({"DEL", "k"});
+    }
+    auto ck = run_task_binary({"check", "--config", cfg}, 10s);
+    EXPECT_NE(ck.out.find("no lease can be acquired on this node"), std::string::npos) << ck.out;
+  }
+  // A readable counter is shown as before.
+  redis.cli({"DEL", "{k}:fence"});
+  redis.cli({"SET", "{k}:fence", "17"});
+  auto t = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(t.out.find("token:  17\n"), std::string::npos) << t.out;
+}
+
 // An ACL that forbids a command inside the lease script is a refusal of our rights (77),
 // not an unreachable node (69).
 TEST_F(CliAttackRegressions, AnAclRefusalInsideTheScriptIs77) {
