@@ -424,6 +424,27 @@ TEST_F(CliAttackRegressions, StatusTextKeepsEveryValueOnItsLine) {
   }
 }
 
+// Bytes that are not UTF-8 (a holder id or once_per claim written by hand) reach the
+// terminal escaped, as JSON replaces them (issue 20 item 7): never raw.
+TEST_F(CliAttackRegressions, StatusTextEscapesBytesThatAreNotUtf8) {
+  RedisServer redis;
+  const auto cfg = dir_.write("utf.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n"
+                                          "[task]\nonce_per = \"1h\"\n");
+  redis.cli({"SET", "k", "host\xff\xfe:1:abc", "PX", "60000"});
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::int64_t slot = (now_ms / 1000 + 1800) / 3600 * 3600;  // the nearest hour
+  redis.cli({"HSET", "{k}:once:" + std::to_string(slot), "holder", "cron\xc0\xaf:2:def", "token", "7", "start",
+             std::to_string(now_ms), "status", "0"});
+  auto r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (unsigned char c : r.out) EXPECT_LT(c, 0x80u) << "a raw byte in: " << r.out;
+  EXPECT_NE(r.out.find("held by host\\xff\\xfe:1:abc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run by cron\\xc0\\xaf:2:def"), std::string::npos) << r.out;
+  auto j = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_NE(j.out.find("\"holder\":\"host\\ufffd\\ufffd:1:abc\""), std::string::npos) << j.out;
+}
+
 // A fence counter that is not a token (written by hand; a hash) is unreadable: null in
 // JSON and said with what to do in text, never a made-up 0 (issue 20 item 7). Acquisitions
 // fail on that node until it is deleted, so `check` fails it too.
