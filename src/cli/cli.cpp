@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -114,20 +115,42 @@ void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& e : loaded.errors) std::cerr << "redisgo_task: error: " << e.str() << "\n";
 }
 
-/// validate and task: the command of the file must resolve to an executable and the
-/// workdir must exist (as exec would see them, for the user running this). Prints the
-/// problem at its line; false when there is one.
+/// `argv` as the daemon will start it: the child's environment with the REDISGO_TASK_*
+/// variables at their longest (a 20-digit token, the last slot), so that a size checked
+/// now holds for every run.
+process::SpawnOptions spawn_as_run(const config::Config& cfg, const std::vector<std::string>& argv) {
+  auto spawn = daemon::spawn_options(cfg);
+  spawn.argv = argv;
+  daemon::add_task_env(spawn, cfg, daemon::default_holder_id(cfg.redis.value), UINT64_MAX, cfg.task.limit - 1);
+  return spawn;
+}
+
+/// Prints why `command_key`'s command cannot run at the line of the key it is about.
+void print_not_runnable(const config::Config& cfg, const process::NotRunnable& bad, const std::string& command_key) {
+  using Part = process::NotRunnable::Part;
+  std::string key = command_key, expected = "a program that exec can run";
+  if (bad.part == Part::kWorkdir) {
+    key = "task.workdir";
+    expected = "an existing directory";
+  } else if (bad.part == Part::kArguments || bad.part == Part::kEnvironment) {
+    // The environment is [task] env's and the daemon's own: the line of env when it has one.
+    if (bad.part == Part::kEnvironment && !cfg.task.env.empty()) key = "task.env";
+    expected = "arguments and environment that exec can take";
+  }
+  const std::string what = "expected " + expected + ", found " + bad.why;
+  std::cerr << "redisgo_task: error: " << config::diagnostic_at(cfg, key, what).str() << "\n";
+}
+
+/// validate and task: the command of the file must resolve to an executable, with its
+/// interpreter, within exec's size limits, and the workdir must exist (as exec would see
+/// them, for the user running this). Prints the problem at its line; false when there is one.
 /// The health check runs as the child does (same environment and workdir); it comes only
 /// from the file, so it is checked whatever command `--` gives.
 bool health_command_runnable(const config::Config& cfg) {
   if (cfg.task.health_command.empty()) return true;
-  auto spawn = daemon::spawn_options(cfg);
-  spawn.argv = cfg.task.health_command;
-  auto bad = process::why_not_runnable(spawn);
-  if (!bad || bad->workdir) return true;  // a bad workdir is the command's error
-  std::cerr << "redisgo_task: error: "
-            << config::diagnostic_at(cfg, "task.health_command", "expected a program that exec can run, found " + bad->why).str()
-            << "\n";
+  auto bad = process::why_not_runnable(spawn_as_run(cfg, cfg.task.health_command));
+  if (!bad || bad->part == process::NotRunnable::Part::kWorkdir) return true;  // a bad workdir is the command's error
+  print_not_runnable(cfg, *bad, "task.health_command");
   return false;
 }
 
@@ -154,14 +177,27 @@ bool textfile_writable(const config::Config& cfg) {
 
 bool command_runnable(const config::Config& cfg) {
   if (!health_command_runnable(cfg) || !textfile_writable(cfg)) return false;
-  if (cfg.task.command.empty()) return true;  // comes after `--`; checked when it is run
-  auto bad = process::why_not_runnable(daemon::spawn_options(cfg));
+  if (cfg.task.command.empty()) return true;  // comes after `--`; checked by start_task
+  auto bad = process::why_not_runnable(spawn_as_run(cfg, cfg.task.command));
   if (!bad) return true;
-  const std::string key = bad->workdir ? "task.workdir" : "task.command";
-  std::string what = bad->workdir ? "expected an existing directory, found " + bad->why
-                                  : "expected a program that exec can run, found " + bad->why;
-  std::cerr << "redisgo_task: error: " << config::diagnostic_at(cfg, key, what).str() << "\n";
+  print_not_runnable(cfg, *bad, "task.command");
   return false;
+}
+
+/// task: the command given after `--`, checked as the file's is and before contending, so
+/// that a command that cannot run takes no lease, token or once_per slot. It fails as a
+/// shell's would (127: not found, or its interpreter missing; 126: cannot be executed);
+/// a bad workdir is the file's mistake (78, at its line). nullopt: it can run.
+std::optional<int> command_line_unrunnable(const config::Config& cfg) {
+  auto bad = process::why_not_runnable(spawn_as_run(cfg, cfg.task.command));
+  if (!bad) return std::nullopt;
+  if (bad->part == process::NotRunnable::Part::kWorkdir) {
+    print_not_runnable(cfg, *bad, "task.command");
+    return kExitConfig;
+  }
+  std::cerr << "redisgo_task: cannot run the command given after --: " << log::printable(bad->why)
+            << "; nothing was started\n";
+  return exit_status(bad->missing ? Outcome::kNotFound : Outcome::kCannotRun);
 }
 
 /// `code`, unless stdout could not take the report (a full disk, a closed pipe): then a
@@ -407,13 +443,14 @@ bool duration_option(const char* name, const std::string& text, bool given,
 /// task: the daemon, on the loaded config and the command line's command.
 int start_task(config::Config cfg, const Args& a) {
   // task: a command from the file that cannot run fails here, loudly, with its line; one
-  // from the command line fails as a shell's would (127/126) when it is started.
+  // from the command line fails here too, as a shell's would (127/126).
   if (a.command.empty() ? !command_runnable(cfg) : !health_command_runnable(cfg) || !textfile_writable(cfg)) {
     return kExitConfig;
   }
   if (!a.command.empty()) {
     cfg.task.command = a.command;
     cfg.task.command_is_shell = false;
+    if (auto code = command_line_unrunnable(cfg)) return *code;
   }
   if (cfg.task.command.empty()) {
     std::cerr << "redisgo_task: " << a.config_path

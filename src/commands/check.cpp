@@ -141,10 +141,16 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
     std::string m = "the lease scripts run (EVAL); " + keys.key + " is ";
     m += r->held ? "held by " + r->holder + ", ttl " + std::to_string(r->pttl_ms) + " ms" : std::string("free");
     if (r->token > 0) m += "; fence token " + std::to_string(r->token);
-    Finding f = make(Level::kOk, "scripts", p.name, m);
+    // A counter the acquire scripts refuse blocks every acquisition on this node.
+    Finding f = r->bad_fence.empty()
+                    ? make(Level::kOk, "scripts", p.name, m)
+                    : make(Level::kFail, "scripts", p.name,
+                           m + "; the fence counter " + keys.fence + " holds " + r->bad_fence +
+                               ", not an integer below 2^53-1: no lease can be acquired on this node",
+                           "delete it (DEL " + keys.fence + "); the server's TIME floor keeps tokens increasing");
     f.fields.emplace_back("held", r->held ? "true" : "false");
     f.fields.emplace_back("holder", r->held ? check::json_quote(r->holder) : "null");
-    f.fields.emplace_back("token", std::to_string(r->token));
+    f.fields.emplace_back("token", r->bad_fence.empty() ? std::to_string(r->token) : "null");
     return f;
   }
   const std::string error = why(p, p.inspect);

@@ -57,7 +57,7 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
     // A woken waiter's turn, or a pause answered for a holder, is nobody's job running yet.
     if (now_view.state == State::kHeld && now_view.holder != leader && !lock::turn_of(now_view.holder) &&
         !lock::pause_of(now_view.holder)) {
-      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << now_view.token
+      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << token_text(now_view)
           << ")\n";
       return output_ok(out) ? 0 : kExitIoError;
     }
@@ -161,7 +161,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
     return first.refused ? kExitNoPerm : kExitUnavailable;
   }
   out << "asked " << log::printable(leader) << " to step down (" << what << log::printable(config.redis.key) << ", token "
-      << before.token << ")\n";
+      << token_text(before) << ")\n";
   if (first.receivers == 0) {
     err << "redisgo_task: handover: warning: nobody is listening on " << keys.control
         << " yet (a oneshot holder ignores handover; a supervise leader subscribes as it starts); asking again\n";

@@ -16,6 +16,10 @@ const char* to_string(State s) {
   return "unknown";
 }
 
+std::string token_text(const QuorumView& q) {
+  return q.bad_fences > 0 ? "unreadable" : std::to_string(q.token);
+}
+
 QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
   std::map<std::string, int> votes;
   QuorumView q;
@@ -23,6 +27,7 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
     if (!n.reachable) continue;
     ++q.reachable;
     q.token = std::max(q.token, n.token);
+    if (!n.bad_fence.empty()) ++q.bad_fences;
     if (n.held) ++votes[n.holder];
   }
   int held_nodes = 0;

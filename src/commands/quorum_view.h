@@ -24,6 +24,9 @@ struct QuorumView {
   int votes = 0;             ///< nodes that agree on the holder
   std::int64_t ttl_ms = 0;   ///< kHeld only: the smallest TTL among the agreeing nodes
   std::uint64_t token = 0;   ///< the highest counter any reachable node has
+  /// Reachable nodes whose fence counter is unreadable (NodeView::bad_fence): then the
+  /// highest counter is not known, and `token` means nothing.
+  int bad_fences = 0;
   int reachable = 0;
 };
 
@@ -31,5 +34,8 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum);
 
 /// Flushes `out`: false when the report could not be written (exit 74).
 bool output_ok(std::ostream& out);
+
+/// The token as `status` and `handover` say it: the number, or "unreadable" (bad_fences).
+std::string token_text(const QuorumView& q);
 
 }  // namespace redisgo::commands

@@ -40,6 +40,12 @@ const char* unreachable_why(redis::Fault fault) {
   }
 }
 
+/// A node's fence counter in the text report: the number, or what it holds instead.
+std::string node_token_text(const lock::NodeView& n) {
+  if (n.bad_fence.empty()) return "token " + std::to_string(n.token);
+  return "token unreadable (the fence counter holds " + log::printable(n.bad_fence) + ")";
+}
+
 /// The holder id without its ":<pid>:<random>" tail.
 std::string head_of(const std::string& holder) {
   auto last = holder.rfind(':');
@@ -274,8 +280,13 @@ void write_node_json(const lock::NodeView& n, const config::Config& config, std:
   out << "{\"node\":" << log::json_quoted(n.node) << ",\"reachable\":" << (n.reachable ? "true" : "false");
   if (n.reachable) {
     out << ",\"held\":" << (n.held ? "true" : "false") << ",\"holder\":" << (n.held ? log::json_quoted(n.holder) : "null")
-        << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null") << ",\"token\":" << n.token
-        << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
+        << ",\"ttl_ms\":" << (n.held ? std::to_string(n.pttl_ms) : "null")
+        << ",\"token\":" << (n.bad_fence.empty() ? std::to_string(n.token) : "null");
+    if (!n.bad_fence.empty()) {
+      out << ",\"fence_error\":"
+          << log::json_quoted("the fence counter holds " + n.bad_fence + ", not an integer below 2^53-1");
+    }
+    out << ",\"uptime_s\":" << (n.uptime_s >= 0 ? std::to_string(n.uptime_s) : "null")
         << ",\"restart_guard_ms\":";
     const auto left = guard_left(config, n);
     out << (left ? std::to_string(left->count()) : "null");
@@ -320,7 +331,7 @@ void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const c
       << ",\"held\":" << (s.known ? (q.state == State::kHeld ? "true" : "false") : "null")
       << ",\"holder\":" << (q.state == State::kHeld ? log::json_quoted(q.holder) : "null")
       << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
-      << ",\"token\":" << (s.known ? std::to_string(q.token) : "null")
+      << ",\"token\":" << (s.known && q.bad_fences == 0 ? std::to_string(q.token) : "null")
       << ",\"held_by_this_host\":" << (s.known ? (s.here ? "true" : "false") : "null") << ",\"quorum\":" << s.quorum
       << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (s.quorum_reachable ? "true" : "false")
       << ",\"nodes\":[";
@@ -344,9 +355,10 @@ void write_node_text(const lock::NodeView& n, const config::Config& config, std:
   if (!n.reachable) {
     out << unreachable_why(n.fault) << ": " << log::printable(n.error) << "\n";
   } else if (n.held) {
-    out << "held by " << log::printable(lock::describe_holder(n.holder)) << ", " << ttl_text(n.pttl_ms) << ", token " << n.token << "\n";
+    out << "held by " << log::printable(lock::describe_holder(n.holder)) << ", " << ttl_text(n.pttl_ms) << ", "
+        << node_token_text(n) << "\n";
   } else {
-    out << "free, token " << n.token;
+    out << "free, " << node_token_text(n);
     if (const auto left = guard_left(config, n)) {
       out << "; up " << n.uptime_s << " s: grants nothing new for " << left->count() << " ms (restart guard)";
     }
@@ -374,7 +386,15 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
           << ")\n";
       break;
   }
-  if (s.known) out << "token:  " << q.token << "\n";
+  if (q.bad_fences > 0) {
+    // Unreadable, never a made-up 0: and say what it blocks and what to do.
+    const std::string fence = log::printable(lock::LeaseKeys::derive(config.redis.key).fence);
+    out << "token:  unreadable: the fence counter " << fence << " is not an integer below 2^53-1 on " << q.bad_fences
+        << " of " << s.nodes.size() << " node(s), and no lease can be acquired there until it is deleted (redis-cli DEL "
+        << fence << "; the server's TIME floor keeps tokens increasing)\n";
+  } else if (s.known) {
+    out << "token:  " << q.token << "\n";
+  }
   for (const auto& n : s.nodes) write_node_text(n, config, out);
   write_slots(s.slots, config, false, out);
   write_pause(backend, false, out);

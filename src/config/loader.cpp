@@ -30,6 +30,7 @@ LoadResult Loader::run(std::string_view text) {
   load_task(root, c.task);
   load_log(root, c.log);
   load_metrics(root, c.metrics);
+  ignore_other_mode(c);
   cross_check(c);
   return finish(std::move(c));
 }

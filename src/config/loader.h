@@ -184,7 +184,10 @@ class Loader {
   // ---- relations between keys ---------------------------------------------------------
 
   void cross_check(const Config& c);
-  /// once_per, limit and the health check: which mode each belongs to.
+  /// Keys of the other mode (restart in oneshot, once_per in supervise, ...): warned about
+  /// and dropped, their defaults kept, so that nothing of them can act.
+  void ignore_other_mode(Config& c);
+  /// once_per, limit and the health check: what each needs.
   void cross_check_features(const Config& c);
   /// Keys that belong to one mode (TLS, Sentinel, Cluster) and what they need.
   void cross_check_modes(const RedisConfig& r);

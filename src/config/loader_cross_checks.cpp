@@ -81,28 +81,66 @@ void Loader::cross_check(const Config& c) {
     warn(where("backoff.intervals"), "backoff.intervals",
          std::string("used only with strategy = \"simple\"; ignored with \"") + to_string(b.strategy) + "\"");
   }
-  if (c.task.mode == Mode::kSupervise && c.task.timeout) {
-    warn(where("task.timeout"), "task.timeout", "applies to mode = \"oneshot\" only; ignored in supervise mode");
-  }
   cross_check_features(c);
+}
+
+void Loader::ignore_other_mode(Config& c) {
+  // The mode decides. A key of the other mode is not an error: redisgo_task(1)'s example
+  // (and the shipped one) give restart keys in a oneshot file, and switching `mode` must
+  // not make the rest of a file invalid. Never silent either: the operator may have
+  // expected it to act (a health check on a oneshot job, a limit on a service's runs).
+  // Only `task` and `validate` read the whole file: status and handover drop the keys
+  // without a word (once_per claims are not shown for a service). A key with an error of
+  // its own is said once.
+  if (bad_.count("task.mode")) return;
+  TaskConfig& t = c.task;
+  RedisConfig& r = c.redis;
+  const TaskConfig task_default;
+  const RedisConfig redis_default;
+  const bool oneshot = t.mode == Mode::kOneshot;
+  const std::string applies = std::string("applies to mode = \"") + (oneshot ? "supervise" : "oneshot") +
+                              "\" only; ignored in " + to_string(t.mode) + " mode";
+  auto drop = [&](const char* key, const char* why, auto reset) {
+    if (!given(key) || bad_.count(key)) return;
+    if (scope_ == Scope::kAll) warn(where(key), key, applies + " (" + why + ")");
+    reset();
+  };
+  if (oneshot) {
+    const char* ends = "a oneshot run ends when its child does";
+    drop("task.restart", ends, [&] { t.restart = task_default.restart; });
+    drop("task.restart_delay", ends, [&] { t.restart_delay = task_default.restart_delay; });
+    drop("task.restart_limit", ends, [&] { t.restart_limit = task_default.restart_limit; });
+    drop("task.restart_window", ends, [&] { t.restart_window = task_default.restart_window; });
+    drop("task.step_down_hold", "a oneshot holder does not step down", [&] { t.step_down_hold.reset(); });
+    const char* health = "a check of a service while it leads: there is no health check in oneshot";
+    drop("task.health_command", health, [&] {
+      t.health_command.clear();
+      t.health_command_is_shell = false;
+    });
+    drop("task.health_interval", health, [&] { t.health_interval = task_default.health_interval; });
+    drop("task.health_timeout", health, [&] { t.health_timeout = task_default.health_timeout; });
+    drop("task.health_fall", health, [&] { t.health_fall = task_default.health_fall; });
+  } else {
+    drop("task.timeout", "a service runs until it is stopped", [&] { t.timeout.reset(); });
+    drop("task.once_per",
+         "a run per slot is for jobs fired by cron or a timer; supervise runs the service whenever it leads",
+         [&] { t.once_per.reset(); });
+    const char* waits = "supervise contends until it is stopped";
+    drop("redis.monitor_try_all", waits, [&] { r.monitor_try_all = redis_default.monitor_try_all; });
+    drop("redis.retries_count", waits, [&] { r.retries_count = redis_default.retries_count; });
+    drop("redis.unreachable_timeout", waits, [&] { r.unreachable_timeout = redis_default.unreachable_timeout; });
+  }
 }
 
 void Loader::cross_check_features(const Config& c) {
   const TaskConfig& t = c.task;
-  const bool mode_ok = !bad_.count("task.mode");
-  if (t.once_per && mode_ok && t.mode != Mode::kOneshot) {
-    error(where("task.once_per"), "task.once_per",
-          "applies to mode = \"oneshot\" only (a run per slot, fired by cron or a timer), found mode = \"supervise\"");
-  }
   if (t.once_per && t.limit > 1 && !bad_.count("task.limit")) {
     error(where("task.once_per"), "task.once_per",
           "expected limit = 1 with once_per (one run per slot), found limit = " + std::to_string(t.limit));
   }
+  // In oneshot the health keys were dropped (ignore_other_mode), and said so.
+  if (!bad_.count("task.mode") && t.mode == Mode::kOneshot) return;
   const bool health_given = given("task.health_command");
-  if (health_given && mode_ok && t.mode != Mode::kSupervise) {
-    error(where("task.health_command"), "task.health_command",
-          "applies to mode = \"supervise\" only (it checks a service while it leads), found mode = \"oneshot\"");
-  }
   if (!health_given) {
     for (const char* key : {"task.health_interval", "task.health_timeout", "task.health_fall"}) {
       if (given(key)) {

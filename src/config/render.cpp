@@ -132,12 +132,18 @@ void render_tls(std::ostream& o, const TlsConfig& tls) {
   o << "tls_skip_verify = " << (tls.skip_verify ? "true  # NOT VERIFIED: tests only" : "false") << "\n";
 }
 
-void render_redis(std::ostream& o, const RedisConfig& r) {
+/// Only the keys of the config's mode are rendered: a key of the other mode is ignored
+/// (with a warning) when the file is read, and `validate` prints what is in effect.
+void render_redis(std::ostream& o, const RedisConfig& r, Mode mode) {
   o << "[redis]\n";
   render_topology(o, r);
   o << "key = " << quote(r.key) << "\n";
-  o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
-  o << "retries_count = " << r.retries_count << "\n";
+  if (mode == Mode::kOneshot) {
+    o << "monitor_try_all = " << (r.monitor_try_all ? "true" : "false") << "\n";
+    o << "retries_count = " << r.retries_count << "\n";
+  } else {
+    o << "# monitor_try_all, retries_count, unreachable_timeout: oneshot only (supervise contends until stopped)\n";
+  }
   o << "expire = " << dur(r.expire) << "\n";
   o << "cron = " << dur(r.cron.count() > 0 ? r.cron : default_cron(r.expire)) << "\n";
   if (r.value.empty()) {
@@ -150,7 +156,7 @@ void render_redis(std::ostream& o, const RedisConfig& r) {
   o << "db = " << r.db << "\n";
   o << "connect_timeout = " << dur(r.connect_timeout) << "\n";
   o << "io_timeout = " << dur(r.io_timeout) << "\n";
-  o << "unreachable_timeout = " << dur(r.unreachable_timeout) << "\n";
+  if (mode == Mode::kOneshot) o << "unreachable_timeout = " << dur(r.unreachable_timeout) << "\n";
   o << "drift_factor = " << format_double(r.drift_factor) << "\n";
   o << "drift_fixed = " << dur(r.drift_fixed) << "\n";
   o << "fair = " << (r.fair ? "true" : "false") << "\n";
@@ -190,13 +196,16 @@ void render_task_env(std::ostream& o, const TaskConfig& t) {
   }
 }
 
-/// limit, once_per and the health check.
+/// limit, once_per (oneshot) and the health check (supervise).
 void render_task_features(std::ostream& o, const TaskConfig& t) {
   o << "limit = " << t.limit << "\n";
-  if (t.once_per) {
-    o << "once_per = " << dur(*t.once_per) << "\n";
-  } else {
-    o << "# once_per: none\n";
+  if (t.mode == Mode::kOneshot) {
+    if (t.once_per) {
+      o << "once_per = " << dur(*t.once_per) << "\n";
+    } else {
+      o << "# once_per: none\n";
+    }
+    return;
   }
   if (t.health_command.empty()) {
     o << "# health_command: none\n";
@@ -217,21 +226,26 @@ void render_task(std::ostream& o, const Config& config) {
     render_command(o, "command", t.command, t.command_is_shell);
   }
   o << "mode = " << quote(to_string(t.mode)) << "\n";
-  o << "restart = " << quote(to_string(t.restart)) << "\n";
-  o << "restart_delay = " << dur(t.restart_delay) << "\n";
   o << "kill_signal = " << quote(signal_name(t.kill_signal)) << "\n";
   o << "kill_grace = " << dur(t.kill_grace) << "\n";
-  o << "restart_limit = " << t.restart_limit << "\n";
-  o << "restart_window = " << dur(t.restart_window) << "\n";
-  if (t.step_down_hold) {
-    o << "step_down_hold = " << dur(*t.step_down_hold) << "\n";
+  if (t.mode == Mode::kSupervise) {
+    o << "restart = " << quote(to_string(t.restart)) << "\n";
+    o << "restart_delay = " << dur(t.restart_delay) << "\n";
+    o << "restart_limit = " << t.restart_limit << "\n";
+    o << "restart_window = " << dur(t.restart_window) << "\n";
+    if (t.step_down_hold) {
+      o << "step_down_hold = " << dur(*t.step_down_hold) << "\n";
+    } else {
+      o << "# step_down_hold = " << dur(effective_step_down_hold(config)) << "  (2 x expire)\n";
+    }
+    o << "# timeout, once_per: oneshot only\n";
   } else {
-    o << "# step_down_hold = " << dur(effective_step_down_hold(config)) << "  (2 x expire)\n";
-  }
-  if (t.timeout) {
-    o << "timeout = " << dur(*t.timeout) << "\n";
-  } else {
-    o << "# timeout: none\n";
+    if (t.timeout) {
+      o << "timeout = " << dur(*t.timeout) << "\n";
+    } else {
+      o << "# timeout: none\n";
+    }
+    o << "# restart, restart_delay, restart_limit, restart_window, step_down_hold, health_command: supervise only\n";
   }
   render_task_env(o, t);
   render_task_features(o, t);
@@ -264,7 +278,7 @@ std::string render_effective(const Config& config) {
   o << "# Effective configuration";
   if (!config.source.empty()) o << " of " << comment_safe(config.source);
   o << " (defaults filled in, secrets masked)\n\n";
-  render_redis(o, config.redis);
+  render_redis(o, config.redis, config.task.mode);
   o << "\n";
   render_backoff(o, config.backoff);
   o << "\n";

@@ -42,6 +42,15 @@ process::SpawnOptions spawn_options(const config::Config& config) {
   return spawn;
 }
 
+void add_task_env(process::SpawnOptions& spawn, const config::Config& config, const std::string& holder,
+                  std::uint64_t token, int slot) {
+  spawn.env["REDISGO_TASK_KEY"] = config.redis.key;
+  spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(token);
+  spawn.env["REDISGO_TASK_HOLDER"] = holder;
+  spawn.env["REDISGO_TASK_EXPIRE_MS"] = std::to_string(config.redis.expire.count());
+  spawn.env["REDISGO_TASK_SLOT"] = std::to_string(slot);
+}
+
 std::string holder_head(const std::string& prefix) {
   if (!prefix.empty()) return prefix;
   char host[256] = {};

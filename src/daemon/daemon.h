@@ -8,6 +8,7 @@
 /// enforced here from an atomic read of the renewer's deadline, so no Redis call can
 /// delay it, and nothing in the loop blocks on Redis.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,11 @@ int run_task(const TaskOptions& options, const Dependencies& deps = {});
 /// How the child is started from `config` (argv, workdir, env, what is removed from the
 /// daemon's environment); the caller adds the REDISGO_TASK_* variables and the deadline.
 process::SpawnOptions spawn_options(const config::Config& config);
+
+/// Adds the REDISGO_TASK_* variables of a lease (redisgo_task(1), ENVIRONMENT) to `spawn`:
+/// what the child and its health check get.
+void add_task_env(process::SpawnOptions& spawn, const config::Config& config, const std::string& holder,
+                  std::uint64_t token, int slot);
 
 /// The head of this host's holder ids: `value`, or the hostname when it is empty.
 std::string holder_head(const std::string& prefix);

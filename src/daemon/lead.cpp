@@ -310,11 +310,7 @@ std::optional<int> Runner::end_lease(Leading& l) {
 
 process::SpawnOptions Runner::child_spawn(const lock::Acquisition& lease) const {
   process::SpawnOptions spawn = spawn_options(cfg_);
-  spawn.env["REDISGO_TASK_KEY"] = cfg_.redis.key;
-  spawn.env["REDISGO_TASK_TOKEN"] = std::to_string(lease.token);
-  spawn.env["REDISGO_TASK_HOLDER"] = opts_.holder;
-  spawn.env["REDISGO_TASK_EXPIRE_MS"] = std::to_string(cfg_.redis.expire.count());
-  spawn.env["REDISGO_TASK_SLOT"] = std::to_string(lease.slot);
+  add_task_env(spawn, cfg_, opts_.holder, lease.token, lease.slot);
   return spawn;
 }
 

@@ -15,6 +15,13 @@ std::optional<std::uint64_t> parse_token(std::string_view text) {
   return value;
 }
 
+std::optional<std::uint64_t> parse_fence(std::string_view text) {
+  if (text.size() > 16) return std::nullopt;
+  auto value = parse_token(text);
+  if (!value || *value >= kFenceLimit) return std::nullopt;
+  return value;
+}
+
 std::uint64_t quorum_token(const std::vector<std::uint64_t>& node_tokens) {
   std::uint64_t best = 0;
   for (auto t : node_tokens) best = std::max(best, t);

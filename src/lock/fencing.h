@@ -40,6 +40,13 @@ namespace redisgo::lock {
 /// anything else (empty, sign, exponent, overflow).
 std::optional<std::uint64_t> parse_token(std::string_view text);
 
+/// The fence counter as the acquire scripts accept it (bad_fence, lock/scripts.h): a decimal
+/// integer of at most 16 digits, below kFenceLimit. nullopt for anything else: a counter
+/// that no acquisition can raise (each refuses until it is fixed or deleted), so not a token.
+std::optional<std::uint64_t> parse_fence(std::string_view text);
+/// 2^53 - 1: Lua numbers are doubles, exact below it.
+inline constexpr std::uint64_t kFenceLimit = 9007199254740991;
+
 /// The quorum's token: the maximum over the granting nodes (0 = did not grant).
 std::uint64_t quorum_token(const std::vector<std::uint64_t>& node_tokens);
 

@@ -254,7 +254,10 @@ struct NodeView {
   bool held = false;
   std::string holder;
   std::int64_t pttl_ms = -2; ///< as PTTL: -2 no key, -1 no expiry
-  std::uint64_t token = 0;   ///< current fence counter (0 = none)
+  std::uint64_t token = 0;   ///< current fence counter (0 = none, or bad_fence)
+  /// Non-empty: the fence counter is unreadable (not a token; no acquisition succeeds
+  /// here until it is fixed or deleted), and what it holds (lock::InspectReply::bad_fence).
+  std::string bad_fence;
   std::int64_t uptime_s = -1;  ///< the server's uptime (-1: INFO refused or not said)
   /// The server that answered, when found by Sentinel or Cluster ("10.0.0.5:6379"); and
   /// with TLS, its certificate ("TLS TLSv1.3, certificate /CN=..., expires ...").

@@ -38,6 +38,7 @@ std::vector<NodeView> RedlockBackend::inspect() {
     v.holder = r->holder;
     v.pttl_ms = r->pttl_ms;
     v.token = r->token;
+    v.bad_fence = r->bad_fence;
     v.uptime_s = r->uptime_s;
   }
   return views;

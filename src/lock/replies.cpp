@@ -123,18 +123,29 @@ std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
 }
 
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || (r->elements != 4 && r->elements != 5)) return std::nullopt;
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 4 || r->elements > 6) return std::nullopt;
   auto exists = redis::as_integer(element(r, 0));
   auto holder = text(element(r, 1));
   auto pttl = redis::as_integer(element(r, 2));
   auto fence = text(element(r, 3));
-  auto uptime = r->elements == 5 ? redis::as_integer(element(r, 4)) : std::optional<std::int64_t>(-1);
-  if (!exists || (*exists != 0 && *exists != 1) || !holder || !pttl || !fence || !uptime) return std::nullopt;
+  auto uptime = r->elements >= 5 ? redis::as_integer(element(r, 4)) : std::optional<std::int64_t>(-1);
+  auto fence_type = r->elements == 6 ? text(element(r, 5)) : std::optional<std::string>("");
+  if (!exists || (*exists != 0 && *exists != 1) || !holder || !pttl || !fence || !uptime || !fence_type) {
+    return std::nullopt;
+  }
   InspectReply out;
   out.held = *exists == 1;
   out.holder = shown_holder(*holder);
   out.pttl_ms = *pttl;
-  out.token = parse_token(*fence).value_or(0);
+  if (!fence_type->empty()) {
+    const std::string type = fence_type->substr(0, 32);
+    out.bad_fence = (std::string("aeiou").find(type[0]) == std::string::npos ? "a " : "an ") + type;
+  } else if (auto token = parse_fence(*fence)) {
+    out.token = *token;
+  } else if (!fence->empty()) {
+    constexpr std::size_t kShown = 64;
+    out.bad_fence = "\"" + fence->substr(0, kShown) + (fence->size() > kShown ? "...\"" : "\"");
+  }
   out.uptime_s = *uptime < 0 ? -1 : *uptime;
   return out;
 }

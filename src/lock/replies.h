@@ -54,13 +54,18 @@ struct ReleaseReply {
 };
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
 
-/// The inspect script: {exists 0/1, holder or "", pttl, fence or "", uptime in s or -1}.
-/// (A reply without the uptime, from a script of an older version, is read as -1.)
+/// The inspect script: {exists 0/1, holder or "", pttl, fence or "", uptime in s or -1,
+/// "" or the fence counter's type}. (A reply without the uptime or the type, from a
+/// script of an older version, is read as -1 and "".)
 struct InspectReply {
   bool held = false;
   std::string holder;
   std::int64_t pttl_ms = -2;
-  std::uint64_t token = 0;  ///< 0: no counter (or one that is not a token)
+  std::uint64_t token = 0;  ///< 0: no counter, or one that is unreadable (bad_fence)
+  /// Non-empty: the fence counter holds what the acquire scripts refuse (parse_fence), so
+  /// there is no token to show and no acquisition succeeds on this node; what it holds:
+  /// "\"abc\"" (cut at 64 bytes) or "a hash".
+  std::string bad_fence;
   std::int64_t uptime_s = -1;
 };
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r);

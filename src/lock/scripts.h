@@ -241,8 +241,10 @@ return 1
 
 /// Inspect. KEYS: lease key, fence counter. No ARGV. Read-only, one consistent snapshot:
 /// {exists 0/1, holder or "", pttl (as PTTL: -2 none, -1 no expiry), fence or "",
-/// server uptime in s (-1: INFO refused)}: with the key absent, the uptime tells whether
-/// the restart guard holds the node closed.
+/// server uptime in s (-1: INFO refused), "" or the fence counter's type when it is not a
+/// string}: with the key absent, the uptime tells whether the restart guard holds the node
+/// closed. A fence counter of another type (a hash set by hand) is reported, not an error:
+/// the node's lease is still read, and `status` can say what blocks acquisitions there.
 inline const std::string kInspectSource = kUptimeFunction + R"lua(
 local holder = redis.call('GET', KEYS[1])
 local exists = 1
@@ -251,7 +253,14 @@ if not holder then
   holder = ''
 end
 local up = uptime_s() or -1
-return {exists, holder, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', up}
+local fence = redis.pcall('GET', KEYS[2])
+local fence_type = ''
+if type(fence) == 'table' then
+  local t = redis.pcall('TYPE', KEYS[2])
+  fence_type = type(t) == 'table' and t['ok'] or 'unknown'
+  fence = ''
+end
+return {exists, holder, redis.call('PTTL', KEYS[1]), fence or '', up, fence_type}
 )lua";
 inline const Script kInspect{kInspectSource};
 

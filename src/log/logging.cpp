@@ -118,20 +118,33 @@ void escape_json(std::string_view s, Out& out) {
 
 // Text lines are read by people and by journald, which splits records at newlines: a
 // newline in a message (e.g. in an error text from Redis) must not forge a new record.
+// A byte that is not part of valid UTF-8 (a holder id written by hand) is shown as \xNN,
+// as JSON shows it as U+FFFD: a terminal gets no raw byte it could take for a control
+// (0x9b is CSI to some), and the reader still sees which byte it was. C1 controls
+// (U+0080..U+009F), valid UTF-8 but controls all the same, are \u00NN.
 template <class Out>
 void escape_text(std::string_view s, Out& out) {
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
+  auto escaped = [&out](std::string_view prefix, unsigned char c) {
+    append(out, prefix);
+    const char digits[] = {kHex[c >> 4], kHex[c & 0xF]};
+    out.append(digits, digits + 2);
+  };
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : utf8_sequence_length(s, i);
     if (c == '\n') {
       append(out, "\\n");
     } else if (c == '\r') {
       append(out, "\\r");
-    } else if ((c < 0x20 && c != '\t') || c == 0x7F) {
-      char esc[] = {'\\', 'x', kHex[c >> 4], kHex[c & 0xF]};
-      out.append(esc, esc + sizeof(esc));
+    } else if ((c < 0x20 && c != '\t') || c == 0x7F || n == 0) {
+      escaped("\\x", c);
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      escaped("\\u00", static_cast<unsigned char>(s[i + 1]));
     } else {
-      out.push_back(ch);
+      out.append(s.data() + i, s.data() + i + n);
     }
+    i += n == 0 ? 1 : n;
   }
 }
 

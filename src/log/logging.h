@@ -67,8 +67,9 @@ std::unique_ptr<spdlog::formatter> make_formatter(config::LogFormat format);
 /// Appends `text` to `out` as the inside of a JSON string (no quotes): ", \, control
 /// characters escaped; valid UTF-8 kept as is; invalid bytes replaced by U+FFFD.
 void append_json_escaped(std::string_view text, std::string& out);
-/// `text` safe for a terminal line: control characters escaped (\n, \r, \xNN) so that
-/// a holder id or a server's text cannot forge lines or send escape sequences.
+/// `text` safe for a terminal line: control characters escaped (\n, \r, \xNN; C1
+/// controls \u00NN) so that a holder id or a server's text cannot forge lines or send
+/// escape sequences; a byte that is not valid UTF-8 is \xNN (where JSON has U+FFFD).
 std::string printable(std::string_view text);
 /// `text` as a JSON string literal, quotes included.
 std::string json_quoted(std::string_view text);

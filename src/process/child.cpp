@@ -149,6 +149,16 @@ Child Child::spawn(const SpawnOptions& options) {
       throw SpawnError(name + ": not started: the lease could have ended before the child started", ETIME,
                        SpawnError::Cause::kTooLate);
     }
+    if (failure->err == ENOENT || failure->err == EACCES) {
+      // exec says ENOENT for a file that exists when its #! interpreter or its dynamic
+      // loader does not: name that, not "No such file" for a file the operator can see.
+      const std::string seen =
+          plan.path[0] != '/' && !options.workdir.empty() ? options.workdir + "/" + plan.path : plan.path;
+      if (auto bad = detail::interpreter_problem(seen, options.workdir)) {
+        throw SpawnError(name + ": " + bad->why, failure->err,
+                         failure->err == ENOENT ? SpawnError::Cause::kNotFound : SpawnError::Cause::kCannotRun);
+      }
+    }
     throw SpawnError(errno_message(name, failure->err), failure->err,
                      failure->err == ENOENT ? SpawnError::Cause::kNotFound : SpawnError::Cause::kCannotRun);
   }

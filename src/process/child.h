@@ -102,14 +102,39 @@ std::optional<std::string> search_path(const std::string& name, const std::strin
                                        const std::string& workdir = "");
 
 /// Why the job could not be exec'd as Child::spawn would (workdir missing or not a
-/// directory, program not found on the merged PATH or not executable), checked from this
-/// process without forking; nullopt when it looks runnable. For `validate` and start-up:
-/// a broken command fails loudly before the lease is taken.
+/// directory, program not found on the merged PATH or not executable, a script's #!
+/// interpreter or a program's dynamic loader missing or not executable, arguments or
+/// environment beyond the kernel's limits: E2BIG), checked from this process without
+/// forking; nullopt when it looks runnable. For `validate` and start-up: a broken command
+/// fails loudly before the lease is taken.
 struct NotRunnable {
-  bool workdir = false;  ///< the workdir is the problem (else the program)
+  enum class Part {
+    kProgram,      ///< the program (or its interpreter)
+    kWorkdir,
+    kArguments,    ///< argv is too long
+    kEnvironment,  ///< the environment is too long
+  };
+  Part part = Part::kProgram;
+  /// exec would fail with ENOENT (a shell's 127: not found, or its interpreter missing);
+  /// else with another error (126: not executable, too long, ...).
+  bool missing = false;
   std::string why;
 };
 std::optional<NotRunnable> why_not_runnable(const SpawnOptions& options);
+
+/// The kernel's limits on what exec copies (fs/exec.c), for this process's stack limit:
+/// one argument or `NAME=value` at most `per_string` bytes with its NUL (MAX_ARG_STRLEN,
+/// 32 pages), and all of them with their pointers at most `total` (sysconf(_SC_ARG_MAX), a
+/// quarter of the stack limit, which the kernel caps at 6 MiB).
+struct ExecLimits {
+  std::size_t per_string = 0;
+  std::size_t total = 0;
+};
+ExecLimits exec_limits();
+/// What why_not_runnable() leaves of ExecLimits::total for what the kernel copies besides
+/// argv and envp (a script's #! line, slack); the program's path, copied once more for a
+/// script, is counted on top of it.
+inline constexpr std::size_t kExecMargin = 4096;
 
 /// A started child as the daemon drives it: Child, or a fake in tests (tests/support).
 class Job {

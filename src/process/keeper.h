@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ struct Plan {
 /// Builds the plan for `options`: the merged environment and the PATH lookup happen here,
 /// in the daemon, before fork. Throws SpawnError when there is nothing to run.
 Plan make_plan(const SpawnOptions& options);
+
+/// A problem with what exec needs beside the program at `path` (relative paths are relative
+/// to `workdir`): a script's #! interpreter, or a dynamically linked program's loader
+/// (PT_INTERP), that is missing (exec's ENOENT for a file that exists) or cannot be run;
+/// followed through interpreters that are scripts themselves. nullopt when there is none,
+/// or the file cannot be read (exec decides then).
+std::optional<NotRunnable> interpreter_problem(const std::string& path, const std::string& workdir);
 
 /// Where the keeper writes its name over the daemon's argv strings (set_program_args).
 void set_keeper_name_area(char* args, std::size_t len) noexcept;

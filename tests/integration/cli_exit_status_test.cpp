@@ -5,6 +5,7 @@
 // fail at start with 78 and the line that is wrong.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -173,12 +174,20 @@ TEST(CliExitStatus, ValidateChecksTheCommandAndWorkdirAsExecWould) {
   TempDir dir;
   const std::string node = "host = \"127.0.0.1:1\"";
   const auto script = dir.write("job.sh", "#!/bin/sh\nexit 0\n");  // not executable yet
+  // Executable scripts whose #! line names what exec cannot run (issue 20 item 6).
+  const auto no_interp = dir.write("no-interp.sh", "#!/nonexistent/interp\nexit 0\n");
+  const auto interp_not_exec = dir.write("interp-not-exec.sh", "#!" + script + " -e\nexit 0\n");
+  const auto crlf = dir.write("crlf.sh", "#!/bin/sh\r\nexit 0\r\n");
+  for (const auto& s : {no_interp, interp_not_exec, crlf}) ::chmod(s.c_str(), 0755);
+  // One argument, one variable, beyond what exec copies (MAX_ARG_STRLEN: 32 pages, with
+  // the NUL).
+  const std::string huge(32 * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 'x');
   struct Case {
     const char* name;
     std::string task;
     int line;            ///< of the key the error names (0: valid)
     const char* key;
-    const char* says;
+    std::string says;
   };
   const std::vector<Case> cases = {
       {"not on PATH", "command = [\"rgt-no-such-program\"]\n", 9, "task.command", "not found on PATH"},
@@ -192,6 +201,15 @@ TEST(CliExitStatus, ValidateChecksTheCommandAndWorkdirAsExecWould) {
        "not found on PATH (/nonexistent)"},
       {"relative to workdir", "command = [\"./job.sh\"]\nworkdir = \"" + dir.path() + "\"\n", 9, "task.command",
        "not executable"},
+      {"interpreter missing", "command = [\"" + no_interp + "\"]\n", 9, "task.command",
+       "the script's interpreter /nonexistent/interp does not exist"},
+      {"interpreter not executable", "command = [\"" + interp_not_exec + "\"]\n", 9, "task.command",
+       "the script's interpreter " + script + " is not executable by this user"},
+      {"CRLF #! line", "command = [\"" + crlf + "\"]\n", 9, "task.command", "Windows line endings"},
+      {"argument too long", "command = [\"/bin/true\", \"" + huge + "\"]\n", 9, "task.command",
+       "argument 1 of the command is " + std::to_string(huge.size()) + " bytes"},
+      {"variable too long", "command = [\"/bin/true\"]\nenv = { RGT_HUGE = \"" + huge + "\" }\n", 10, "task.env",
+       "[task] env's RGT_HUGE is"},
       {"found on PATH", "command = [\"sh\", \"-c\", \"exit 0\"]\n", 0, "", ""},
       {"shell string", "command = \"exit 0\"\n", 0, "", ""},
   };
@@ -216,6 +234,73 @@ TEST(CliExitStatus, ValidateChecksTheCommandAndWorkdirAsExecWould) {
   auto r = run_task_binary({"validate", "--config", config_for(dir, "x.toml", node, "", "command = [\"" + script + "\"]\n")},
                            10s);
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+/// Lowers this process's stack limit for a scope, and so that of the binaries it starts:
+/// exec's ARG_MAX is a quarter of it. A test can then pass it with a config of any size.
+class StackLimit {
+ public:
+  explicit StackLimit(rlim_t bytes) {
+    EXPECT_EQ(::getrlimit(RLIMIT_STACK, &saved_), 0);
+    rlimit lower = saved_;
+    lower.rlim_cur = bytes;
+    EXPECT_EQ(::setrlimit(RLIMIT_STACK, &lower), 0);
+  }
+  ~StackLimit() { ::setrlimit(RLIMIT_STACK, &saved_); }
+  StackLimit(const StackLimit&) = delete;
+  StackLimit& operator=(const StackLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+// A command given after -- is checked before contending, as the file's is: one that
+// cannot run takes no lease, no token and no once_per slot, and fails as a shell's would,
+// 127 or 126, saying why (issue 20 item 6: a missing #! interpreter took all three and
+// then said "No such file or directory" of a file that exists).
+TEST(CliExitStatus, ACommandAfterDashDashThatCannotRunTakesNoLease) {
+  TempDir dir;
+  RedisServer redis;
+  const auto no_interp = dir.write("no-interp.sh", "#!/nonexistent/interp\nexit 0\n");
+  ::chmod(no_interp.c_str(), 0755);
+  const auto not_exec = dir.write("not-exec.sh", "#!/bin/sh\nexit 0\n");
+  const auto cfg = config_for(dir, "dd.toml", "host = \"" + redis.address() + "\"", "", "once_per = \"1h\"\n");
+  struct Case {
+    std::string program;
+    int code;
+    const char* says;
+  };
+  for (const auto& c : std::vector<Case>{{no_interp, 127, "the script's interpreter /nonexistent/interp does not exist"},
+                                         {"/nonexistent/prog", 127, "No such file or directory"},
+                                         {"rgt-no-such-program", 127, "not found on PATH"},
+                                         {not_exec, 126, "not executable by this user"}}) {
+    SCOPED_TRACE(c.program);
+    auto r = run_task_binary({"task", "--config", cfg, "--", c.program}, 10s);
+    EXPECT_EQ(r.code, c.code) << r.err;
+    EXPECT_NE(r.err.find("cannot run the command given after --: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("acquired"), std::string::npos) << r.err;
+    EXPECT_EQ(redis.cli({"KEYS", "*"}), "") << "no lease, token or once_per claim";
+  }
+  // An environment beyond ARG_MAX (a quarter of the stack limit: 512 KiB here): E2BIG
+  // before contending, 126 for a command after --, 78 at [task] env's line for validate.
+  StackLimit limit(2 << 20);
+  std::string env = "env = { ";
+  for (int i = 0; i < 6; ++i) {
+    env += (i ? ", RGT_BIG_" : "RGT_BIG_") + std::to_string(i) + " = \"" + std::string(100'000, 'x') + "\"";
+  }
+  const auto big = config_for(dir, "big.toml", "host = \"" + redis.address() + "\"", "", env + " }\n");
+  auto r = run_task_binary({"task", "--config", big, "--", "/bin/true"}, 10s);
+  EXPECT_EQ(r.code, 126) << r.err;
+  EXPECT_NE(r.err.find("the environment is too long"), std::string::npos) << r.err;
+  EXPECT_EQ(redis.cli({"KEYS", "*"}), "");
+  const auto big_cmd = config_for(dir, "big-cmd.toml", "host = \"" + redis.address() + "\"", "",
+                                  "command = [\"/bin/true\"]\n" + env + " }\n");
+  r = run_task_binary({"validate", "--config", big_cmd}, 10s);
+  EXPECT_EQ(r.code, 78) << r.err;
+  EXPECT_NE(r.err.find(big_cmd + ":10:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("task.env: expected arguments and environment that exec can take"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the environment is too long"), std::string::npos) << r.err;
 }
 
 // ---- status for monitoring -----------------------------------------------------------------
@@ -422,6 +507,69 @@ TEST_F(CliAttackRegressions, StatusTextKeepsEveryValueOnItsLine) {
   for (const auto& line : split_lines(ck.out)) {
     EXPECT_TRUE(line.rfind("ok ", 0) == 0 || line.rfind("warn ", 0) == 0 || line.rfind("fail ", 0) == 0) << line;
   }
+}
+
+// Bytes that are not UTF-8 (a holder id or once_per claim written by hand) reach the
+// terminal escaped, as JSON replaces them (issue 20 item 7): never raw.
+TEST_F(CliAttackRegressions, StatusTextEscapesBytesThatAreNotUtf8) {
+  RedisServer redis;
+  const auto cfg = dir_.write("utf.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n"
+                                          "[task]\nonce_per = \"1h\"\n");
+  redis.cli({"SET", "k", "host\xff\xfe:1:abc", "PX", "60000"});
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::int64_t slot = (now_ms / 1000 + 1800) / 3600 * 3600;  // the nearest hour
+  redis.cli({"HSET", "{k}:once:" + std::to_string(slot), "holder", "cron\xc0\xaf:2:def", "token", "7", "start",
+             std::to_string(now_ms), "status", "0"});
+  auto r = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (unsigned char c : r.out) EXPECT_LT(c, 0x80u) << "a raw byte in: " << r.out;
+  EXPECT_NE(r.out.find("held by host\\xff\\xfe:1:abc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run by cron\\xc0\\xaf:2:def"), std::string::npos) << r.out;
+  auto j = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_NE(j.out.find("\"holder\":\"host\\ufffd\\ufffd:1:abc\""), std::string::npos) << j.out;
+}
+
+// A fence counter that is not a token (written by hand; a hash) is unreadable: null in
+// JSON and said with what to do in text, never a made-up 0 (issue 20 item 7). Acquisitions
+// fail on that node until it is deleted, so `check` fails it too.
+TEST_F(CliAttackRegressions, ACorruptFenceCounterIsUnreadableNotZero) {
+  RedisServer redis;
+  const auto cfg = dir_.write("fence.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n");
+  const std::vector<std::vector<std::string>> corrupt = {
+      {"SET", "{k}:fence", "garbage"},
+      {"SET", "{k}:fence", "99999999999999999999"},  // above 2^53-1 (and 2^64)
+      {"HSET", "{k}:fence", "a", "1"},
+  };
+  for (const auto& write : corrupt) {
+    SCOPED_TRACE(write[2]);
+    redis.cli({"DEL", "{k}:fence"});
+    redis.cli(write);
+    for (bool held : {false, true}) {
+      if (held) redis.cli({"SET", "k", "other-host:1:abc", "PX", "60000"});
+      auto j = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+      EXPECT_EQ(j.code, 0) << j.err;
+      EXPECT_NE(j.out.find(held ? "\"state\":\"held\"" : "\"state\":\"free\""), std::string::npos) << j.out;
+      EXPECT_EQ(j.out.find("\"token\":0"), std::string::npos) << j.out;
+      EXPECT_NE(j.out.find(",\"token\":null,\"held_by_this_host\""), std::string::npos) << j.out;
+      EXPECT_NE(j.out.find("\"fence_error\":\"the fence counter holds "), std::string::npos) << j.out;
+      auto t = run_task_binary({"status", "--config", cfg}, 10s);
+      EXPECT_EQ(t.out.find("token:  0"), std::string::npos) << t.out;
+      EXPECT_NE(t.out.find("token:  unreadable: the fence counter {k}:fence is not an integer below 2^53-1 on 1 of 1"),
+                std::string::npos)
+          << t.out;
+      EXPECT_NE(t.out.find("DEL {k}:fence"), std::string::npos) << t.out;
+      EXPECT_NE(t.out.find("token unreadable (the fence counter holds "), std::string::npos) << t.out;
+      redis.cli({"DEL", "k"});
+    }
+    auto ck = run_task_binary({"check", "--config", cfg}, 10s);
+    EXPECT_NE(ck.out.find("no lease can be acquired on this node"), std::string::npos) << ck.out;
+  }
+  // A readable counter is shown as before.
+  redis.cli({"DEL", "{k}:fence"});
+  redis.cli({"SET", "{k}:fence", "17"});
+  auto t = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_NE(t.out.find("token:  17\n"), std::string::npos) << t.out;
 }
 
 // An ACL that forbids a command inside the lease script is a refusal of our rights (77),

@@ -164,6 +164,39 @@ TEST(Child, NotExecutableIs126) {
   EXPECT_EQ(spawn_and_wait(options), 0);
 }
 
+// exec says ENOENT for a script that exists when its #! interpreter does not, and for a
+// program whose dynamic loader does not: the message names that, not "No such file or
+// directory" for a file the operator can see (issue 20 item 6). 127, as a shell says it.
+TEST(Child, AMissingInterpreterIsNamed) {
+  TempDir dir;
+  const std::string script = dir.write("job.sh", "#!/nonexistent/interp -x\nexit 0\n");
+  const std::string crlf = dir.write("crlf.sh", "#!/bin/sh\r\nexit 0\r\n");
+  // A copy of a dynamically linked program whose PT_INTERP names no file.
+  std::string elf = read_file("/bin/true");
+  const auto ld = elf.find("/ld-");
+  ASSERT_NE(ld, std::string::npos) << "/bin/true names no dynamic loader";
+  elf[ld + 3] = 'X';
+  const std::string loader = elf.substr(elf.rfind('\0', ld) + 1, elf.find('\0', ld) - elf.rfind('\0', ld) - 1);
+  const std::string prog = dir.write("prog", elf);
+  for (const auto& path : {script, crlf, prog}) ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {script, "cannot run '" + script + "': the script's interpreter /nonexistent/interp does not exist"},
+      {crlf, "the script's interpreter /bin/sh\\x0d does not exist (the #! line ends in \\r"},
+      {prog, "cannot run '" + prog + "': the program's dynamic loader " + loader + " does not exist"},
+  };
+  for (const auto& [path, says] : cases) {
+    SCOPED_TRACE(path);
+    try {
+      Child::spawn(command({path}));
+      FAIL() << "spawn succeeded";
+    } catch (const SpawnError& e) {
+      EXPECT_EQ(e.cause(), SpawnError::Cause::kNotFound);
+      EXPECT_EQ(e.error_number(), ENOENT);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Child, UnusableWorkdirIs126) {
   SpawnOptions options = command({"/bin/true"});
   options.workdir = "/nonexistent/redisgo-workdir";

@@ -100,7 +100,7 @@ TEST(ConfigValues, DurationsWithUnitsAndIntegerSeconds) {
                 "connect_timeout = \"250ms\"\n"
                 "io_timeout = 2\n"
                 "drift_fixed = \"0ms\"\n"  // 0 allowed here
-                "[task]\nkill_grace = \"1m\"\nrestart_delay = 0\ntimeout = \"1h\"\n");
+                "[task]\nkill_grace = \"1m\"\ntimeout = \"1h\"\n");
   ASSERT_TRUE(r.config) << all_diagnostics(r);
   EXPECT_EQ(r.config->redis.expire, 1h);
   EXPECT_EQ(r.config->redis.cron, 90s);
@@ -108,8 +108,10 @@ TEST(ConfigValues, DurationsWithUnitsAndIntegerSeconds) {
   EXPECT_EQ(r.config->redis.io_timeout, 2s);
   EXPECT_EQ(r.config->redis.drift_fixed, 0ms);
   EXPECT_EQ(r.config->task.kill_grace, 1min);
-  EXPECT_EQ(r.config->task.restart_delay, 0ms);
   EXPECT_EQ(r.config->task.timeout, 1h);
+  r = load(kBase + "[task]\nmode = \"supervise\"\nrestart_delay = 0\n");
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->task.restart_delay, 0ms);
 }
 
 TEST(ConfigValues, RetriesCountAsWholeFloat) {
@@ -458,13 +460,13 @@ TEST(ConfigValues, NonAsciiInStringsCommentsAndQuotedKeysIsFine) {
 }
 
 TEST(ConfigValues, StepDownSettingsAndTheirDefaults) {
-  auto r = load(kBase + "expire = \"4s\"\n[task]\nrestart_limit = 0\nrestart_window = \"10m\"\n");
+  auto r = load(kBase + "expire = \"4s\"\n[task]\nmode = \"supervise\"\nrestart_limit = 0\nrestart_window = \"10m\"\n");
   ASSERT_TRUE(r.config) << all_diagnostics(r);
   EXPECT_EQ(r.config->task.restart_limit, 0);
   EXPECT_EQ(r.config->task.restart_window, 10min);
   EXPECT_FALSE(r.config->task.step_down_hold);
   EXPECT_EQ(redisgo::config::effective_step_down_hold(*r.config), 8s);  // 2 x expire
-  r = load(kBase + "[task]\nstep_down_hold = \"0s\"\n");
+  r = load(kBase + "[task]\nmode = \"supervise\"\nstep_down_hold = \"0s\"\n");
   ASSERT_TRUE(r.config) << all_diagnostics(r);
   EXPECT_EQ(redisgo::config::effective_step_down_hold(*r.config), 0s);
   // At the maxima, accepted.
@@ -568,6 +570,63 @@ TEST(ConfigCoordinator, TheCoordinatorKeysLoadWithTheirDefaults) {
   EXPECT_NE(shown.find("[metrics]"), std::string::npos) << shown;
 }
 
+// A key that only the other mode uses is a warning and is dropped, whichever key it is
+// (issue 20 item 7): restart keys in a oneshot file used to pass without a word while
+// health_command was refused. Not an error: the manual's example gives restart keys in a
+// oneshot file, and switching `mode` must not make the rest of a file invalid.
+TEST(ConfigModes, EveryKeyOfTheOtherModeIsWarnedAboutAndIgnored) {
+  struct Case {
+    std::string redis, task;  ///< the key's line, in its section
+    const char* key;
+  };
+  const std::string supervise = "mode = \"supervise\"\n";
+  const std::vector<Case> cases = {
+      {"", "restart = \"always\"\n", "task.restart"},
+      {"", "restart_delay = \"5s\"\n", "task.restart_delay"},
+      {"", "restart_limit = 1\n", "task.restart_limit"},
+      {"", "restart_window = \"5m\"\n", "task.restart_window"},
+      {"", "step_down_hold = \"1m\"\n", "task.step_down_hold"},
+      {"", "health_command = [\"true\"]\n", "task.health_command"},
+      {"", "health_interval = \"2s\"\n", "task.health_interval"},
+      {"", "health_timeout = \"20s\"\n", "task.health_timeout"},  // >= the interval: moot
+      {"", "health_fall = 5\n", "task.health_fall"},
+      {"", supervise + "timeout = \"1h\"\n", "task.timeout"},
+      {"", supervise + "once_per = \"15m\"\nlimit = 2\n", "task.once_per"},  // limit 2: moot
+      {"monitor_try_all = false\n", supervise, "redis.monitor_try_all"},
+      {"retries_count = 2\n", supervise, "redis.retries_count"},
+      {"unreachable_timeout = \"5m\"\n", supervise, "redis.unreachable_timeout"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.key);
+    const bool in_oneshot = c.task.find("supervise") == std::string::npos;
+    auto r = load(kBase + c.redis + "[task]\n" + c.task);
+    ASSERT_TRUE(r.config) << all_diagnostics(r);
+    const Diagnostic* w = warning_for(r, c.key);
+    ASSERT_NE(w, nullptr) << all_diagnostics(r);
+    EXPECT_EQ(w->line, c.redis.empty() ? (in_oneshot ? 5 : 6) : 4) << w->str();
+    EXPECT_NE(w->message.find(in_oneshot ? "applies to mode = \"supervise\" only; ignored in oneshot mode"
+                                         : "applies to mode = \"oneshot\" only; ignored in supervise mode"),
+              std::string::npos)
+        << w->str();
+    // Dropped: what is in effect is the file without it (limit aside, which applies in both).
+    auto without = load(kBase + "[task]\n" + (in_oneshot ? "" : supervise) +
+                        (std::string(c.key) == "task.once_per" ? "limit = 2\n" : ""));
+    ASSERT_TRUE(without.config) << all_diagnostics(without);
+    EXPECT_EQ(*r.config, *without.config);
+    // validate prints what is in effect: read back, it warns of nothing.
+    auto again = load(render_effective(*r.config));
+    ASSERT_TRUE(again.config) << all_diagnostics(again);
+    EXPECT_TRUE(again.warnings.empty()) << all_diagnostics(again);
+    // status and handover do not know the mode and do not care.
+    auto redis_only = load_string(kBase + c.redis + "[task]\n" + c.task, kFile, fake_env({}), Scope::kRedis);
+    EXPECT_TRUE(redis_only.warnings.empty()) << all_diagnostics(redis_only);
+  }
+  // A bad value is an error in either mode.
+  auto bad = load(kBase + "[task]\nrestart = \"sometimes\"\n");
+  EXPECT_FALSE(bad.config);
+  EXPECT_EQ(warning_for(bad, "task.restart"), nullptr) << all_diagnostics(bad);
+}
+
 TEST(ConfigCoordinator, EachKeyIsRefusedWhereItCannotApply) {
   struct Case {
     std::string text;
@@ -575,11 +634,9 @@ TEST(ConfigCoordinator, EachKeyIsRefusedWhereItCannotApply) {
     const char* says;
   };
   for (const auto& c : std::vector<Case>{
-           {"[task]\nmode = \"supervise\"\nonce_per = \"1m\"\n", "task.once_per", "oneshot"},
            {"[task]\nonce_per = \"1m\"\nlimit = 2\n", "task.once_per", "limit = 1"},
            {"[task]\nonce_per = \"1500ms\"\n", "task.once_per", "whole number of seconds"},
            {"[task]\nonce_per = \"500ms\"\n", "task.once_per", "at least"},
-           {"[task]\nhealth_command = [\"true\"]\n", "task.health_command", "supervise"},
            {"[task]\nmode = \"supervise\"\nhealth_interval = \"5s\"\n", "task.health_interval", "health_command"},
            {"[task]\nmode = \"supervise\"\nhealth_command = \"true\"\nhealth_timeout = \"10s\"\n",
             "task.health_timeout", "health_timeout < health_interval"},
@@ -970,6 +1027,8 @@ TEST(ConfigRender, RoundTripsThroughLoadString) {
       "[log]\nlevel = \"trace\"\nformat = \"json\"\n",
       env);
   expect_round_trip(kBase + "[task]\ncommand = [\"/bin/echo\", \"\", \"tab\\there\"]\ntimeout = \"90m\"\n", env);
+  expect_round_trip(kBase + "monitor_try_all = false\nretries_count = 7\nunreachable_timeout = \"5m\"\n"
+                            "[task]\nonce_per = \"15m\"\n", env);
 }
 
 // ---- the shipped example ---------------------------------------------------------------

@@ -174,6 +174,18 @@ TEST(LogJson, EscapesEveryControlCharacterAndRepairsBadUtf8) {
   EXPECT_EQ(out, R"(a\ufffd b\ufffd\ufffd c\ufffd\ufffd d\ufffd\ufffd\ufffd)");
 }
 
+// Text output (status, check, handover and the text log) escapes what JSON replaces: a
+// byte that is not UTF-8 (a holder id or claim written by hand) reaches no terminal raw,
+// and shows which byte it was; valid UTF-8 passes, C1 controls (8-bit CSI) do not.
+TEST(LogText, PrintableEscapesBadUtf8AndC1Controls) {
+  EXPECT_EQ(rlog::printable("host\xff\xfe:1:abc"), R"(host\xff\xfe:1:abc)");
+  EXPECT_EQ(rlog::printable("a\x80 b\xE2\x82 c\xC0\xAF d\xED\xA0\x80"),
+            R"(a\x80 b\xe2\x82 c\xc0\xaf d\xed\xa0\x80)");
+  EXPECT_EQ(rlog::printable("h\xC3\xB4te \xE2\x82\xAC \xF0\x9F\x98\x80"), "h\xC3\xB4te \xE2\x82\xAC \xF0\x9F\x98\x80");
+  EXPECT_EQ(rlog::printable("csi\xC2\x9B" "31m"), R"(csi\u009b31m)");
+  EXPECT_EQ(rlog::printable("nl\ntab\tesc\x1b"), "nl\\ntab\tesc\\x1b");  // a tab stays a tab
+}
+
 TEST_F(LogTest, LevelFiltering) {
   capture(LogFormat::kJson, LogLevel::kWarn);
   auto log = rlog::get("daemon");
