@@ -19,7 +19,9 @@ namespace redisgo::config {
 
 using Millis = std::chrono::milliseconds;
 
-enum class PasswordSource { kNone, kInline, kEnv, kFile };
+/// kCredential: a systemd credential (`password_credential`), read from
+/// $CREDENTIALS_DIRECTORY or, outside a unit, from systemd's credential store.
+enum class PasswordSource { kNone, kInline, kEnv, kFile, kCredential };
 
 /// Where the lease lives (redisgo_task(1), PRODUCTION REDIS): exactly one of `host`, `nodes`,
 /// `sentinels` (+ `sentinel_master`) or `cluster_nodes` in the file.
@@ -69,7 +71,8 @@ struct RedisConfig {
   std::string username;            ///< ACL user; empty = none (plain AUTH password)
   std::string password;            ///< resolved secret; empty = no AUTH. Never print.
   PasswordSource password_source = PasswordSource::kNone;
-  std::string password_origin;     ///< env var name or file path (printable), empty for inline
+  /// env var name, or the path of the file or credential (printable); empty for inline.
+  std::string password_origin;
   int db = 0;
   Millis connect_timeout{500};
   Millis io_timeout{500};

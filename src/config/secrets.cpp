@@ -56,14 +56,14 @@ std::string permission_hint(const std::string& path) {
 
 }  // namespace
 
-std::optional<std::string> read_secret_file(const std::string& path, std::string& why,
-                                            bool& world_readable) {
+std::optional<std::string> read_secret_file(const std::string& path, std::string& why, bool& world_readable,
+                                            bool explain_denial) {
   // O_NONBLOCK: a FIFO or a terminal named here must be an error, not a hang at start.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd) {
     const int err = errno;
     why = errno_message("cannot open '" + path + "'", err);
-    if (err == EACCES) why += permission_hint(path);
+    if (err == EACCES && explain_denial) why += permission_hint(path);
     return std::nullopt;
   }
   struct stat st {};
@@ -98,6 +98,36 @@ std::optional<std::string> read_secret_file(const std::string& path, std::string
     return std::nullopt;
   }
   return data;
+}
+
+bool credential_name_valid(std::string_view name) {
+  return !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
+         name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
+}
+
+std::optional<std::string> credential_path(const std::string& name, const EnvLookup& env, std::string& why) {
+  if (auto dir = env ? env("CREDENTIALS_DIRECTORY") : std::nullopt; dir && !dir->empty()) {
+    const std::string path = *dir + "/" + name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+      why = "expected credential '" + name + "' in $CREDENTIALS_DIRECTORY (" + *dir +
+            "), found none: the unit must load it (LoadCredential=" + name +
+            ", which reads /etc/credstore/" + name + ", or LoadCredential=" + name + ":/path/to/file)";
+      return std::nullopt;
+    }
+    return path;
+  }
+  // Outside a unit: where systemd looks for `LoadCredential=name` without a path, so that an
+  // admin's `status` or a cron job (as root) reads what the unit is given.
+  for (const char* store : {"/etc/credstore/", "/run/credstore/", "/usr/lib/credstore/"}) {
+    const std::string path = store + name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 || errno != ENOENT) return path;  // errors are read_secret_file()'s to say
+  }
+  why = "expected credential '" + name +
+        "': $CREDENTIALS_DIRECTORY is not set (systemd sets it in a unit with LoadCredential=) and none of "
+        "/etc/credstore, /run/credstore, /usr/lib/credstore holds it";
+  return std::nullopt;
 }
 
 }  // namespace redisgo::config::detail
