@@ -198,6 +198,11 @@ EnvLookup process_env();
 /// a secret must not stay readable in /proc/<pid>/environ of the daemon or its keeper.
 void scrub_secret_environment(const Config& config);
 
+/// Reads a password file again (password_file, or the path password_credential resolved
+/// to: RedisConfig::password_origin), as the loader did, for a password rotated under a
+/// running daemon. The password, or nullopt and `why` (which never contains it).
+std::optional<std::string> read_password_file(const std::string& path, std::string& why);
+
 /// What a command needs of the file. `status` and `handover` need only [redis] (and
 /// [log]): a broken [task], [backoff] or [metrics] is not their business (redisgo_task(1), COMMANDS).
 enum class Scope { kAll, kRedis };

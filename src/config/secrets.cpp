@@ -131,3 +131,12 @@ std::optional<std::string> credential_path(const std::string& name, const EnvLoo
 }
 
 }  // namespace redisgo::config::detail
+
+namespace redisgo::config {
+
+std::optional<std::string> read_password_file(const std::string& path, std::string& why) {
+  bool world_readable = false;
+  return detail::read_secret_file(path, why, world_readable);
+}
+
+}  // namespace redisgo::config
