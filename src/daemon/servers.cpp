@@ -98,6 +98,13 @@ redis::SentinelOptions sentinels(const config::Config& config, std::shared_ptr<c
   }
   s.master = r.sentinel_master;
   s.requery_every = r.cron.count() > 0 ? r.cron : config::default_cron(r.expire);
+  // A failover moves the lease's key to another server (and may lose it: replication is
+  // asynchronous), so following one is said, once per change.
+  s.on_failover = [master = r.sentinel_master](const redis::Endpoint& from, const redis::Endpoint& to,
+                                               const std::string& how) {
+    log::get("redis")->info("Sentinel failover: master {} moved from {} to {} (learnt by {})", master, from.str(),
+                            to.str(), how);
+  };
   return s;
 }
 
