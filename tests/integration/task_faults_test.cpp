@@ -555,6 +555,34 @@ TEST_F(TaskFaults, ARotatedPasswordFileIsReadAgainWithoutARestart) {
   EXPECT_EQ(as_admin("Pw-63", {"EXISTS", test_key()}), "0") << "released under the new password";
 }
 
+// Issue 20: under systemd the recommended password is a credential (LoadCredential=), read
+// from $CREDENTIALS_DIRECTORY, which systemd sets (here, the test does), not from the
+// environment that `systemctl show` prints.
+TEST_F(TaskFaults, ASystemdCredentialIsThePassword) {
+  RedisServer redis(with_password("Pw-In-Credential-93"));
+  TempDir credentials;
+  const std::string cred = credentials.write("redisgo_task.redis-password", "Pw-In-Credential-93\n");
+  ASSERT_EQ(::chmod(cred.c_str(), 0400), 0);
+  ConfigSpec spec;
+  spec.extra_redis = "password_credential = \"redisgo_task.redis-password\"\n";
+  auto cfg = config(spec, {redis.address()});
+  auto r = run_task_binary(task(cfg, "echo ran"), 10s, {{"CREDENTIALS_DIRECTORY", credentials.path()}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_EQ((r.out + r.err).find("Pw-In-Credential-93"), std::string::npos);
+  auto v = run_task_binary({"validate", "--config", cfg}, 10s, {{"CREDENTIALS_DIRECTORY", credentials.path()}});
+  EXPECT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("password_credential = \"redisgo_task.redis-password\"  # password = \"********\", from " +
+                       cred),
+            std::string::npos)
+      << v.out;
+  // Without it the credential is looked for where systemd keeps them, and the error says so.
+  auto none = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(none.code, 78) << none.err;
+  EXPECT_NE(none.err.find("$CREDENTIALS_DIRECTORY is not set"), std::string::npos) << none.err;
+  EXPECT_EQ(none.err.find("nothing was started"), std::string::npos) << none.err;
+}
+
 namespace {
 /// The pids whose parent is `parent` (from /proc/<pid>/stat).
 std::vector<pid_t> children_of(pid_t parent) {
