@@ -229,12 +229,15 @@ int guarded(const std::string& what, const std::string& config_path, Outcome on_
 }
 
 /// Loads the file and applies command-line overrides. Prints problems; nullopt on error.
+/// `starts`: the command would start a job (task), so a refusal says that none was; for
+/// status, check and handover, which start nothing, it would only mislead.
 std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override,
-                                   config::Scope scope) {
+                                   config::Scope scope, bool starts) {
   config::LoadResult loaded = config::load_file(path, config::process_env(), scope);
   print_diagnostics(loaded);
   if (!loaded.config) {
-    std::cerr << "redisgo_task: " << path << ": " << loaded.errors.size() << " error(s); nothing was started\n";
+    std::cerr << "redisgo_task: " << path << ": " << loaded.errors.size() << " error(s)"
+              << (starts ? "; nothing was started" : "") << "\n";
     return std::nullopt;
   }
   if (key_override) {
@@ -499,7 +502,8 @@ int dispatch(const Subcommands& subs, const Args& a) {
   if (*subs.pause && !duration_option("--for", a.pause_for, true, timeout)) return kExitConfig;
   auto cfg = load(a.config_path, a.key,
                   *subs.status || *subs.handover || *subs.list || *subs.pause || *subs.resume ? config::Scope::kRedis
-                                                                                              : config::Scope::kAll);
+                                                                                              : config::Scope::kAll,
+                  static_cast<bool>(*subs.task));
   if (!cfg) return kExitConfig;
   config::scrub_secret_environment(*cfg);
   log::setup(cfg->log.level, cfg->log.format);

@@ -122,7 +122,7 @@ Finding reach_finding(const Probe& p, const config::RedisConfig& r) {
   if (c.reply().is_error() && c.fault() == Fault::kAuth && error.rfind("NOAUTH", 0) == 0) {
     return make(Level::kFail, "reachable", p.name,
                    "credentials refused: the server requires a password (" + error + ") and the config gives none",
-                   "set password_env or password_file (and username for an ACL user)");
+                   "set password_credential, password_file or password_env (and username for an ACL user)");
   }
   const double ms = p.first_reply ? std::chrono::duration<double, std::milli>(*p.first_reply).count() : 0.0;
   Finding f = make(Level::kOk, "reachable", p.name,

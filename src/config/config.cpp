@@ -39,10 +39,11 @@ const std::vector<SectionKeys>& known_keys() {
   static const std::vector<SectionKeys> kKnown = {
       {"redis",
        {"host", "nodes", "key", "monitor_try_all", "retries_count", "expire", "cron", "value",
-        "password", "password_env", "password_file", "username", "db", "connect_timeout",
+        "password", "password_env", "password_file", "password_credential", "username", "db", "connect_timeout",
         "io_timeout", "unreachable_timeout", "drift_factor", "drift_fixed", "tls", "tls_ca_file", "tls_cert_file", "tls_key_file",
         "tls_server_name", "tls_skip_verify", "sentinels", "sentinel_master", "sentinel_username",
-        "sentinel_password", "sentinel_password_env", "sentinel_password_file", "sentinel_wait_replicas",
+        "sentinel_password", "sentinel_password_env", "sentinel_password_file", "sentinel_password_credential",
+        "sentinel_wait_replicas",
         "cluster_nodes", "restart_guard", "fair"}},
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",

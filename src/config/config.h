@@ -19,7 +19,9 @@ namespace redisgo::config {
 
 using Millis = std::chrono::milliseconds;
 
-enum class PasswordSource { kNone, kInline, kEnv, kFile };
+/// kCredential: a systemd credential (`password_credential`), read from
+/// $CREDENTIALS_DIRECTORY or, outside a unit, from systemd's credential store.
+enum class PasswordSource { kNone, kInline, kEnv, kFile, kCredential };
 
 /// Where the lease lives (redisgo_task(1), PRODUCTION REDIS): exactly one of `host`, `nodes`,
 /// `sentinels` (+ `sentinel_master`) or `cluster_nodes` in the file.
@@ -69,7 +71,8 @@ struct RedisConfig {
   std::string username;            ///< ACL user; empty = none (plain AUTH password)
   std::string password;            ///< resolved secret; empty = no AUTH. Never print.
   PasswordSource password_source = PasswordSource::kNone;
-  std::string password_origin;     ///< env var name or file path (printable), empty for inline
+  /// env var name, or the path of the file or credential (printable); empty for inline.
+  std::string password_origin;
   int db = 0;
   Millis connect_timeout{500};
   Millis io_timeout{500};
@@ -194,6 +197,11 @@ EnvLookup process_env();
 /// (password_env, sentinel_password_env), in place and from the environment: once loaded,
 /// a secret must not stay readable in /proc/<pid>/environ of the daemon or its keeper.
 void scrub_secret_environment(const Config& config);
+
+/// Reads a password file again (password_file, or the path password_credential resolved
+/// to: RedisConfig::password_origin), as the loader did, for a password rotated under a
+/// running daemon. The password, or nullopt and `why` (which never contains it).
+std::optional<std::string> read_password_file(const std::string& path, std::string& why);
 
 /// What a command needs of the file. `status` and `handover` need only [redis] (and
 /// [log]): a broken [task], [backoff] or [metrics] is not their business (redisgo_task(1), COMMANDS).

@@ -70,7 +70,18 @@ bool looks_like_env_name(std::string_view s);
 
 /// Reads a password file. Returns the contents or sets `why` (the message never
 /// contains the contents); `world_readable` tells whether others may read it.
-std::optional<std::string> read_secret_file(const std::string& path, std::string& why, bool& world_readable);
+/// `explain_denial`: a file this user may not open gets what to do about it (run as the
+/// daemon's user, or join the file's group).
+std::optional<std::string> read_secret_file(const std::string& path, std::string& why, bool& world_readable,
+                                            bool explain_denial = true);
+
+/// A systemd credential name: a file name (no '/', not "." or "..", 1 to 255 bytes).
+bool credential_name_valid(std::string_view name);
+/// Where the systemd credential `name` is read from: $CREDENTIALS_DIRECTORY/name in a unit
+/// that has it (LoadCredential=); without the variable (an admin's shell, cron), the first
+/// of /etc/credstore, /run/credstore, /usr/lib/credstore that holds it, where systemd itself
+/// finds `LoadCredential=name`. nullopt and `why` when there is none.
+std::optional<std::string> credential_path(const std::string& name, const EnvLookup& env, std::string& why);
 
 /// Whether line `line` (1-based) of `text` mentions a password: its parse errors are not
 /// quoted, so that a secret never reaches a message.

@@ -150,7 +150,8 @@ class Loader {
                                                        bool tcp_only);
   std::optional<std::string> address(const toml::node& n, const std::string& key, bool tcp_only);
   void load_nodes(const toml::table* sec, RedisConfig& r);
-  /// `<base>`, `<base>_env` or `<base>_file` (base "password" or "sentinel_password").
+  /// `<base>`, `<base>_env`, `<base>_file` or `<base>_credential` (base "password" or
+  /// "sentinel_password").
   void load_password(const toml::table* sec, const std::string& base, std::string& secret, PasswordSource& source,
                      std::string& origin);
   /// The password written in the config file itself (`<base>`), warned about.
@@ -162,6 +163,9 @@ class Loader {
   /// The password in the file that `<base>_file` names.
   void load_file_password(const toml::node& n, const std::string& key, std::string& secret, PasswordSource& source,
                           std::string& origin);
+  /// The password in the systemd credential that `<base>_credential` names (credential_path()).
+  void load_credential_password(const toml::node& n, const std::string& key, std::string& secret,
+                                PasswordSource& source, std::string& origin);
   void load_sentinel(const toml::table* sec, RedisConfig& r);
   /// A file that must be a readable regular file now (TLS material).
   void check_readable_file(const toml::node& n, const std::string& key, std::string& out, bool secret);

@@ -60,9 +60,10 @@ void Loader::cross_check(const Config& c) {
   // AUTH with a user name always needs a password; a password key that was given but
   // bad has its own error already.
   if (!r.username.empty() && !given("redis.password") && !given("redis.password_env") &&
-      !given("redis.password_file")) {
+      !given("redis.password_file") && !given("redis.password_credential")) {
     error(where("redis.username"), "redis.username",
-          "expected a password with the ACL user (password_env, password_file or password), found none");
+          "expected a password with the ACL user (password_credential, password_file, password_env or password), "
+          "found none");
   }
   cross_check_modes(r);
   const BackoffConfig& b = c.backoff;
@@ -189,7 +190,8 @@ void Loader::cross_check_modes(const RedisConfig& r) {
   }
   const bool sentinel = r.topology == Topology::kSentinel && !bad_.count("redis.sentinels");
   for (const char* key : {"redis.sentinel_master", "redis.sentinel_username", "redis.sentinel_password",
-                          "redis.sentinel_password_env", "redis.sentinel_password_file", "redis.sentinel_wait_replicas"}) {
+                          "redis.sentinel_password_env", "redis.sentinel_password_file", "redis.sentinel_password_credential",
+                          "redis.sentinel_wait_replicas"}) {
     if (given(key) && r.topology != Topology::kSentinel && !bad_.count("redis.sentinels")) {
       error(where(key), key, "applies only with 'sentinels' (Redis Sentinel), found no 'sentinels' in [redis]");
     }
@@ -201,10 +203,10 @@ void Loader::cross_check_modes(const RedisConfig& r) {
   }
   if (!r.sentinel_username.empty() && r.sentinel_password_source == PasswordSource::kNone &&
       !given("redis.sentinel_password") && !given("redis.sentinel_password_env") &&
-      !given("redis.sentinel_password_file")) {
+      !given("redis.sentinel_password_file") && !given("redis.sentinel_password_credential")) {
     error(where("redis.sentinel_username"), "redis.sentinel_username",
-          "expected a password with the sentinels' ACL user (sentinel_password_env, sentinel_password_file or "
-          "sentinel_password), found none");
+          "expected a password with the sentinels' ACL user (sentinel_password_credential, sentinel_password_file, "
+          "sentinel_password_env or sentinel_password), found none");
   }
   if (r.topology == Topology::kCluster && !cluster_safe_key(r.key)) {
     error(where("redis.key"), "redis.key",

@@ -133,7 +133,7 @@ void Loader::load_password(const toml::table* sec, const std::string& base, std:
     const toml::node* node;
   };
   std::vector<Given> given;
-  for (const std::string& name : {base, base + "_env", base + "_file"}) {
+  for (const std::string& name : {base, base + "_env", base + "_file", base + "_credential"}) {
     if (auto n = find(sec, "redis", name)) given.push_back({name, n});
   }
   if (given.empty()) return;
@@ -142,7 +142,8 @@ void Loader::load_password(const toml::table* sec, const std::string& base, std:
   if (given.size() > 1) {
     error(loc_of(*given[1].node), "redis." + given[1].name,
           "the password is given two ways ('" + given[0].name + "' and '" + given[1].name +
-              "'); expected exactly one of " + base + ", " + base + "_env, " + base + "_file");
+              "'); expected exactly one of " + base + ", " + base + "_env, " + base + "_file, " + base +
+              "_credential");
     return;
   }
   const toml::node& n = *given[0].node;
@@ -152,8 +153,10 @@ void Loader::load_password(const toml::table* sec, const std::string& base, std:
     load_inline_password(n, key, base, secret, source);
   } else if (name == base + "_env") {
     load_env_password(n, key, secret, source, origin);
-  } else {
+  } else if (name == base + "_file") {
     load_file_password(n, key, secret, source, origin);
+  } else {
+    load_credential_password(n, key, secret, source, origin);
   }
 }
 
@@ -219,6 +222,41 @@ void Loader::load_file_password(const toml::node& n, const std::string& key, std
   }
   secret = std::move(*value);
   source = PasswordSource::kFile;
+  origin = *path;
+}
+
+void Loader::load_credential_password(const toml::node& n, const std::string& key, std::string& secret,
+                                      PasswordSource& source, std::string& origin) {
+  auto name = as_string(n, key, "the name of a systemd credential, such as \"redisgo_task.redis-password\"");
+  if (!name) return;
+  if (!credential_name_valid(*name)) {
+    // Not echoed: a value that is no credential name may well be the password itself.
+    error(loc_of(n), key,
+          "expected the name of a systemd credential (a file name: no '/', not \".\" or \"..\", at most 255 "
+          "bytes), such as \"redisgo_task.redis-password\"; found a string that is not one (not shown, it may be the "
+          "secret)");
+    return;
+  }
+  std::string why;
+  auto path = credential_path(*name, env_, why);
+  if (!path) {
+    error(loc_of(n), key, why);
+    return;
+  }
+  bool world_readable = false;
+  // Outside the unit the credential store is read, which is root's alone (mode 0700).
+  const bool in_unit = env_ && env_("CREDENTIALS_DIRECTORY").value_or("") != "";
+  auto value = read_secret_file(*path, why, world_readable, in_unit);
+  if (!value) {
+    if (!in_unit && why.find("(errno " + std::to_string(EACCES) + ")") != std::string::npos) {
+      why += "; outside its unit a credential is read from systemd's credential store, which only root may read: "
+             "run the command with sudo";
+    }
+    error(loc_of(n), key, "expected a readable, non-empty credential '" + *name + "'; " + why);
+    return;
+  }
+  secret = std::move(*value);
+  source = PasswordSource::kCredential;
   origin = *path;
 }
 

@@ -87,6 +87,11 @@ void render_password(std::ostream& o, const std::string& base, PasswordSource so
       o << base << "_file = " << quote(origin) << "  # " << base << " = \"" << kMask << "\", from file "
         << comment_safe(origin) << "\n";
       break;
+    case PasswordSource::kCredential:
+      // origin is the path it was read from; the credential's name is its last part.
+      o << base << "_credential = " << quote(origin.substr(origin.rfind('/') + 1)) << "  # " << base << " = \""
+        << kMask << "\", from " << comment_safe(origin) << "\n";
+      break;
   }
 }
 

@@ -372,7 +372,8 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
                 refusal && refusal->fault == redis::Fault::kTls ? "TLS verification failed"
                                                                  : "Redis refused our credentials",
                 why,
-                none ? " (the server requires a password and the config gives none: set password_env or password_file)"
+                none ? " (the server requires a password and the config gives none: set password_credential, "
+                       "password_file or password_env)"
                      : "");
   } else if (code == kExitTempFail) {
     // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody

@@ -118,8 +118,10 @@ bool Runner::start_exporter() {
   // Fails loudly at start (an address in use, a directory that cannot be written), not
   // silently at the first scrape.
   try {
-    exporter_ = std::make_unique<metrics::Exporter>(metrics_,
-                                                    metrics::ExporterOptions{cfg_.metrics.listen, cfg_.metrics.textfile});
+    metrics::ExporterOptions options;
+    options.listen = cfg_.metrics.listen;
+    options.textfile = cfg_.metrics.textfile;
+    exporter_ = std::make_unique<metrics::Exporter>(metrics_, std::move(options));
   } catch (const Error& e) {
     log_->error("cannot start [metrics]: {}; nothing was started", e.what());
     return false;
@@ -138,7 +140,19 @@ void Runner::log_start() const {
   }
 }
 
+void Runner::stop_exporter() {
+  if (!exporter_) return;
+  // The last textfile write waits at most a second: a hung mount must not hold up the stop.
+  if (auto why = exporter_->stop(); !why.empty()) log_->warn("{}", why);
+}
+
 int Runner::run() {
+  const int code = run_phases();
+  stop_exporter();
+  return code;
+}
+
+int Runner::run_phases() {
   // A job whose keeper is killed from outside leaves orphans: they must come here.
   process::set_subreaper();
   // Only the main loop's acquisitions watch the signalfd: a stop must not wait on a hung node.

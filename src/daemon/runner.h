@@ -140,6 +140,10 @@ class Runner {
   void say_status(std::string text);
   /// Says on stderr that [metrics] cannot start; false then.
   bool start_exporter();
+  /// Stops the exporter; a last textfile write left behind is said at warn.
+  void stop_exporter();
+  /// run() up to its exit status.
+  int run_phases();
   void log_start() const;
 
   const TaskOptions& opts_;

@@ -1,5 +1,6 @@
 // The exporter: one thread, one poll() over the stop eventfd, the listening socket and
-// the clients; the textfile is rewritten from the same loop.
+// the clients. The textfile is rendered from the same loop but written by a thread of its
+// own (textfile.h): a write that blocks holds up neither a scrape nor a stop.
 //
 // Nothing here may hurt the daemon: a client that sends nothing, a slow reader, a flood
 // of connections or a full disk costs at most a bounded buffer and a file descriptor per
@@ -19,6 +20,7 @@
 
 #include "metrics/listen.h"
 #include "metrics/metrics.h"
+#include "metrics/textfile.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/unique_fd.h"
@@ -186,8 +188,8 @@ struct Exporter::Impl {
   void accept_clients(Steady::time_point now);
   void on_readable(Client& c, Steady::time_point now);
   void flush(Client& c);
-  /// Rewrites the textfile; records a failure instead of throwing.
-  void write_textfile() noexcept;
+  /// Hands the current text to the writer (which replaces one it has not written yet).
+  void submit_textfile(Steady::time_point now);
   void record(const std::string& error) noexcept {
     try {
       std::lock_guard lock(error_mu);
@@ -207,30 +209,20 @@ struct Exporter::Impl {
   std::vector<Client> clients;
   std::optional<Steady::time_point> accept_paused_until;
   Steady::time_point next_textfile_check;
-  Steady::time_point last_textfile_write;
-  std::uint64_t written_version = 0;
+  Steady::time_point last_textfile_submit;
+  std::uint64_t submitted_version = 0;
+
+  std::unique_ptr<detail::TextfileWriter> writer;  // null without a textfile
+  bool stopped = false;
 
   mutable std::mutex error_mu;
-  std::string last_error;
-  std::atomic<std::uint64_t> failures{0};
+  std::string last_error;  // the loop's own (a failed poll); the writer keeps the textfile's
 };
 
-void Exporter::Impl::write_textfile() noexcept {
-  try {
-    std::uint64_t version = metrics.version();
-    std::string error = write_atomically(options.textfile, metrics.render());
-    last_textfile_write = Steady::now();
-    if (error.empty()) {
-      written_version = version;
-      record("");
-    } else {
-      failures.fetch_add(1, std::memory_order_relaxed);
-      record(error);
-    }
-  } catch (const std::exception& e) {
-    failures.fetch_add(1, std::memory_order_relaxed);
-    record(std::string("metrics textfile ") + options.textfile + ": " + e.what());
-  }
+void Exporter::Impl::submit_textfile(Steady::time_point now) {
+  submitted_version = metrics.version();
+  last_textfile_submit = now;
+  writer->submit(metrics.render());
 }
 
 void Exporter::Impl::accept_clients(Steady::time_point now) {
@@ -360,9 +352,12 @@ void Exporter::Impl::pass() {
   std::erase_if(clients, [](const Client& c) { return c.done; });
   if (polling_listen && (fds[1].revents & POLLIN)) accept_clients(now);
 
-  if (!options.textfile.empty() && now >= next_textfile_check) {
-    if (metrics.version() != written_version || now - last_textfile_write >= options.textfile_refresh) {
-      write_textfile();
+  if (writer && now >= next_textfile_check) {
+    // A failed write is tried again at the next check; a write still going on (a hung
+    // mount) just has its text replaced by the newer one.
+    const bool retry = !writer->last_error().empty() && !writer->writing();
+    if (metrics.version() != submitted_version || now - last_textfile_submit >= options.textfile_refresh || retry) {
+      submit_textfile(now);
     }
     next_textfile_check = Steady::now() + options.textfile_min_interval;
   }
@@ -387,30 +382,53 @@ Exporter::Exporter(const Metrics& metrics, ExporterOptions options)
   Impl& m = *impl_;
   if (!m.options.listen.empty()) m.listen_fd = detail::bind_listen(m.options.listen, m.port);
   if (!m.options.textfile.empty()) {
-    m.write_textfile();
-    if (m.failures.load() != 0) {
-      std::lock_guard lock(m.error_mu);
-      throw Error(m.last_error);
-    }
+    detail::TextfileWriter::Write write = m.options.textfile_write;
+    if (!write) write = write_atomically;
+    m.writer = std::make_unique<detail::TextfileWriter>(m.options.textfile, std::move(write));
+    m.submit_textfile(Steady::now());
+    // A directory that cannot be written fails the start. A write that outlasts the bound
+    // (a hung mount) does not hold the start up: it goes on, and its outcome is reported
+    // like any later write's.
+    if (m.writer->wait(m.options.textfile_write_bound) && m.writer->failures() != 0) throw Error(m.writer->last_error());
     m.next_textfile_check = Steady::now() + m.options.textfile_min_interval;
   }
-  if (m.listen_fd || !m.options.textfile.empty()) m.thread = std::thread([&m] { m.run(); });
+  if (m.listen_fd || m.writer) m.thread = std::thread([&m] { m.run(); });
+}
+
+std::string Exporter::stop() {
+  Impl& m = *impl_;
+  if (m.stopped) return {};
+  m.stopped = true;
+  m.stop.trigger();
+  if (m.thread.joinable()) m.thread.join();
+  m.listen_fd.reset();  // a scrape after the stop is refused, not left waiting
+  m.clients.clear();
+  if (!m.writer) return {};
+  m.submit_textfile(Steady::now());
+  if (m.writer->finish(m.options.textfile_write_bound)) return {};
+  return "metrics textfile " + m.options.textfile + ": the last write did not end within " +
+         std::to_string(m.options.textfile_write_bound.count()) +
+         " ms (a hung file system?); left behind, its thread ends when the write returns";
 }
 
 Exporter::~Exporter() {
-  Impl& m = *impl_;
-  m.stop.trigger();
-  if (m.thread.joinable()) m.thread.join();
-  if (!m.options.textfile.empty()) m.write_textfile();
+  try {
+    stop();
+  } catch (...) {
+    // An allocation failed; the threads were stopped or detached as far as it got.
+  }
 }
 
 int Exporter::port() const { return impl_->port; }
 
 std::string Exporter::last_error() const {
+  if (impl_->writer) {
+    if (auto e = impl_->writer->last_error(); !e.empty()) return e;
+  }
   std::lock_guard lock(impl_->error_mu);
   return impl_->last_error;
 }
 
-std::uint64_t Exporter::textfile_failures() const { return impl_->failures.load(std::memory_order_relaxed); }
+std::uint64_t Exporter::textfile_failures() const { return impl_->writer ? impl_->writer->failures() : 0; }
 
 }  // namespace redisgo::metrics

@@ -10,11 +10,13 @@
 /// Exporter serves the text exposition format 0.0.4 at GET /metrics on `listen` and/or
 /// rewrites `textfile` atomically (temp file in the same directory, then rename) for
 /// node_exporter's textfile collector. One thread of its own, poll()-driven, stopped and
-/// joined by the destructor.
+/// joined by stop() or the destructor; the textfile's writes on another (a write that
+/// blocks, on a hung NFS mount, holds up neither the HTTP server nor the stop).
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -97,6 +99,11 @@ struct ExporterOptions {
   /// then take the whole response within this time; otherwise it is closed. Below 1 ms
   /// counts as 1 ms.
   std::chrono::milliseconds client_timeout{5000};
+  /// How long the start waits for the first textfile write, and a stop for the last one.
+  std::chrono::milliseconds textfile_write_bound{1000};
+  /// Writes `content` to `path` atomically; "" or why it failed. Empty = the real one
+  /// (a temp file beside it, renamed over it). Tests inject one that blocks.
+  std::function<std::string(const std::string& path, const std::string& content)> textfile_write;
 };
 
 /// HTTP: GET and HEAD /metrics (a query string is ignored) answer 200 with
@@ -110,7 +117,7 @@ class Exporter {
   /// address or an unwritable directory fails at start (throws redisgo::Error naming the
   /// address or path and the errno text). Starts the thread.
   Exporter(const Metrics& metrics, ExporterOptions options);
-  /// Stops the thread (within ~100 ms), writes the textfile one last time.
+  /// stop(), when it was not called.
   ~Exporter();
   Exporter(const Exporter&) = delete;
   Exporter& operator=(const Exporter&) = delete;
@@ -121,6 +128,11 @@ class Exporter {
   std::string last_error() const;
   /// Textfile writes that failed since start.
   std::uint64_t textfile_failures() const;
+  /// Stops the HTTP server (within ~100 ms) and writes the textfile one last time, waiting
+  /// at most textfile_write_bound for that write. "" when it was written (or there is no
+  /// textfile); else what happened to it: a write still blocked then (a hung mount) is left
+  /// to its thread, which ends when the write returns. Call once; later calls return "".
+  std::string stop();
 
  private:
   struct Impl;

@@ -53,7 +53,7 @@ class ClusterLocator final : public ThreadedLocator {
 
   void moved(const Endpoint& to) noexcept override {
     try {
-      learn(to);
+      learn(to, "MOVED");
     } catch (...) {
     }
   }

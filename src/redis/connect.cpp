@@ -4,6 +4,7 @@
 #include <string>
 
 #include "redis/connection.h"
+#include "redis/credentials.h"
 #include "redis/topology.h"
 #include "util/error.h"
 
@@ -17,10 +18,17 @@ void AsyncConnection::begin_connect() {
   // AUTH's answer when there is a password).
   const auto deadline = connect_deadline_ + options_.io_timeout;
   state_ = State::kResolving;
-  if (!options_.password.empty()) {
+  if (options_.credentials) {
+    auto now_valid = options_.credentials->current();
+    auth_password_ = std::move(now_valid.password);
+    auth_generation_ = now_valid.generation;
+  } else {
+    auth_password_ = options_.password;
+  }
+  if (!auth_password_.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!options_.username.empty()) auth.push_back(options_.username);
-    auth.push_back(options_.password);
+    auth.push_back(auth_password_);
     enqueue(std::move(auth), Kind::kAuth, std::make_shared<Call>(), deadline);
     auth_gate_ = true;  // the caller's commands wait for its answer (connection.h, held_)
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "redis/credentials.h"
 #include "redis/topology.h"
 #include "util/error.h"
 #include "util/sha1.h"
@@ -215,6 +216,40 @@ void AsyncConnection::fail_with(const std::exception& e, Fault during) {
   close(during, e.what());
 }
 
+bool AsyncConnection::retry_auth() {
+  if (auth_retried_ || !options_.credentials || !options_.credentials->refused(auth_generation_)) return false;
+  // Every command of the caller's is still held behind AUTH (held_), none has run: they go
+  // to the new connection as they are, in order (with the scripts they EVAL first).
+  std::deque<Pending> callers;
+  for (auto& p : pending_) {
+    if (p.kind == Kind::kUser) callers.push_back(std::move(p));
+  }
+  pending_.clear();
+  std::string held = std::move(held_);
+  auto loaded = loaded_;
+  const Fault before = last_fault_;
+  close(Fault::kAuth, "AUTH refused; reconnecting with the password read again");  // fails nothing: all taken out
+  last_fault_ = before;
+  auth_retried_ = true;
+  begin_connect();
+  if (state_ == State::kIdle) {  // failed at once (it said why in last_connect_error_)
+    for (auto& p : callers) {
+      p.call->state_ = Call::State::kFailed;
+      p.call->fault_ = last_fault_;
+      p.call->error_ = describe() + ": " + last_connect_error_;
+    }
+    return true;
+  }
+  const auto deadline = SteadyClock::now() + options_.connect_timeout + options_.io_timeout;
+  for (auto& p : callers) {
+    p.deadline = deadline;
+    pending_.push_back(std::move(p));
+  }
+  held_ += held;  // behind the new AUTH (auth_gate_ is set again)
+  loaded_ = std::move(loaded);
+  return true;
+}
+
 CallPtr AsyncConnection::send(std::vector<std::string> argv) { return submit(std::move(argv), nullptr); }
 
 CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* script) {
@@ -229,7 +264,10 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
     const bool was_idle = state_ == State::kIdle;
     auto deadline = now + options_.io_timeout;
     if (state_ != State::kOpen) deadline += options_.connect_timeout;
-    if (was_idle) begin_connect();  // queues AUTH/SELECT/SCRIPT LOAD first
+    if (was_idle) {
+      auth_retried_ = false;
+      begin_connect();  // queues AUTH/SELECT/SCRIPT LOAD first
+    }
     if (state_ == State::kIdle) {
       // begin_connect() failed at once (e.g. a unix path that is too long): reported.
       call->state_ = Call::State::kFailed;
@@ -333,13 +371,13 @@ void AsyncConnection::read_available() {
       break;
     }
     if (!reader_->feed(buf, n)) {
-      close(Fault::kProtocol, redact(reader_->error(), options_.password));
+      close(Fault::kProtocol, redact(reader_->error(), auth_password_));
       return;
     }
     while (state_ == State::kOpen) {
       ReplyPtr r = reader_->next();
       if (!r) {
-        if (!reader_->error().empty()) close(Fault::kProtocol, redact(reader_->error(), options_.password));
+        if (!reader_->error().empty()) close(Fault::kProtocol, redact(reader_->error(), auth_password_));
         break;
       }
       dispatch(std::move(r));
@@ -361,7 +399,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   pending_.pop_front();
   Reply reply(std::move(raw));
   const bool error = reply.is_error();
-  const std::string text = error ? redact(reply.str(), options_.password) : std::string();
+  const std::string text = error ? redact(reply.str(), auth_password_) : std::string();
   switch (p.kind) {
     case Kind::kAuth:
       // Redis's message (WRONGPASS ...) never echoes the password; neither do we. A server
@@ -369,15 +407,18 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
       // refused credentials too: the config names a password that this server does not
       // have, which no retry will fix.
       if (error) {
-        close(classify_error_reply(text) == Fault::kAuth || text.find("without any password") != std::string::npos
-                  ? Fault::kAuth
-                  : Fault::kReply,
+        const bool refused =
+            classify_error_reply(text) == Fault::kAuth || text.find("without any password") != std::string::npos;
+        // A rotated password: the file may have the new one (redis/credentials.h).
+        if (refused && retry_auth()) return;
+        close(refused ? Fault::kAuth : Fault::kReply,
               "AUTH failed" + (options_.username.empty() ? std::string() : " as user " + options_.username) + ": " +
                   text);
         return;
       }
       // Authenticated: what the caller queued meanwhile goes out now.
       auth_gate_ = false;
+      auth_retried_ = false;
       if (!held_.empty()) {
         out_ += held_;
         held_.clear();

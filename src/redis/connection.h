@@ -77,6 +77,7 @@ class TransportFactory {
 };
 
 class Locator;
+class Credentials;
 
 /// Settings of one node's connection (defaults as in the manual).
 struct ConnectionOptions {
@@ -88,7 +89,10 @@ struct ConnectionOptions {
   Millis connect_timeout{500};  ///< name lookup + TCP connect + TLS handshake (> 0)
   Millis io_timeout{500};       ///< each reply, from when its command was sent (> 0)
   std::string username;         ///< empty: AUTH <password> (the pre-ACL form)
-  std::string password;         ///< empty: no AUTH. Secret: never logged.
+  std::string password;         ///< empty: no AUTH. Secret: never logged. Unused with `credentials`.
+  /// A password that may change while the process runs (re-read from its file when AUTH is
+  /// refused; redis/credentials.h); shared by every connection that uses it. Null: `password`.
+  std::shared_ptr<Credentials> credentials;
   int db = 0;                   ///< SELECT when non-zero
   bool keepalive = true;        ///< TCP keepalive (a silent peer is noticed on idle sockets)
   /// TLS when set (redis/tls.h); shared by every connection of a process.
@@ -201,6 +205,10 @@ class AsyncConnection {
   void read_available();
   void dispatch(ReplyPtr reply);
   void fail_with(const std::exception& e, Fault during);
+  /// AUTH was refused: when the credentials have a newer password, starts over on a new
+  /// connection that sends it, the caller's commands kept in order behind it. Once per
+  /// connection the caller opened. False: the refusal stands.
+  bool retry_auth();
   /// With a locator: tells it the server failed us in a way that may mean it moved.
   void report_wrong(Fault fault, const std::string& why) noexcept;
 
@@ -216,6 +224,9 @@ class AsyncConnection {
   /// (an acquire that takes the lease for a daemon that has already given the connection up).
   std::string held_;
   bool auth_gate_ = false;
+  std::string auth_password_;          // what the last AUTH sent (masked in any text we pass on)
+  std::uint64_t auth_generation_ = 0;  // its generation in options_.credentials
+  bool auth_retried_ = false;          // retry_auth() has been used for this connection
   short transport_wants_ = 0;   // an extra event the transport asked for (TLS)
   std::shared_ptr<Resolution> resolution_;
   std::vector<SocketAddress> addresses_;

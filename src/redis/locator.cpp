@@ -113,17 +113,20 @@ void ThreadedLocator::wrong(const Endpoint& at, const std::string& why) noexcept
   signal_fd(wake_.get());
 }
 
-void ThreadedLocator::learn(const Endpoint& to) {
+void ThreadedLocator::learn(const Endpoint& to, const char* how) {
   std::vector<std::shared_ptr<Resolution>> waiters;
+  std::optional<Endpoint> from;
   {
     std::lock_guard lk(mu_);
     if (!known_ || *known_ != to) {
+      if (known_) from = known_;
       known_ = to;
       generation_.fetch_add(1, std::memory_order_acq_rel);
     }
     waiters.swap(waiters_);
   }
   for (auto& w : waiters) w->settle(to);
+  if (from) changed(*from, to, how);
 }
 
 void ThreadedLocator::shut_down() noexcept {
@@ -163,7 +166,7 @@ void ThreadedLocator::loop() noexcept {
         suspect_.reset();
         if (!a.server) failed.swap(waiters_);
       }
-      if (a.server) learn(*a.server);
+      if (a.server) learn(*a.server, "re-query");
       for (auto& w : failed) w->fail(a.error, a.failure);
       // Pacing: an answer that names the server just reported bad, or none, doubles
       // the delay; the next failure report waits for it.

@@ -79,8 +79,14 @@ class ThreadedLocator : public Locator {
   virtual void on_polls(const pollfd* fds, std::size_t n) { (void)fds, (void)n; }
   /// Periodic re-query even without a failure; zero: never.
   virtual Millis requery_every() const { return Millis(0); }
-  /// From the locator's thread (or a moved()): the server is now `to`.
-  void learn(const Endpoint& to);
+  /// From the locator's thread (or a moved()): the server is now `to`, learnt by `how`
+  /// ("+switch-master", "re-query", "MOVED").
+  void learn(const Endpoint& to, const char* how);
+  /// After learn() changed a server that was known already (not the first answer), outside
+  /// the lock: at most once per change, however many sources report it.
+  virtual void changed(const Endpoint& from, const Endpoint& to, const char* how) noexcept {
+    (void)from, (void)to, (void)how;
+  }
 
   /// Must be called by the most derived destructor (the thread calls its virtuals).
   void shut_down() noexcept;

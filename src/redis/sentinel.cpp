@@ -41,6 +41,14 @@ class SentinelLocator final : public ThreadedLocator {
  protected:
   Millis requery_every() const override { return options_.requery_every; }
 
+  void changed(const Endpoint& from, const Endpoint& to, const char* how) noexcept override {
+    if (!options_.on_failover) return;
+    try {
+      options_.on_failover(from, to, how);
+    } catch (...) {
+    }
+  }
+
   Answer query(int cancel_fd) override {
     std::vector<CallPtr> calls;
     std::vector<AsyncConnection*> conns;
@@ -118,7 +126,7 @@ class SentinelLocator final : public ThreadedLocator {
           at = sp + 1;
         }
         if (parts.size() != 5 || parts[0] != options_.master) continue;
-        if (auto to = Endpoint::parse(parts[3] + ":" + parts[4])) learn(*to);
+        if (auto to = Endpoint::parse(parts[3] + ":" + parts[4])) learn(*to, kSwitchMaster);
       }
     }
     if (n > watchers_.size()) drive_queries(conns_, fds + watchers_.size(), n - watchers_.size(), now);

@@ -17,6 +17,7 @@
 /// storm (docs/DESIGN.md, invariant 7).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,10 @@ struct SentinelOptions {
   /// Ask again this often even when nothing failed (a missed +switch-master message must
   /// not keep a holder on a demoted master for long). The daemon passes `cron`.
   Millis requery_every{1000};
+  /// Called on the locator's thread when the master changes from one it had found before
+  /// (a failover now followed): once per change, whether +switch-master or a re-query
+  /// told it first (`how`: "+switch-master" or "re-query"). Null: nobody is told.
+  std::function<void(const Endpoint& from, const Endpoint& to, const std::string& how)> on_failover;
 };
 std::shared_ptr<Locator> make_sentinel_locator(SentinelOptions options);
 

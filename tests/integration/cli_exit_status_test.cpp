@@ -4,12 +4,15 @@
 // unknown apart for a monitor; mistakes on the command line and in the command or workdir
 // fail at start with 78 and the line that is wrong.
 
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <string>
@@ -385,6 +388,66 @@ TEST_F(CliStatus, RefusedCredentialsAreSaidAndExit77) {
   EXPECT_NE(r.out.find("credentials refused"), std::string::npos) << r.out;
   r = status_json(cfg);
   EXPECT_NE(r.out.find("\"fault\":\"auth\""), std::string::npos) << r.out;
+}
+
+/// Runs the binary as user and group nobody (65534, no other groups), as a non-root admin
+/// would: {exit code, stdout, stderr}.
+RunResult run_as_nobody(const TempDir& dir, const std::vector<std::string>& args) {
+  const std::string out = dir.path() + "/nobody.out", err = dir.path() + "/nobody.err";
+  std::vector<std::string> argv{"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", task_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> ptrs;
+  for (auto& a : argv) ptrs.push_back(a.data());
+  ptrs.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(120);
+    ::execv(ptrs[0], ptrs.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  RunResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+// Issue 20: an admin (not root, not in the file's group) ran `status` on a unit's config
+// whose password_file only the unit's group may read. Before: 78 and "nothing was started"
+// (status starts nothing), with no word on what to do.
+TEST(CliExitStatus, AnUnreadablePasswordFileSaysWhatToDoAndOnlyTaskSaysNothingStarted) {
+  ASSERT_TRUE(::access("/usr/bin/setpriv", X_OK) == 0) << "setpriv (util-linux) is needed: run scripts/setup";
+  ASSERT_EQ(::geteuid(), 0u) << "this test drops to user nobody, which needs root";
+  const group* daemon_group = ::getgrnam("daemon");
+  ASSERT_NE(daemon_group, nullptr);
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string pass = dir.write("redis.pass", "Pw-Unreadable-77\n");
+  ASSERT_EQ(::chown(pass.c_str(), 0, daemon_group->gr_gid), 0);
+  ASSERT_EQ(::chmod(pass.c_str(), 0640), 0);
+  const std::string cfg = dir.write("unit.toml", "[redis]\nhost = \"127.0.0.1:1\"\nkey = \"rgt:unreadable\"\npassword_file = \"" +
+                                                     pass + "\"\n[task]\ncommand = [\"/bin/true\"]\n");
+  ASSERT_EQ(::chmod(cfg.c_str(), 0644), 0);
+  for (const char* command : {"status", "check", "handover"}) {
+    SCOPED_TRACE(command);
+    auto r = run_as_nobody(dir, {command, "--config", cfg});
+    EXPECT_EQ(r.code, 78) << r.err;
+    EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("user 'nobody' may not read it"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sudo -u redisgo-task"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("sudo usermod -aG daemon nobody"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("nothing was started"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Pw-Unreadable-77"), std::string::npos) << r.err;
+  }
+  // task would have started the job: there it is said.
+  auto r = run_as_nobody(dir, {"task", "--config", cfg});
+  EXPECT_EQ(r.code, 78) << r.err;
+  EXPECT_NE(r.err.find("1 error(s); nothing was started"), std::string::npos) << r.err;
 }
 
 }  // namespace

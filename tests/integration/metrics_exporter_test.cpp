@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <mutex>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -725,6 +727,99 @@ TEST(MetricsExporter, LaterWriteErrorsAreRecordedAndRetried) {
   DirWatch watch(sub);
   ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
   EXPECT_TRUE(wait_until([&] { return e.last_error().empty(); }, kWait));
+}
+
+// Issue 20: the textfile was written on the HTTP server's thread, so a write that blocks (a
+// hung NFS mount: open, write or rename that never returns) froze every scrape, and the stop
+// waited for it. The writes have their own thread now: scrapes are answered meanwhile, and
+// the stop waits textfile_write_bound for the last write, then leaves it behind.
+TEST(MetricsExporter, ATextfileWriteThatBlocksHoldsUpNeitherScrapesNorTheStop) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    int calls = 0;
+    std::string last;
+  };
+  auto gate = std::make_shared<Gate>();
+  Metrics m("k", {});
+  ExporterOptions o = listen_options();
+  o.textfile = "/hung-nfs/m.prom";
+  o.textfile_min_interval = 20ms;
+  o.textfile_refresh = 20ms;
+  o.textfile_write_bound = 300ms;
+  o.textfile_write = [gate](const std::string&, const std::string& content) -> std::string {
+    std::unique_lock lk(gate->mu);
+    ++gate->calls;
+    gate->last = content;
+    gate->cv.notify_all();
+    // The first write (at start) goes through; the next ones hang until the mount comes
+    // back (bounded, so that a failing run still ends).
+    if (gate->calls > 1) gate->cv.wait_for(lk, 10s, [&] { return gate->open; });
+    return "";
+  };
+  const int fds_before = open_fds();
+  auto e = std::make_unique<Exporter>(m, o);
+  {
+    std::unique_lock lk(gate->mu);
+    ASSERT_TRUE(gate->cv.wait_for(lk, kWait, [&] { return gate->calls >= 2; })) << "no write after the start";
+  }
+  m.add_acquisition();
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = Steady::now();
+    auto r = get(e->port());
+    EXPECT_EQ(r.status, 200) << "a scrape while the textfile hangs";
+    EXPECT_NE(r.body.find("redisgo_task_acquisitions_total{key=\"k\"} 1\n"), std::string::npos) << r.body;
+    EXPECT_LT(Steady::now() - t0, 500ms);
+  }
+  const auto t0 = Steady::now();
+  e.reset();
+  const auto took = Steady::now() - t0;
+  EXPECT_GE(took, 250ms) << "the last write was waited for";
+  EXPECT_LT(took, 1000ms) << "and then left behind";
+  // The mount comes back: the abandoned writer finishes, writes the last text and ends.
+  {
+    std::lock_guard lk(gate->mu);
+    gate->open = true;
+    gate->cv.notify_all();
+  }
+  {
+    std::unique_lock lk(gate->mu);
+    EXPECT_TRUE(gate->cv.wait_for(lk, kWait, [&] { return gate->calls >= 3; }));
+    EXPECT_EQ(gate->last, m.render()) << "the last text handed over is the one written";
+  }
+  EXPECT_TRUE(wait_until([&] { return open_fds() == fds_before; }, kWait)) << "a descriptor was left open";
+}
+
+// The daemon's stop asks stop() and logs what it says: a last write left behind is named.
+TEST(MetricsExporter, AStopThatLeavesTheLastWriteBehindSaysSo) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    int calls = 0;
+  };
+  auto gate = std::make_shared<Gate>();
+  Metrics m("k", {});
+  ExporterOptions o;
+  o.textfile = "/hung-nfs/m.prom";
+  o.textfile_write_bound = 200ms;
+  o.textfile_write = [gate](const std::string&, const std::string&) -> std::string {
+    std::unique_lock lk(gate->mu);
+    if (++gate->calls > 1) gate->cv.wait_for(lk, 10s, [&] { return gate->open; });
+    gate->cv.notify_all();
+    return "";
+  };
+  Exporter e(m, o);
+  const auto t0 = Steady::now();
+  const std::string why = e.stop();
+  EXPECT_LT(Steady::now() - t0, 1000ms);
+  EXPECT_EQ(why, "metrics textfile /hung-nfs/m.prom: the last write did not end within 200 ms (a hung file system?); "
+                 "left behind, its thread ends when the write returns");
+  EXPECT_EQ(e.stop(), "") << "said once";
+  std::lock_guard lk(gate->mu);
+  gate->open = true;
+  gate->cv.notify_all();
 }
 
 // Attack round (issue 20): the temp file had a predictable name ("<textfile>.tmp.<pid>") and

@@ -19,6 +19,7 @@
 
 #include "lock/scripts.h"
 #include "redis/connection.h"
+#include "redis/credentials.h"
 #include "redis/poller.h"
 #include "redis/subscriber.h"
 #include "support/fake_server.h"
@@ -394,6 +395,73 @@ TEST(RedisAuth, AclUser) {
   EXPECT_NE(c->error().find("AUTH failed as user alice"), std::string::npos) << c->error();
   EXPECT_NE(c->error().find("WRONGPASS"), std::string::npos) << c->error();
   EXPECT_EQ(c->error().find("not-alices-S3cret"), std::string::npos) << c->error();
+}
+
+// Issue 20: a password rotated in Redis and in its file is read again when AUTH is refused,
+// and the refused connection retries once with it: the caller's commands (a script's first
+// EVAL among them) run on the new connection, in order, and nothing fails. Before: the
+// password was fixed at start, and every new connection was refused until a restart.
+TEST(RedisAuth, ARefusedPasswordIsReadAgainAndTheCommandsRunOnce) {
+  RedisServer server(testing::with_acl_user("user alice on >Old-Pw-1 ~* &* +@all"));
+  std::string in_file = "Old-Pw-1";
+  int rereads = 0;
+  auto credentials = std::make_shared<Credentials>(
+      "Old-Pw-1",
+      [&](const std::string& current) -> std::optional<std::string> {
+        ++rereads;
+        if (in_file == current) return std::nullopt;
+        return in_file;
+      },
+      1000ms);
+  auto o = options_for(server.address());
+  o.username = "alice";
+  o.password = "ignored-with-credentials";
+  o.credentials = credentials;
+  AsyncConnection conn(o);
+  EXPECT_EQ(text(run(conn, {"ACL", "WHOAMI"})), "alice");
+
+  // The operator rotates: Redis first, then the file (existing connections stay signed in).
+  server.cli({"ACL", "SETUSER", "alice", "resetpass", ">New-Pw-2"});
+  server.cli({"CLIENT", "KILL", "USER", "alice"});
+  EXPECT_EQ(run(conn, {"PING"})->fault(), Fault::kClosed);  // how the connection learns of it
+  const std::string key = test_key();
+  auto refused = run_commands(conn, {{"SET", key, "1"}});
+  EXPECT_EQ(refused.front()->fault(), Fault::kAuth) << "the file still has the old one";
+  EXPECT_EQ(rereads, 1);
+  EXPECT_EQ(refused.front()->error().find("Old-Pw-1"), std::string::npos) << refused.front()->error();
+  in_file = "New-Pw-2";
+  // Within the second, the file is not read again: one read per second, not per refusal.
+  EXPECT_EQ(run(conn, {"PING"})->fault(), Fault::kAuth);
+  EXPECT_EQ(rereads, 1);
+  std::this_thread::sleep_for(1100ms);
+  auto calls = run_commands(conn, {{"INCR", key}, {"INCR", key}});
+  ASSERT_TRUE(calls[0]->ok()) << calls[0]->error();
+  ASSERT_TRUE(calls[1]->ok()) << calls[1]->error();
+  EXPECT_EQ(calls[1]->reply().integer(), 2) << "each command ran once, in order";
+  EXPECT_EQ(rereads, 2);
+  EXPECT_EQ(credentials->current().password, "New-Pw-2");
+
+  // A second connection starts with what the first learnt: no read at all.
+  auto other = options_for(server.address());
+  other.username = "alice";
+  other.credentials = credentials;
+  AsyncConnection second(other);
+  EXPECT_EQ(text(run(second, {"ACL", "WHOAMI"})), "alice");
+
+  // File first, then Redis: a new connection refused under New-Pw-2 reads Pw-3 at once and
+  // its script runs, EVAL first, on the connection that AUTH with Pw-3 opened.
+  in_file = "Pw-3";
+  server.cli({"ACL", "SETUSER", "alice", "resetpass", ">Pw-3"});
+  server.cli({"CLIENT", "KILL", "USER", "alice"});
+  EXPECT_EQ(run(conn, {"PING"})->fault(), Fault::kClosed);
+  EXPECT_EQ(run(second, {"PING"})->fault(), Fault::kClosed);
+  std::this_thread::sleep_for(1100ms);
+  auto s = eval(second, kEchoScript, {key}, {"x"});
+  ASSERT_TRUE(s->ok()) << s->error();
+  EXPECT_EQ(text(s), "x:" + key);
+  EXPECT_EQ(rereads, 3);
+  EXPECT_EQ(text(run(conn, {"ACL", "WHOAMI"})), "alice") << "the first connection follows without a read";
+  EXPECT_EQ(rereads, 3);
 }
 
 // ---------------------------------------------------------------------------- Scripts

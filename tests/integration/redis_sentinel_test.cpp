@@ -178,6 +178,37 @@ TEST_F(SentinelTask, AFailoverThatLosesTheWaitingLineStillHandsOver) {
   });
 }
 
+// Issue 20: a failover was followed silently: the lease's key moved to another server (and
+// may have been lost on the way) and no log line said so. Now one info line per change,
+// however many sentinels announce it and whether +switch-master or a re-query told first.
+TEST_F(SentinelTask, AFollowedFailoverIsSaidOncePerChange) {
+  SentinelSet set;
+  ConfigSpec spec = failover_spec();
+  spec.log_level = "info";
+  spec.extra_task = "command = [\"/bin/sleep\", \"60\"]\n";
+  TaskProcess a(dir_.path(), "a", {"task", "--config", config(set, spec)});
+  ASSERT_TRUE(a.wait_for_log("child started", 15s)) << a.err();
+  const std::string first = set.master().address(), second = set.replica().address();
+  const std::string there = "Sentinel failover: master mymaster moved from " + first + " to " + second + " (learnt by ";
+  const std::string back = "Sentinel failover: master mymaster moved from " + second + " to " + first + " (learnt by ";
+
+  set.failover();
+  ASSERT_TRUE(a.wait_for_log(there, 10s)) << a.err();
+  // Every sentinel's +switch-master and a few re-queries (one per cron) come meanwhile.
+  std::this_thread::sleep_for(2s);
+  set.failover();
+  ASSERT_TRUE(a.wait_for_log(back, 10s)) << a.err();
+  std::this_thread::sleep_for(2s);
+  a.signal(SIGTERM);
+  EXPECT_EQ(a.wait_for(10s), 0) << a.err();
+  const std::string err = a.err();
+  std::size_t said = 0;
+  for (const auto& line : split_lines(err)) said += line.find("Sentinel failover:") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(said, 2u) << err;
+  EXPECT_NE(err.find(" info  [redis] " + there), std::string::npos) << "at info, by the redis logger\n" << err;
+  EXPECT_EQ(err.find("lease lost"), std::string::npos) << err;
+}
+
 TEST_F(SentinelTask, TheMasterKilledWhileLeadingFollowsTheSentinelsFailoverWithoutAStorm) {
   SentinelSet set;
   ConfigSpec spec;

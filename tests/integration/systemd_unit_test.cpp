@@ -158,6 +158,16 @@ TEST(SystemdUnit, SettingsTheDaemonReliesOn) {
   EXPECT_EQ(one(s, "PrivateTmp"), "yes");
   EXPECT_EQ(one(s, "User"), "redisgo-task");
   EXPECT_EQ(s.count("DynamicUser"), 0u);
+  // Issue 20: the password comes as a credential (password_credential), never through the
+  // environment, which `systemctl show` shows to anyone. By name only (no path): systemd
+  // finds it in /etc/credstore and skips one that is not there, so a unit without AUTH
+  // still starts.
+  auto [lo, hi] = s.equal_range("LoadCredential");
+  std::vector<std::string> credentials;
+  for (auto it = lo; it != hi; ++it) credentials.push_back(it->second);
+  EXPECT_EQ(credentials, (std::vector<std::string>{"redisgo_task.redis-password", "redisgo_task.sentinel-password"}));
+  EXPECT_EQ(s.count("Environment"), 0u);
+  EXPECT_EQ(s.count("EnvironmentFile"), 0u);
 
   auto d = section(read(kDropIn), "Service");
   EXPECT_EQ(one(d, "ReadWritePaths"), "/var/lib/backup");

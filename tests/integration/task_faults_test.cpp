@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -481,6 +483,109 @@ TEST_F(TaskFaults, PasswordEnvNeverReachesTheChild) {
   cfg = config(spec, {redis.address()});
   r = run_task_binary(task(cfg, "env"), 10s, {{"RGT_REDIS_PW", "Pw-In-Env-91"}});
   EXPECT_NE(r.out.find("RGT_REDIS_PW=given-on-purpose"), std::string::npos) << r.out;
+}
+
+// Issue 20: rotating the Redis password needed a restart of every daemon: the file was
+// read once, at start, and every new connection was refused (WRONGPASS) from then on.
+// Now a refused AUTH reads the file again (at most once a second): the daemon follows the
+// rotation in either order, Redis first or the file first, and keeps its lease.
+TEST_F(TaskFaults, ARotatedPasswordFileIsReadAgainWithoutARestart) {
+  RedisServer redis(with_password("Old-Pw-61"));
+  const std::string pass = dir_.write("redis.pass", "Old-Pw-61\n");
+  ASSERT_EQ(::chmod(pass.c_str(), 0600), 0);
+  auto as_admin = [&](const std::string& pw, std::vector<std::string> args) {
+    args.insert(args.begin(), {"-a", pw, "--no-auth-warning"});
+    return redis.cli(args);
+  };
+  // An editor's way: a new file renamed over the old one.
+  auto write_file = [&](const std::string& pw) {
+    const std::string tmp = dir_.write("redis.pass.new", pw + "\n");
+    ASSERT_EQ(::chmod(tmp.c_str(), 0600), 0);
+    ASSERT_EQ(::rename(tmp.c_str(), pass.c_str()), 0);
+  };
+  ConfigSpec spec;
+  spec.mode = "supervise";
+  spec.expire = "3s";
+  spec.cron = "300ms";
+  spec.kill_grace = "300ms";
+  spec.extra_redis = "password_file = \"" + pass + "\"\n";
+  auto cfg = config(spec, {redis.address()});
+  const std::string marks = dir_.path() + "/marks";
+  TaskProcess p(dir_.path(), "rotate", task(cfg, "echo up >> " + marks + "; exec sleep 60"));
+  ASSERT_TRUE(wait_until([&] { return read_file(marks) == "up\n"; }, 10s)) << p.err();
+  const std::string holder = as_admin("Old-Pw-61", {"GET", test_key()});
+  ASSERT_FALSE(holder.empty());
+
+  // Redis first: its clients are cut (a failover or a restart would do the same), so the
+  // renewals open new connections, which Redis refuses until the file has the new one.
+  as_admin("Old-Pw-61", {"CONFIG", "SET", "requirepass", "New-Pw-62"});
+  as_admin("New-Pw-62", {"CLIENT", "KILL", "TYPE", "normal"});
+  ASSERT_TRUE(p.wait_for_log("WRONGPASS", 5s)) << p.err();
+  write_file("New-Pw-62");
+  ASSERT_TRUE(p.wait_for_log("changed and was re-read", 5s)) << p.err();
+  auto pttl = [&](const std::string& pw) {
+    try {
+      return std::stoll(as_admin(pw, {"PTTL", test_key()}));
+    } catch (const std::exception&) {
+      return -3LL;
+    }
+  };
+  ASSERT_TRUE(wait_until([&] { return pttl("New-Pw-62") > 2500; }, 5s, 50ms)) << "renewed under the new password\n"
+                                                                               << p.err();
+  EXPECT_EQ(as_admin("New-Pw-62", {"GET", test_key()}), holder) << "the same daemon holds it, no restart";
+  EXPECT_TRUE(p.running());
+
+  // The file first: nothing happens until Redis changes too; then the first refused
+  // connection reads it and retries at once, so not one renewal fails.
+  const auto renewed_before = count_lines(p.err(), "lease renewed");
+  const auto phase_two = p.err().size();
+  write_file("Pw-63");
+  std::this_thread::sleep_for(1100ms);  // past the one-read-a-second bound of the first change
+  as_admin("New-Pw-62", {"ACL", "SETUSER", "default", "resetpass", ">Pw-63"});
+  as_admin("Pw-63", {"CLIENT", "KILL", "TYPE", "normal"});
+  ASSERT_TRUE(wait_until([&] { return count_lines(p.err(), "changed and was re-read") == 2; }, 5s)) << p.err();
+  std::this_thread::sleep_for(1s);  // three more renewals
+  EXPECT_GE(count_lines(p.err(), "lease renewed"), renewed_before + 3) << p.err();
+  EXPECT_EQ(as_admin("Pw-63", {"GET", test_key()}), holder);
+  EXPECT_EQ(p.err().find("stopping child", phase_two), std::string::npos) << p.err();
+  EXPECT_EQ(p.err().find("WRONGPASS", phase_two), std::string::npos) << "no renewal was refused\n" << p.err();
+
+  p.signal(SIGTERM);
+  EXPECT_EQ(p.wait_for(10s), 0) << p.err();
+  const std::string err = p.err();
+  EXPECT_EQ(count_lines(err, "changed and was re-read"), 2u) << "once per change: " << err;
+  for (const char* secret : {"Old-Pw-61", "New-Pw-62", "Pw-63"}) {
+    EXPECT_EQ(err.find(secret), std::string::npos) << secret << " in the log";
+  }
+  EXPECT_EQ(as_admin("Pw-63", {"EXISTS", test_key()}), "0") << "released under the new password";
+}
+
+// Issue 20: under systemd the recommended password is a credential (LoadCredential=), read
+// from $CREDENTIALS_DIRECTORY, which systemd sets (here, the test does), not from the
+// environment that `systemctl show` prints.
+TEST_F(TaskFaults, ASystemdCredentialIsThePassword) {
+  RedisServer redis(with_password("Pw-In-Credential-93"));
+  TempDir credentials;
+  const std::string cred = credentials.write("redisgo_task.redis-password", "Pw-In-Credential-93\n");
+  ASSERT_EQ(::chmod(cred.c_str(), 0400), 0);
+  ConfigSpec spec;
+  spec.extra_redis = "password_credential = \"redisgo_task.redis-password\"\n";
+  auto cfg = config(spec, {redis.address()});
+  auto r = run_task_binary(task(cfg, "echo ran"), 10s, {{"CREDENTIALS_DIRECTORY", credentials.path()}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_EQ((r.out + r.err).find("Pw-In-Credential-93"), std::string::npos);
+  auto v = run_task_binary({"validate", "--config", cfg}, 10s, {{"CREDENTIALS_DIRECTORY", credentials.path()}});
+  EXPECT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("password_credential = \"redisgo_task.redis-password\"  # password = \"********\", from " +
+                       cred),
+            std::string::npos)
+      << v.out;
+  // Without it the credential is looked for where systemd keeps them, and the error says so.
+  auto none = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(none.code, 78) << none.err;
+  EXPECT_NE(none.err.find("$CREDENTIALS_DIRECTORY is not set"), std::string::npos) << none.err;
+  EXPECT_EQ(none.err.find("nothing was started"), std::string::npos) << none.err;
 }
 
 namespace {

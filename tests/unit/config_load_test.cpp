@@ -919,6 +919,69 @@ TEST(ConfigPassword, EmptyOrWorldReadableFile) {
   EXPECT_EQ(all_diagnostics(w).find(kSecret), std::string::npos);
 }
 
+void expect_round_trip(const std::string& text, const EnvLookup& env);  // ConfigRender, below
+
+// Issue 20: systemd's LoadCredential= hands the daemon a copy of the password in
+// $CREDENTIALS_DIRECTORY (readable by the unit's user only, absent from `systemctl show`);
+// password_credential names it. Before: an unknown key.
+TEST(ConfigPassword, FromASystemdCredential) {
+  TempDir dir;
+  const std::string path = dir.write("redisgo_task.redis-password", std::string(kSecret) + "\n");
+  ASSERT_EQ(::chmod(path.c_str(), 0400), 0);
+  auto env = fake_env({{"CREDENTIALS_DIRECTORY", dir.path()}});
+  auto r = load(kBase + "password_credential = \"redisgo_task.redis-password\"\n", env);
+  ASSERT_TRUE(r.config) << all_diagnostics(r);
+  EXPECT_EQ(r.config->redis.password, kSecret);
+  EXPECT_EQ(r.config->redis.password_source, PasswordSource::kCredential);
+  EXPECT_EQ(r.config->redis.password_origin, path);
+  EXPECT_TRUE(r.warnings.empty()) << all_diagnostics(r);
+  const std::string shown = render_effective(*r.config);
+  EXPECT_NE(shown.find("password_credential = \"redisgo_task.redis-password\"  # password = \"********\", from " + path),
+            std::string::npos)
+      << shown;
+  EXPECT_EQ(shown.find(kSecret), std::string::npos);
+  expect_round_trip(kBase + "password_credential = \"redisgo_task.redis-password\"\n", env);
+
+  // The sentinels' own, likewise.
+  const std::string sentinel_pw = dir.write("sentinel", "sentinel-secret\n");
+  auto s = load("[redis]\nsentinels = [\"127.0.0.1:26379\"]\nsentinel_master = \"m\"\nkey = \"k\"\n"
+                "sentinel_password_credential = \"sentinel\"\n",
+                env);
+  ASSERT_TRUE(s.config) << all_diagnostics(s);
+  EXPECT_EQ(s.config->redis.sentinel_password, "sentinel-secret");
+  EXPECT_EQ(s.config->redis.sentinel_password_source, PasswordSource::kCredential);
+
+  // An ACL user with a credential is complete.
+  auto u = load(kBase + "username = \"app\"\npassword_credential = \"redisgo_task.redis-password\"\n", env);
+  EXPECT_TRUE(u.config) << all_diagnostics(u);
+}
+
+TEST(ConfigPassword, ACredentialThatIsNotThereSaysWhereItWasLookedFor) {
+  TempDir dir;
+  auto env = fake_env({{"CREDENTIALS_DIRECTORY", dir.path()}});
+  auto r = load(kBase + "password_credential = \"redisgo_task.redis-password\"\n", env);
+  ASSERT_FALSE(r.config);
+  ASSERT_EQ(r.errors.size(), 1u) << all_diagnostics(r);
+  EXPECT_EQ(r.errors[0].key, "redis.password_credential");
+  EXPECT_EQ(r.errors[0].line, 4);
+  EXPECT_NE(r.errors[0].message.find("in $CREDENTIALS_DIRECTORY (" + dir.path() + ")"), std::string::npos)
+      << r.errors[0].str();
+  EXPECT_NE(r.errors[0].message.find("LoadCredential=redisgo_task.redis-password"), std::string::npos)
+      << r.errors[0].str();
+
+  // A name that is a path (or may be the secret itself) is refused and not echoed.
+  auto bad = load(kBase + "password_credential = \"" + std::string(kSecret) + "/x\"\n", env);
+  ASSERT_FALSE(bad.config);
+  EXPECT_NE(all_diagnostics(bad).find("systemd credential"), std::string::npos) << all_diagnostics(bad);
+  EXPECT_EQ(all_diagnostics(bad).find(kSecret), std::string::npos) << all_diagnostics(bad);
+
+  // Two ways at once is one too many.
+  const std::string pass = dir.write("p", "x");
+  auto two = load(kBase + "password_file = \"" + pass + "\"\npassword_credential = \"p\"\n", env);
+  ASSERT_FALSE(two.config);
+  EXPECT_NE(all_diagnostics(two).find("two ways"), std::string::npos) << all_diagnostics(two);
+}
+
 TEST(ConfigPassword, InlineWorksButWarns) {
   auto r = load(kBase + "password = \"" + kSecret + "\"\n");
   ASSERT_TRUE(r.config) << all_diagnostics(r);
