@@ -46,7 +46,7 @@ struct Probe {
   Probe(std::string n, redis::ConnectionOptions options) : name(std::move(n)), conn(std::move(options)) {}
   std::string name;
   redis::AsyncConnection conn;
-  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond;
+  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause;
   SteadyClock::time_point sent{};
   std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
   std::string peer;                                  ///< TLS certificate line, while it was open
@@ -167,6 +167,46 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
                  "the daemon runs Lua scripts on " + keys.key + ": make EVAL work for this user and key");
 }
 
+/// What the daemon's scripts write, tried on scratch keys (kCheckRights): a command this user
+/// may not run is a fail (the daemon would fail alike); a scratch key outside its key
+/// patterns is a skip (nothing learnt), but the pause key is one the scripts read.
+Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
+  // Every acquire script reads the pause key: a user without it acquires nothing.
+  if (p.pause && p.pause->done() && !p.pause->ok() && check::acl_refused(why(p, p.pause))) {
+    return make(Level::kFail, "rights", p.name,
+                "the acquire scripts read " + keys.pause() + ", which this user may not: " + why(p, p.pause) +
+                    ": the daemon would acquire nothing",
+                "grant the keys " + keys.key + " and " + keys.base + ":* (the README's ACL recipe)");
+  }
+  const CallPtr& c = p.rights;
+  if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 2) {
+    const std::string e = why(p, c);
+    if (check::acl_refused(e) && e.find("keys") != std::string::npos) {
+      return check::skip("rights", p.name, "the scratch keys " + keys.base + ":check*", e, "~" + keys.base + ":*");
+    }
+    if (check::acl_refused(e)) {
+      return make(Level::kFail, "rights", p.name, "this user may not run the lease scripts: " + e,
+                  "grant it EVAL and EVALSHA (the README's ACL recipe)");
+    }
+    return make(Level::kWarn, "rights", p.name, "could not test what the lease scripts write: " + e);
+  }
+  const std::string what = redis::as_string(c->reply().element(0)).value_or("");
+  const std::string error = redis::as_string(c->reply().element(1)).value_or("");
+  if (what.empty()) {
+    return make(Level::kOk, "rights", p.name, "this user may run what the lease scripts write (tried on " + keys.base +
+                                                  ":check, deleted at once)");
+  }
+  if (error.find("keys") != std::string::npos) {
+    return check::skip("rights", p.name, "the scratch key " + keys.base + ":check", what + ": " + error,
+                       "~" + keys.base + ":*");
+  }
+  return make(Level::kFail, "rights", p.name,
+              "the lease scripts run " + what + ", which this user may not: " + error +
+                  ": the daemon would fail alike (acquire, renew, release or the line)",
+              "grant what the README's ACL recipe lists (commands, and the keys " + keys.key + " and " + keys.base +
+                  ":*)");
+}
+
 /// The waiting line and the listeners outside it ({length, entries, outside}: kReadLine).
 Finding line_finding(const Probe& p, bool fair, const lock::LeaseKeys& keys) {
   std::optional<std::int64_t> length;
@@ -231,6 +271,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   out.push_back(check::persistence_finding(p.name, persistence, r.expire, r.topology, r.restart_guard && uptime));
 
   out.push_back(scripts_finding(p, keys));
+  out.push_back(rights_finding(p, keys));
   out.push_back(line_finding(p, r.fair, keys));
   if (p.beyond && p.beyond->ok()) {
     const auto n = redis::as_integer(p.beyond->reply().get()).value_or(0);
@@ -254,7 +295,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
 /// Sends the questions to every probe and drives them all in one poll loop (each call
 /// bounded by its connection's connect_timeout + io_timeout).
 void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r,
-         int limit) {
+         int limit, bool once_per) {
   std::vector<redis::AsyncConnection*> conns;
   for (auto& p : probes) {
     p->sent = SteadyClock::now();
@@ -266,6 +307,9 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->appendfsync = p->conn.send({"CONFIG", "GET", "appendfsync"});
     p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
     p->line = p->conn.eval(lock::kReadLine, {keys.line}, {"1", keys.channel});
+    p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
+                             {r.fair ? "1" : "", once_per ? "1" : ""});
+    p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     if (limit < lock::kMaxSlots) {
       std::vector<std::string> beyond;
       for (int i = limit; i < lock::kMaxSlots; ++i) beyond.push_back(keys.slot(i));
@@ -380,7 +424,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   const int node_count = r.topology == config::Topology::kRedlock ? static_cast<int>(r.nodes.size()) : 1;
   const int quorum = node_count / 2 + 1;
 
-  ask(probes, keys, r, config.task.limit);
+  ask(probes, keys, r, config.task.limit, config.task.once_per.has_value());
 
   int usable = 0;
   bool refused = false;

@@ -764,6 +764,49 @@ end
 return {p, f[1] or '', f[2] or '', f[3] or '', f[4] or ''}
 )lua"};
 
+/// `check`: whether this user may run what the daemon's scripts run, on scratch keys of the
+/// key's own namespace (nobody reads them; each lives at most 1 s and is deleted at once).
+/// KEYS: scratch, scratch line. ARGV: "1" to try the line's commands (fair), "1" to
+/// try HSET (once_per). Every call through pcall: {"" , ""} when all ran, else {what was
+/// refused, the error}.
+inline const Script kCheckRights{R"lua(
+local function try(what, ...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then
+    error({what, r.err})
+  end
+  return r
+end
+local ok, refused = pcall(function()
+  try('TIME', 'TIME')
+  try('SET', 'SET', KEYS[1], 'check', 'NX', 'PX', '1000')
+  try('GET', 'GET', KEYS[1])
+  try('PEXPIRE', 'PEXPIRE', KEYS[1], '1000')
+  try('PTTL', 'PTTL', KEYS[1])
+  try('DEL', 'DEL', KEYS[1])
+  if ARGV[2] == '1' then
+    try('HSET', 'HSET', KEYS[1], 'holder', 'check')
+    try('DEL', 'DEL', KEYS[1])
+  end
+  if ARGV[1] == '1' then
+    try('ZADD', 'ZADD', KEYS[2], '1', 'check')
+    try('PEXPIRE', 'PEXPIRE', KEYS[2], '1000')
+    try('ZRANK', 'ZRANK', KEYS[2], 'check')
+    try('ZRANGE', 'ZRANGE', KEYS[2], 0, 0)
+    try('ZREMRANGEBYRANK', 'ZREMRANGEBYRANK', KEYS[2], 0, 0)
+    try('DEL', 'DEL', KEYS[2])
+  end
+end)
+redis.pcall('DEL', KEYS[1], KEYS[2])
+if ok then
+  return {'', ''}
+end
+if type(refused) ~= 'table' then
+  return {'the check script', tostring(refused)}
+end
+return refused
+)lua"};
+
 /// Slots held beyond a daemon's limit. KEYS: the slot keys limit..63. How many exist
 /// (one EXISTS): above 0, a daemon of a larger `limit` holds the key too.
 inline const Script kSlotsBeyond{R"lua(
@@ -806,6 +849,6 @@ inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRele
                                                       &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
                                                       &kReleaseFair, &kReadLine, &kListKey, &kPause,
-                                                      &kResume, &kReadPause, &kSlotsBeyond};
+                                                      &kResume, &kReadPause, &kSlotsBeyond, &kCheckRights};
 
 }  // namespace redisgo::lock

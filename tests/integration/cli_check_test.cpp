@@ -120,6 +120,49 @@ TEST_F(CliCheck, MixedLimitsAreSaidByTaskStatusAndCheck) {
   EXPECT_EQ(line_of(r.out, "fail", "limit", s.address()), "") << r.out;
 }
 
+// Attack round: with a user that lacked SET, PEXPIRE or the pause key, every line was ok and
+// check exited 0 while the daemon could not run. The write path is now tried on scratch keys.
+TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
+  const std::string base = "~worker ~{worker}:* &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time "
+                           "+publish +subscribe +exists +hset +hget +hmget +info +zadd +zrem +zrange +zscore +zrank "
+                           "+zcard +zremrangebyrank";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {base + " -set", "SET"},
+      {base + " -pexpire", "PEXPIRE"},
+      {"~worker ~{worker}:fence ~{worker}:line &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time +info "
+       "+zcard +zrange",
+       "{worker}:pause"},
+  };
+  for (const auto& [rules, refused] : cases) {
+    SCOPED_TRACE(rules);
+    RedisServerOptions o = with_acl_user("user redisgo on >pw " + rules);
+    o.extra_config = {"appendonly yes", "maxmemory-policy noeviction"};
+    RedisServer s(o);
+    ConfigSpec spec;
+    spec.nodes = "host = \"" + s.address() + "\"";
+    spec.key = "worker";
+    spec.restart_guard = true;
+    spec.extra_redis = "username = \"redisgo\"\npassword_env = \"RGT_CHECK_PW\"\n";
+    auto r = run_task_binary({"check", "--config", dir_.write("rights.toml", make_config(spec))}, 20s,
+                             {{"RGT_CHECK_PW", "pw"}});
+    EXPECT_EQ(r.code, 1) << r.out;
+    const std::string line = line_of(r.out, "fail", "rights", s.address());
+    EXPECT_NE(line.find(refused), std::string::npos) << r.out;
+  }
+  RedisServerOptions o = with_acl_user("user redisgo on >pw " + base);
+  o.extra_config = {"appendonly yes", "maxmemory-policy noeviction"};
+  RedisServer s(o);
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + s.address() + "\"";
+  spec.key = "worker";
+  spec.restart_guard = true;
+  spec.extra_redis = "username = \"redisgo\"\npassword_env = \"RGT_CHECK_PW\"\n";
+  auto r = run_task_binary({"check", "--config", dir_.write("rights-ok.toml", make_config(spec))}, 20s,
+                           {{"RGT_CHECK_PW", "pw"}});
+  EXPECT_NE(line_of(r.out, "ok", "rights", s.address()), "") << r.out;
+  EXPECT_EQ(s.cli({"EXISTS", "{worker}:check", "{worker}:check:line"}), "0") << "the scratch keys are gone";
+}
+
 TEST_F(CliCheck, EvictingPolicyWarns) {
   RedisServer s(configured({"appendonly yes", "maxmemory-policy allkeys-lru"}));
   auto r = check(host_config(s));

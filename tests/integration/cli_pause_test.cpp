@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,70 @@ TEST_F(CliPause, RedlockNeedsTheQuorumAndLeavesNothingOnAMinority) {
   EXPECT_EQ(p.code, 69) << p.out << p.err;
   EXPECT_NE(p.err.find("fewer than the quorum of 2"), std::string::npos) << p.err;
   EXPECT_EQ(redis_.cli({"EXISTS", "{pz}:pause"}), "0") << "a pause on a minority is dropped again";
+}
+
+// Attack round: a user that may pause but not PUBLISH resumed "successfully" and the waiters
+// slept until the old end; now it says so and exits 77.
+TEST(CliPauseAcl, AResumeThatCannotWakeTheWaitersSaysSo) {
+  RedisServer redis(with_acl_user("user ops on >ops-Pw ~pz ~{pz}:* +eval +evalsha +get +set +pttl +hset +hmget +pexpire "
+                                  "+del +zrange +zremrangebyrank"));
+  TempDir dir;
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  spec.key = "pz";
+  spec.extra_redis = "username = \"ops\"\npassword_env = \"RGT_OPS_PW\"\n";
+  const auto cfg = dir.write("ops.toml", make_config(spec));
+  const std::map<std::string, std::string> env{{"RGT_OPS_PW", "ops-Pw"}};
+  ASSERT_EQ(run_task_binary({"pause", "--config", cfg, "--for", "60s"}, 10s, env).code, 0);
+  auto r = run_task_binary({"resume", "--config", cfg}, 10s, env);
+  EXPECT_EQ(r.code, 77) << r.out << r.err;
+  EXPECT_NE(r.err.find("the waiters were not woken"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("+publish"), std::string::npos) << r.err;
+}
+
+// Attack round: a pause given again that ends sooner woke nobody; waiters slept to the old end.
+TEST_F(CliPause, AShorterPauseWakesTheWaitersToReadIt) {
+  const auto cfg = config();
+  ASSERT_EQ(cli({"pause", "--config", cfg, "--for", "120s"}).code, 0);
+  auto d = daemon("d", cfg);
+  ASSERT_TRUE(d->wait_for_log("is paused by ", 5s)) << d->err();
+  ASSERT_EQ(cli({"pause", "--config", cfg, "--for", "1s"}).code, 0);
+  EXPECT_TRUE(d->wait_for_log("child started", 5s)) << d->err();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait_for(10s), 0) << d->err();
+}
+
+// Attack round: handover during a pause stopped the job and said "handed over" to a turn.
+TEST_F(CliPause, HandoverRefusesWhilePausedAndStopAsksEverySlot) {
+  const auto cfg = config("", "limit = 2\n");
+  auto a = daemon("a", cfg);
+  auto b = daemon("b", cfg);
+  auto c = daemon("c", cfg);
+  ASSERT_TRUE(wait_until([&] { return redis_.cli({"ZCARD", "{pz}:line"}) == "1"; }, 10s)) << a->err() << b->err();
+  ASSERT_EQ(cli({"pause", "--config", cfg, "--for", "30s"}).code, 0);
+  auto h = cli({"handover", "--config", cfg});
+  EXPECT_EQ(h.code, 75) << h.out << h.err;
+  EXPECT_NE(h.err.find("is paused by"), std::string::npos) << h.err;
+  auto p = cli({"pause", "--config", cfg, "--for", "30s", "--stop"});
+  EXPECT_EQ(p.code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("(slot 0) to stop its job"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("(slot 1) to stop its job"), std::string::npos) << p.out;
+  for (auto* d : {a.get(), b.get(), c.get()}) d->signal(SIGTERM);
+  for (auto* d : {a.get(), b.get(), c.get()}) EXPECT_EQ(d->wait_for(10s), 0) << d->err();
+}
+
+// Attack round: a pause key written by hand (another type, no TTL) blocked every daemon with
+// only "paused by (unknown)" at info; now a warning names the key and the way out.
+TEST_F(CliPause, APauseKeyWrittenByHandIsWarnedAbout) {
+  const auto cfg = config();
+  redis_.cli({"SET", "{pz}:pause", "garbage"});
+  auto d = daemon("d", cfg);
+  ASSERT_TRUE(d->wait_for_log("which `pause` did not write", 5s)) << d->err();
+  EXPECT_NE(d->err().find("{pz}:pause"), std::string::npos) << d->err();
+  EXPECT_EQ(cli({"resume", "--config", cfg}).code, 0);
+  EXPECT_TRUE(d->wait_for_log("child started", 5s)) << d->err();
+  d->signal(SIGTERM);
+  EXPECT_EQ(d->wait_for(10s), 0) << d->err();
 }
 
 TEST_F(CliPause, ForIsRequiredAndADuration) {
