@@ -133,6 +133,22 @@ std::uint16_t hash_slot(std::string_view key) {
   return static_cast<std::uint16_t>(crc & 16383);
 }
 
+namespace {
+/// CLUSTER SLOTS sent to every seed at once (driven by the caller).
+struct SeedCalls {
+  std::vector<std::unique_ptr<AsyncConnection>> conns;
+  std::vector<AsyncConnection*> ptrs;
+  std::vector<CallPtr> calls;
+  explicit SeedCalls(const ClusterOptions& options) {
+    for (const auto& s : options.seeds) {
+      conns.push_back(std::make_unique<AsyncConnection>(s));
+      ptrs.push_back(conns.back().get());
+      calls.push_back(conns.back()->send({"CLUSTER", "SLOTS"}));
+    }
+  }
+};
+}  // namespace
+
 std::shared_ptr<Locator> make_cluster_locator(ClusterOptions options) {
   if (options.seeds.empty()) throw std::invalid_argument("cluster: no seed nodes");
   return std::make_shared<detail::ClusterLocator>(std::move(options));
@@ -141,14 +157,8 @@ std::shared_ptr<Locator> make_cluster_locator(ClusterOptions options) {
 ClusterReport inspect_cluster(const ClusterOptions& options, int cancel_fd) {
   ClusterReport report;
   report.slot = hash_slot(options.key);
-  std::vector<std::unique_ptr<AsyncConnection>> conns;
-  std::vector<AsyncConnection*> ptrs;
-  std::vector<CallPtr> calls;
-  for (const auto& s : options.seeds) {
-    conns.push_back(std::make_unique<AsyncConnection>(s));
-    ptrs.push_back(conns.back().get());
-    calls.push_back(conns.back()->send({"CLUSTER", "SLOTS"}));
-  }
+  SeedCalls seeds(options);
+  auto& [conns, ptrs, calls] = seeds;
   DriveOptions o;
   o.cancel_fd = cancel_fd;
   auto first_good = [&] {
@@ -177,14 +187,8 @@ ClusterReport inspect_cluster(const ClusterOptions& options, int cancel_fd) {
 }
 
 std::vector<Endpoint> cluster_masters(const ClusterOptions& options, std::vector<std::string>& errors) {
-  std::vector<std::unique_ptr<AsyncConnection>> conns;
-  std::vector<AsyncConnection*> ptrs;
-  std::vector<CallPtr> calls;
-  for (const auto& s : options.seeds) {
-    conns.push_back(std::make_unique<AsyncConnection>(s));
-    ptrs.push_back(conns.back().get());
-    calls.push_back(conns.back()->send({"CLUSTER", "SLOTS"}));
-  }
+  SeedCalls seeds(options);
+  auto& [conns, ptrs, calls] = seeds;
   drive(ptrs, nullptr, DriveOptions{});  // each call bounded by its connection's timeouts
   std::vector<Endpoint> masters;
   for (std::size_t i = 0; i < calls.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -126,14 +127,8 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
   const std::string base = "~worker ~{worker}:* &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time "
                            "+publish +subscribe +exists +hset +hget +hmget +info +zadd +zrem +zrange +zscore +zrank "
                            "+zcard +zremrangebyrank";
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {base + " -set", "SET"},
-      {base + " -pexpire", "PEXPIRE"},
-      {"~worker ~{worker}:fence ~{worker}:line &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time +info "
-       "+zcard +zrange",
-       "{worker}:pause"},
-  };
-  for (const auto& [rules, refused] : cases) {
+  // `check` as the user "redisgo" with these ACL rules, on a server of its own.
+  auto check_as = [&](const std::string& rules, const std::function<void(const RedisServer&, const RunResult&)>& expect) {
     SCOPED_TRACE(rules);
     RedisServerOptions o = with_acl_user("user redisgo on >pw " + rules);
     o.extra_config = {"appendonly yes", "maxmemory-policy noeviction"};
@@ -143,24 +138,26 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
     spec.key = "worker";
     spec.restart_guard = true;
     spec.extra_redis = "username = \"redisgo\"\npassword_env = \"RGT_CHECK_PW\"\n";
-    auto r = run_task_binary({"check", "--config", dir_.write("rights.toml", make_config(spec))}, 20s,
-                             {{"RGT_CHECK_PW", "pw"}});
-    EXPECT_EQ(r.code, 1) << r.out;
-    const std::string line = line_of(r.out, "fail", "rights", s.address());
-    EXPECT_NE(line.find(refused), std::string::npos) << r.out;
+    expect(s, run_task_binary({"check", "--config", dir_.write("rights.toml", make_config(spec))}, 20s,
+                              {{"RGT_CHECK_PW", "pw"}}));
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {base + " -set", "SET"},
+      {base + " -pexpire", "PEXPIRE"},
+      {"~worker ~{worker}:fence ~{worker}:line &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time +info "
+       "+zcard +zrange",
+       "{worker}:pause"},
+  };
+  for (const auto& [rules, refused] : cases) {
+    check_as(rules, [&](const RedisServer& s, const RunResult& r) {
+      EXPECT_EQ(r.code, 1) << r.out;
+      EXPECT_NE(line_of(r.out, "fail", "rights", s.address()).find(refused), std::string::npos) << r.out;
+    });
   }
-  RedisServerOptions o = with_acl_user("user redisgo on >pw " + base);
-  o.extra_config = {"appendonly yes", "maxmemory-policy noeviction"};
-  RedisServer s(o);
-  ConfigSpec spec;
-  spec.nodes = "host = \"" + s.address() + "\"";
-  spec.key = "worker";
-  spec.restart_guard = true;
-  spec.extra_redis = "username = \"redisgo\"\npassword_env = \"RGT_CHECK_PW\"\n";
-  auto r = run_task_binary({"check", "--config", dir_.write("rights-ok.toml", make_config(spec))}, 20s,
-                           {{"RGT_CHECK_PW", "pw"}});
-  EXPECT_NE(line_of(r.out, "ok", "rights", s.address()), "") << r.out;
-  EXPECT_EQ(s.cli({"EXISTS", "{worker}:check", "{worker}:check:line"}), "0") << "the scratch keys are gone";
+  check_as(base, [&](const RedisServer& s, const RunResult& r) {
+    EXPECT_NE(line_of(r.out, "ok", "rights", s.address()), "") << r.out;
+    EXPECT_EQ(s.cli({"EXISTS", "{worker}:check", "{worker}:check:line"}), "0") << "the scratch keys are gone";
+  });
 }
 
 TEST_F(CliCheck, EvictingPolicyWarns) {
