@@ -217,7 +217,10 @@ TEST_F(FairLine, AWaiterThatStopsOrGivesUpLeavesTheLineAtOnce) {
 
 TEST_F(FairLine, KilledWaitersAtTheHeadCostTheNextLiveOneNothing) {
   const auto cfg = config();
-  start("A", cfg, "1");
+  // A's job outlasts four waiters joining one after another, even under a sanitizer in a
+  // parallel suite (with 1 s, A had released before the fourth joined, and the line never
+  // reached four).
+  start("A", cfg, "4");
   ASSERT_TRUE(jobs_reach(1, 10s));
   for (const char* n : {"B", "C", "D", "E"}) {
     start(n, cfg, "0.2");
