@@ -80,11 +80,13 @@ prints every problem with its file, line and column and exits 78.)";
 
 constexpr const char* kCheckFooter = R"(Example:
   redisgo_task check --config /etc/redisgo_task/backup.toml
-One line per finding: ok, warn or fail, with what to do. Checks each node's role, version,
-maxmemory-policy, persistence, run_id (the same server listed twice), clock offset, and
-the cron/kill_grace/expire margins.
-Exit 0 all ok, 1 any warn or fail, 69 no quorum of nodes reachable (77: because Redis refused
-the credentials or TLS verification failed), 78 bad configuration.)";
+One line per finding: ok, warn, fail, or skip (a check this ACL user may not make, with the
+right it needs), with what to do. Checks each node's role, version, maxmemory-policy,
+persistence, run_id (the same server listed twice), clock offset, what the lease scripts
+write (tried on scratch keys {K}:check*, deleted at once), the waiting line, the slots of
+other limits, and the cron/kill_grace/expire margins.
+Exit 0 all ok or skip, 1 any warn or fail, 69 no quorum of nodes reachable (77: because Redis
+refused the credentials or TLS verification failed), 78 bad configuration.)";
 
 constexpr const char* kListFooter = R"(Example:
   redisgo_task list --config /etc/redisgo_task/worker.toml --pattern 'jobs:*' --json
