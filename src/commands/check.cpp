@@ -310,11 +310,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
                              {r.fair ? "1" : "", once_per ? "1" : ""});
     p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
-    if (limit < lock::kMaxSlots) {
-      std::vector<std::string> beyond;
-      for (int i = limit; i < lock::kMaxSlots; ++i) beyond.push_back(keys.slot(i));
-      p->beyond = p->conn.eval(lock::kSlotsBeyond, beyond, {});
-    }
+    if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});
     conns.push_back(&p->conn);
   }
   redis::DriveOptions o;
@@ -387,7 +383,6 @@ const char* topology_name(config::Topology t) {
   return "";
 }
 
-
 }  // namespace
 
 int run_check(const config::Config& config, bool json, std::ostream& out) {
@@ -410,13 +405,17 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
                                           r.sentinel_wait_replicas);
       auto& view = *sentinel;
       findings = std::move(view.findings);
-      if (view.master) probes.push_back(std::make_unique<Probe>(view.master->str(), daemon::pinned_options(config, *view.master)));
+      if (view.master) {
+        probes.push_back(std::make_unique<Probe>(view.master->str(), daemon::pinned_options(config, *view.master)));
+      }
       break;
     }
     case config::Topology::kCluster: {
       auto view = check::cluster_findings(redis::inspect_cluster(cluster_options(config)), r.key);
       findings = std::move(view.findings);
-      if (view.owner) probes.push_back(std::make_unique<Probe>(view.owner->str(), daemon::pinned_options(config, *view.owner)));
+      if (view.owner) {
+        probes.push_back(std::make_unique<Probe>(view.owner->str(), daemon::pinned_options(config, *view.owner)));
+      }
       break;
     }
   }
@@ -438,19 +437,18 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
     if (p->usable && p->info->ok() && p->info->reply().is_string()) {
       auto info = check::parse_info(p->info->reply().str());
       if (auto it = info.find("run_id"); it != info.end()) run_id = it->second;
+      if (sentinel && sentinel->master) {
+        // The master's own count of online replicas is what WAIT counts: it decides the
+        // "replicas" finding over the sentinels' list (which lags behind a new replica).
+        const auto online = check::online_replicas(info);
+        for (auto& f : findings) {
+          if (f.check != "replicas") continue;
+          f = check::replica_finding(sentinel->replicas, sentinel->replicas_error, sentinel->master->str(),
+                                     r.sentinel_wait_replicas, online);
+        }
+      }
     }
     ids.push_back({p->name, run_id});
-  }
-  if (sentinel && sentinel->master && !probes.empty() && probes.front()->usable && probes.front()->info->ok() &&
-      probes.front()->info->reply().is_string()) {
-    // The master's own count of online replicas is what WAIT counts: it decides the
-    // "replicas" finding over the sentinels' list (which lags behind a new replica).
-    const auto online = check::online_replicas(check::parse_info(probes.front()->info->reply().str()));
-    for (auto& f : findings) {
-      if (f.check != "replicas") continue;
-      f = check::replica_finding(sentinel->replicas, sentinel->replicas_error, sentinel->master->str(),
-                                 r.sentinel_wait_replicas, online);
-    }
   }
   for (auto& f : check::duplicate_findings(ids, quorum)) findings.push_back(std::move(f));
   if (r.topology == config::Topology::kRedlock) findings.push_back(check::quorum_finding(usable, node_count, quorum));

@@ -8,6 +8,7 @@
 
 #include "commands/check_findings.h"
 #include "daemon/servers.h"
+#include "lock/fencing.h"
 #include "lock/lease.h"
 #include "lock/scripts.h"
 #include "log/logging.h"
@@ -22,25 +23,10 @@ namespace list {
 
 namespace {
 
-/// A fence counter as a token: digits only, below 2^53 (what the acquire scripts issue).
-std::optional<std::uint64_t> token_of(const std::string& fence) {
-  if (fence.empty() || fence.size() > 16 || fence.find_first_not_of("0123456789") != std::string::npos) {
-    return std::nullopt;
-  }
-  return std::stoull(fence);
-}
-
-/// The holder id without its ":<pid>:<random>" tail: the host (or `value` prefix).
+/// The holder id's host (or `value` prefix): "" for a value without the id's tail.
 std::string host_of(const std::string& holder) {
-  auto last = holder.rfind(':');
-  if (last == std::string::npos || last == 0) return "";
-  auto pid = holder.rfind(':', last - 1);
-  return pid == std::string::npos ? "" : holder.substr(0, pid);
-}
-
-std::int64_t to_int(const std::string& s) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
-  return std::stoll(s);
+  const std::string head = lock::holder_prefix(holder);
+  return head == holder ? "" : head;
 }
 
 /// The key's answers from every node that gave one.
@@ -77,7 +63,7 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
     row.line = std::max(row.line, a->line);
     if (a->pause_ttl_ms != -2) ++paused;
     if (!a->fence.empty()) {
-      if (auto t = token_of(a->fence)) {
+      if (auto t = lock::parse_fence(a->fence)) {
         token = std::max(token, *t);
       } else {
         corrupt = true;
@@ -119,8 +105,8 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
       row.paused = true;
       row.paused_by = a->paused_by;
       row.pause_reason = a->pause_reason;
-      row.paused_since_ms = to_int(a->paused_since_ms);
-      row.paused_until_ms = to_int(a->paused_until_ms);
+      row.paused_since_ms = lock::parse_count(a->paused_since_ms);
+      row.paused_until_ms = lock::parse_count(a->paused_until_ms);
       break;
     }
   }
@@ -245,11 +231,6 @@ namespace {
 using redis::AsyncConnection;
 using redis::CallPtr;
 
-std::int64_t to_number(const std::string& s) {
-  if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
-  return std::stoll(s);
-}
-
 /// SCAN calls per node and pattern at most (COUNT 1000 each: up to ~10 million keys looked
 /// at), so that a huge keyspace ends in a bounded time with a word instead of never.
 constexpr int kMaxScanCalls = 10'000;
@@ -346,7 +327,8 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
   for (const auto& key : keys) {
     const auto k = lock::LeaseKeys::derive(key);
     std::vector<std::string> names{k.key, k.fence, k.line, k.pause()};
-    for (int i = 1; i < config::kMaxLimit; ++i) names.push_back(k.slot(i));
+    const auto slots = k.slots_from(1);
+    names.insert(names.end(), slots.begin(), slots.end());
     calls.push_back(conn.eval(lock::kListKey, names, {}));
   }
   std::vector<std::pair<std::string, CallPtr>> claim_calls;
@@ -376,7 +358,7 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
     if (const redisReply* s = r.element(6); s && s->type == REDIS_REPLY_ARRAY) {
       for (std::size_t j = 0; j + 2 < s->elements; j += 3) {
         list::NodeKey::Slot slot;
-        slot.slot = static_cast<int>(to_number(redis::as_string(s->element[j]).value_or("0")));
+        slot.slot = static_cast<int>(lock::parse_count(redis::as_string(s->element[j]).value_or("")));
         slot.holder = redis::as_string(s->element[j + 1]).value_or("");
         slot.ttl_ms = redis::as_integer(s->element[j + 2]).value_or(-2);
         a.slots.push_back(std::move(slot));
@@ -423,11 +405,8 @@ Found discover(AsyncConnection& conn, const std::string& pattern, list::NodeScan
     for (const auto& n : names) {
       std::string rest;
       auto key = key_of(n, ":once:", &rest);
-      if (!key || !keys.contains(*key) || rest.empty() || rest.size() > 12 ||
-          rest.find_first_not_of("0123456789") != std::string::npos) {
-        continue;
-      }
-      const std::int64_t start = to_number(rest);
+      const std::int64_t start = lock::parse_count(rest);
+      if (!key || !keys.contains(*key) || start <= 0) continue;
       auto it = found.claims.find(*key);
       if (it == found.claims.end() || start > it->second.first) found.claims[*key] = {start, n};
     }

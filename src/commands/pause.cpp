@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "commands/quorum_view.h"
+#include "daemon/daemon.h"
 #include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/duration.h"
@@ -30,9 +31,7 @@ std::string operator_name() {
     if (const passwd* pw = ::getpwuid(::geteuid())) user = pw->pw_name;
   }
   if (user.empty()) user = "uid " + std::to_string(::geteuid());
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return user + "@" + (host[0] ? host : "unknown-host");
+  return user + "@" + daemon::holder_head("");  // this host's name, as in holder ids
 }
 
 /// What an ACL user needs for `pause` and `resume` (README "A fleet view").

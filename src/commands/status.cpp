@@ -46,14 +46,6 @@ std::string node_token_text(const lock::NodeView& n) {
   return "token unreadable (the fence counter holds " + log::printable(n.bad_fence) + ")";
 }
 
-/// The holder id without its ":<pid>:<random>" tail.
-std::string head_of(const std::string& holder) {
-  auto last = holder.rfind(':');
-  if (last == std::string::npos || last == 0) return holder;
-  auto pid = holder.rfind(':', last - 1);
-  return pid == std::string::npos ? holder : holder.substr(0, pid);
-}
-
 /// What Sentinel or Cluster says about where the key lives (nothing for host/nodes).
 struct TopologyView {
   std::optional<redis::SentinelReport> sentinel;
@@ -270,7 +262,7 @@ StatusView read_status(lock::LeaseBackend& backend, const config::Config& config
   s.q = overall(s.slots, first);
   s.quorum_reachable = s.q.reachable >= s.quorum;
   s.known = s.q.state != State::kUnknown;
-  s.here = s.q.state == State::kHeld && head_of(s.q.holder) == holder_head(config.redis.value);
+  s.here = s.q.state == State::kHeld && lock::holder_prefix(s.q.holder) == holder_head(config.redis.value);
   s.topology = inspect_topology(config);
   return s;
 }

@@ -49,9 +49,6 @@ std::optional<int> Runner::contend() {
       } else if (std::holds_alternative<Lead>(action)) {
         guard_said_.clear();
         attempt_log_.clear();
-        blocked_cause_.clear();
-        blocked_logged_ = false;
-        metrics_.set_cannot_acquire("");
         waiting_.done();  // before "acquired" is logged on the same terminal
         metrics_.add_wait(std::chrono::duration<double>(clock_.now() - machine.began()).count());
         return lead(machine.last());

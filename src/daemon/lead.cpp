@@ -50,9 +50,10 @@ struct Runner::Leading {
 static_assert(lock::kMaxSlots == config::kMaxLimit);
 
 void Runner::warn_larger_limit() {
-  // Once per acquisition, before the renewals start (the backend is not shared yet): one
-  // EXISTS of the slot keys beyond our limit. Slots there mean a daemon of a larger limit
-  // holds this key too: more than `limit` children run, which this daemon cannot prevent.
+  // Once per acquisition, before the child starts (a round on a slow node must not hold up the
+  // leader's loop while a child runs): one EXISTS of the slot keys beyond our limit. Slots
+  // there mean a daemon of a larger limit holds this key too: more than `limit` children
+  // run, which this daemon cannot prevent. It costs the acquisition one round trip.
   if (cfg_.task.limit >= config::kMaxLimit) return;
   const int beyond = backend_->slots_beyond_limit();
   if (beyond <= 0) return;

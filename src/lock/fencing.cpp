@@ -22,6 +22,11 @@ std::optional<std::uint64_t> parse_fence(std::string_view text) {
   return value;
 }
 
+std::int64_t parse_count(std::string_view text) {
+  const auto value = parse_token(text);
+  return value && *value < kFenceLimit ? static_cast<std::int64_t>(*value) : 0;
+}
+
 std::uint64_t quorum_token(const std::vector<std::uint64_t>& node_tokens) {
   std::uint64_t best = 0;
   for (auto t : node_tokens) best = std::max(best, t);

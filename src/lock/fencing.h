@@ -47,6 +47,10 @@ std::optional<std::uint64_t> parse_fence(std::string_view text);
 /// 2^53 - 1: Lua numbers are doubles, exact below it.
 inline constexpr std::uint64_t kFenceLimit = 9007199254740991;
 
+/// A count or a time (ms since the epoch) that a script wrote as decimal digits, below
+/// kFenceLimit; 0 for anything else (absent, garbage, a sign).
+std::int64_t parse_count(std::string_view text);
+
 /// The quorum's token: the maximum over the granting nodes (0 = did not grant).
 std::uint64_t quorum_token(const std::vector<std::uint64_t>& node_tokens);
 

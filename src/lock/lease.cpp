@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "lock/fencing.h"
 #include "lock/redlock.h"
 #include "util/duration.h"
 
@@ -34,16 +35,6 @@ std::optional<std::string> turn_of(const std::string& value) {
 
 namespace {
 constexpr std::string_view kPausePrefix = "\x01pause:";
-
-std::int64_t digits_value(std::string_view s) {
-  std::int64_t v = 0;
-  if (s.empty() || s.size() > 15) return 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return 0;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
 }  // namespace
 
 std::optional<PauseRecord> pause_of(const std::string& value) {
@@ -53,7 +44,7 @@ std::optional<PauseRecord> pause_of(const std::string& value) {
   const auto b = a == std::string_view::npos ? a : rest.find(':', a + 1);
   PauseRecord p;
   if (b == std::string_view::npos) return p;
-  p.until_ms = digits_value(rest.substr(0, a));
+  p.until_ms = parse_count(rest.substr(0, a));
   p.by = std::string(rest.substr(a + 1, b - a - 1));
   p.reason = std::string(rest.substr(b + 1));
   return p;
@@ -72,6 +63,13 @@ std::string describe_holder(const std::string& value) {
   return value;
 }
 
+std::string holder_prefix(const std::string& holder) {
+  auto last = holder.rfind(':');
+  if (last == std::string::npos || last == 0) return holder;
+  auto pid = holder.rfind(':', last - 1);
+  return pid == std::string::npos ? holder : holder.substr(0, pid);
+}
+
 std::optional<std::string> LeaseKeys::key_of_base(const std::string& base) {
   if (base.size() > 2 && base.front() == '{' && base.back() == '}' && derive(base.substr(1, base.size() - 2)).base == base) {
     return base.substr(1, base.size() - 2);
@@ -81,6 +79,12 @@ std::optional<std::string> LeaseKeys::key_of_base(const std::string& base) {
 }
 
 std::string LeaseKeys::slot(int i) const { return i == 0 ? key : base + ":slot:" + std::to_string(i); }
+
+std::vector<std::string> LeaseKeys::slots_from(int first) const {
+  std::vector<std::string> out;
+  for (int i = std::max(first, 0); i < kMaxSlots; ++i) out.push_back(slot(i));
+  return out;
+}
 
 std::string LeaseKeys::claim(std::int64_t slot_start_s) const { return base + ":once:" + std::to_string(slot_start_s); }
 

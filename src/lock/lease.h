@@ -38,6 +38,8 @@ struct LeaseKeys {
   /// lease, and daemons configured with different limits never hold more than the larger
   /// limit), "<base>:slot:<i>" for the others.
   std::string slot(int i) const;
+  /// The slot keys from `first` to the last a key can have (kMaxSlots - 1).
+  std::vector<std::string> slots_from(int first) const;
   /// once_per: the claim of the slot that starts at `slot_start_s` (seconds since the epoch).
   std::string claim(std::int64_t slot_start_s) const;
   /// `pause`: while this key exists (always with a TTL), no host starts the job.
@@ -81,6 +83,10 @@ Millis fence_ttl(Millis lease_ttl);
 /// (daemon::default_holder_id). A value set by hand (a maintenance hold, a test) does not,
 /// and says nothing about another daemon's `expire`.
 bool is_daemon_holder(const std::string& holder);
+
+/// The holder id without its ":<pid>:<random>" tail: the host (or `value` prefix); the value
+/// itself when it has no such tail.
+std::string holder_prefix(const std::string& holder);
 
 /// The restart guard (docs/DESIGN.md "Restart guard"): how long a server that says it has
 /// been up `uptime_s` whole seconds must still stay up before it may grant an absent lease

@@ -2,6 +2,7 @@
 // once_per claims, control messages.
 #include "lock/redlock.h"
 
+#include "lock/fencing.h"
 #include "lock/replies.h"
 #include "lock/scripts.h"
 
@@ -207,10 +208,8 @@ Published RedlockBackend::resume() {
 
 int RedlockBackend::slots_beyond_limit() {
   if (options_.limit >= kMaxSlots) return 0;
-  std::vector<std::string> beyond;
-  for (int i = options_.limit; i < kMaxSlots; ++i) beyond.push_back(keys_.slot(i));
   int most = -1;
-  for (const auto& c : round(kSlotsBeyond, beyond, {}, true)) {
+  for (const auto& c : round(kSlotsBeyond, keys_.slots_from(options_.limit), {}, true)) {
     auto v = c && c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
     if (v) most = std::max(most, static_cast<int>(*v));
   }
@@ -228,12 +227,8 @@ std::optional<PauseRecord> RedlockBackend::read_pause() {
     if (p.ttl_ms == -2) continue;
     p.by = redis::as_string(r.element(1)).value_or("");
     p.reason = redis::as_string(r.element(2)).value_or("");
-    auto number = [](const std::optional<std::string>& s) {
-      return s && !s->empty() && s->size() < 16 && s->find_first_not_of("0123456789") == std::string::npos ? std::stoll(*s)
-                                                                                                         : 0LL;
-    };
-    p.since_ms = number(redis::as_string(r.element(3)));
-    p.until_ms = number(redis::as_string(r.element(4)));
+    p.since_ms = parse_count(redis::as_string(r.element(3)).value_or(""));
+    p.until_ms = parse_count(redis::as_string(r.element(4)).value_or(""));
     seen.push_back(std::move(p));
   }
   if (static_cast<int>(seen.size()) < quorum()) return std::nullopt;
