@@ -281,7 +281,15 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
     finish(step_down());
     return;
   }
-  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
+  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone && code == 0 &&
+      next.kind == AfterExit::Kind::kRecontend) {
+    // A job done (status 0) and not restarted (restart = never, or on-failure): the lease is
+    // released for the next host, which is no crash loop. So no growing delay and no count
+    // towards restart_limit: a pool of `restart = "never"` workers of short jobs keeps its
+    // pace (issue 19's semaphore) instead of stepping down after restart_limit jobs. Paced
+    // still: restart_delay, at least kRestartStep, so that `true` cannot loop on Redis.
+    next.delay = std::max(s_.restart_delay, RestartTracker::kRestartStep);
+  } else if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
     // The child ended by itself: a crash loop restarts with a growing delay, then the
     // leader steps down (redisgo_task(1), MODES).
     auto delay = restarts_.on_exit(now);

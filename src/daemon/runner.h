@@ -100,8 +100,10 @@ class Runner {
 
   // --- leading (lead.cpp) ---
   std::optional<int> lead(const lock::Acquisition& acquired);
-  /// Logs an error when slots beyond our `limit` are held (mixed limits on one key).
+  /// Logs an error when slots beyond our `limit` are held (mixed limits on one key). Asked as
+  /// the daemon starts and then at an acquisition at most every kLimitCheckEvery.
   void warn_larger_limit();
+  static constexpr Millis kLimitCheckEvery{300'000};
   /// The renewal thread for this lease; nullptr (logged, released) when it cannot start.
   std::unique_ptr<lock::Renewer> start_renewer(const lock::Acquisition& acquired);
   /// once_per: claims the slot under the lease; an exit status when it is not to run.
@@ -169,6 +171,7 @@ class Runner {
   std::optional<StandbyMachine> standby_;  ///< built once: it keeps the stray-signal pacing
   WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
   bool warned_unpublished_ = false;
+  std::optional<Clock::time_point> limit_checked_;  ///< when warn_larger_limit last asked
   bool warned_unfair_ = false;     // fair: waiters outside the line heard a release (said once)
   bool warned_line_ = false;       // fair = false: a turn of the line seen (said once)
   bool warned_line_broken_ = false;  // the line is not a sorted set (said once)

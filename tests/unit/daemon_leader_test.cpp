@@ -346,6 +346,57 @@ TEST(Leader, SuperviseRestartsPerRestartPolicy) {
   }
 }
 
+// A worker pool of short jobs (issue 19's semaphore: `restart = "never"`, 200 ms jobs): a job
+// that ended with status 0 and is not restarted hands the lease on. That is no crash loop:
+// every such exit contends again after restart_delay (at least RestartTracker::kRestartStep),
+// never a growing delay, and never a step-down however many jobs a window holds. A failing
+// job still counts, as a crash loop must.
+TEST(Leader, CleanExitsThatAreNotRestartedNeitherGrowTheDelayNorStepDown) {
+  for (Restart restart : {Restart::kNever, Restart::kOnFailure}) {
+    auto s = settings(Mode::kSupervise);  // restart_limit 3 within 60 s
+    s.restart = restart;
+    s.restart_delay = 0ms;
+    RestartTracker restarts(s.restart_limit, s.restart_window, s.restart_delay);
+    FakeClock clock;
+    for (int job = 1; job <= 10; ++job) {  // ten leases in 10 s, each a job of 200 ms
+      LeaderMachine m(s, restarts);
+      LeaseView lease;
+      lease.valid_until = clock.now() + kTtl;
+      m.step(Start{}, clock.now(), lease);
+      m.step(Spawned{100, 99}, clock.now(), lease);
+      clock.advance(200ms);
+      m.step(ChildExited{0}, clock.now(), lease);
+      ASSERT_TRUE(m.done()) << job;
+      EXPECT_EQ(m.outcome()->kind, AfterExit::Kind::kRecontend) << job;
+      EXPECT_EQ(m.outcome()->step_down, "") << job;
+      EXPECT_EQ(m.outcome()->delay, RestartTracker::kRestartStep) << job;
+      clock.advance(800ms);
+    }
+  }
+  // restart = "never" with failing jobs: the delay grows and the leader steps down.
+  auto s = settings(Mode::kSupervise);
+  s.restart = Restart::kNever;
+  RestartTracker restarts(s.restart_limit, s.restart_window, s.restart_delay);
+  FakeClock clock;
+  std::vector<Millis> delays;
+  std::string step_down;
+  for (int job = 1; job <= 4; ++job) {
+    LeaderMachine m(s, restarts);
+    LeaseView lease;
+    lease.valid_until = clock.now() + kTtl;
+    m.step(Start{}, clock.now(), lease);
+    m.step(Spawned{100, 99}, clock.now(), lease);
+    m.step(ChildExited{1}, clock.now(), lease);
+    ASSERT_TRUE(m.done());
+    delays.push_back(m.outcome()->delay);
+    step_down = m.outcome()->step_down;
+    clock.advance(100ms);
+  }
+  EXPECT_EQ(delays[0], 1000ms);
+  EXPECT_EQ(delays[1], 2000ms);
+  EXPECT_NE(step_down.find("exited 4 times within 1m"), std::string::npos) << step_down;
+}
+
 TEST(Leader, ACrashLoopStepsTheLeaderDownAfterRestartLimitExits) {
   Rig r(settings(Mode::kSupervise));  // restart_limit 3 within 60 s
   r.run_child();
