@@ -1256,6 +1256,70 @@ class Bench:
             stop(redis.proc)
             self.results["semaphore"] = res
 
+    # -- 10b. the same semaphore with long-lived supervise workers ------------------------
+    def semaphore_workers(self):
+        """Issue 19's semaphore as the issue states it: limit = 4, 20 supervise contenders with
+        restart = "never" (each job done hands its slot to the line's head and the worker
+        queues again after restart_delay = 100 ms), 200 ms jobs, for a fixed window. Per job:
+        Redis commands (INFO total_commands_processed, calls inside scripts included) and
+        requests (what the daemons sent: EVAL/EVALSHA, SUBSCRIBE, AUTH, ...)."""
+        n, limit, job_s = 20, 4, 0.2
+        window = 6.0 if self.quick else 20.0
+        log(f"semaphore workers: limit = {limit}, {n} supervise contenders (restart = \"never\", restart_delay 100ms), "
+            f"{job_s * 1000:.0f} ms jobs, a {window:.0f} s window")
+        redis = Redis(self.tmp, "semworkers")
+        res = {"n": n, "limit": limit, "job_ms": job_s * 1000, "window_s": window}
+        procs = []
+        top_level = ("eval", "evalsha", "eval_ro", "evalsha_ro", "subscribe", "unsubscribe", "ssubscribe", "auth",
+                     "hello", "client", "select", "ping", "script", "quit", "readonly")
+
+        def stats():
+            return {m.group(1): int(m.group(2)) for m in
+                    re.finditer(r"^cmdstat_(\S+?):calls=(\d+)", redis.cli("INFO", "commandstats"), re.M)}
+        try:
+            d = os.path.join(self.tmp, "semw_run")
+            os.makedirs(d)
+            cmd = (f'S={d}/${{REDISGO_TASK_SLOT:-none}}.$REDISGO_TASK_TOKEN.$$; {self.stamp} $S.s; '
+                   f'sleep {job_s}; exec {self.stamp} $S.e')
+            cfg = self.config("semw", redis, "bench:semw", mode="supervise", command=cmd,
+                              extra=f'limit = {limit}\nrestart = "never"\nrestart_delay = "100ms"')
+            for i in range(n):
+                procs.append(self.daemon(cfg, os.path.join(d, f"daemon_{i}.log")))
+            # Warm-up: every worker has connected and run or queued.
+            time.sleep(3.0)
+            s0, c0, t0 = stats(), redis.total_commands(), time.time_ns()
+            time.sleep(window)
+            s1, c1, t1 = stats(), redis.total_commands(), time.time_ns()
+            jobs = []
+            for name in os.listdir(d):
+                m = re.match(r"^([^.]+)\.(\d+)\.(\d+)\.s$", name)
+                if m:
+                    st, en = read_stamp(os.path.join(d, name)), read_stamp(os.path.join(d, name[:-1] + "e"))
+                    if st and en:
+                        jobs.append({"slot": m.group(1), "start": st, "end": en})
+            conc = max_concurrency([(j["start"], j["end"]) for j in jobs])
+            inside = [j for j in jobs if t0 <= j["end"] <= t1]
+            if not inside:
+                fail("no job ended within the window")
+            delta = {k: v - s0.get(k, 0) for k, v in s1.items() if v - s0.get(k, 0) > 0}
+            delta["info"] = delta.get("info", 0) - 3  # ours: the INFO between, and commandstats twice
+            requests = sum(v for k, v in delta.items() if k.split("|")[0] in top_level)
+            by_command = {k: round(v / len(inside), 2) for k, v in sorted(delta.items(), key=lambda kv: -kv[1]) if v > 0}
+            res.update(jobs=len(inside), jobs_per_s=len(inside) / ((t1 - t0) / 1e9), max_concurrency=conc,
+                       commands_per_job=(c1 - c0 - 3) / len(inside), requests_per_job=requests / len(inside),
+                       by_command_per_job=by_command,
+                       workers_that_ran=len(set(os.path.basename(n).rsplit(".", 2)[-2] for n in os.listdir(d)
+                                                if n.endswith(".s"))))
+            log(f"  {len(inside)} jobs in {window:.0f} s: {res['jobs_per_s']:.1f} jobs/s, at most {conc} at once, "
+                f"{res['commands_per_job']:.1f} commands and {res['requests_per_job']:.1f} requests per job")
+        except RuntimeError as e:
+            res["error"] = str(e)
+            log(f"  semaphore workers row failed: {e}")
+        finally:
+            stop_all(procs)
+            stop(redis.proc)
+            self.results["semaphore_workers"] = res
+
     # -- 5. acquire+release cycle over 1/3/5 nodes --------------------------------------
     def lease_cycle(self):
         blocks = 2 if self.quick else 4

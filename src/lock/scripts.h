@@ -563,32 +563,48 @@ inline const Script kAcquireFair{kAcquireFairSource};
 /// line, then the slot keys in the order to try them, then the pause. ARGV as kAcquireFair. A slot that
 /// holds our turn is taken first (no guard: see kLineFunctions); else a free slot when
 /// nobody waits or we head the line; else as kAcquireFair: {0, holder of the slot that
-/// frees first (or the woken head's turn), its pttl, position, ticket, length}.
+/// frees first (or the woken head's turn), its pttl, position, ticket, length}. Costs: the slots
+/// are read in one MGET, the fence only where a slot is to be granted, the slots' PTTLs only on
+/// a miss (a taken turn reads none): issue 19's commands per job.
 inline const std::string kAcquireSlotFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
-local fence = redis.pcall('GET', KEYS[1])
-if bad_fence(fence) then
-  return fence_error(KEYS[1])
+local last = #KEYS - 1
+-- Every slot in one MGET (they share the key's hash slot); a user refused MGET (an older ACL
+-- recipe) reads them one by one. MGET answers nil for a key of another type, where GET would
+-- fail: the SET NX below then fails, and that is refused as GET's error was.
+local got = redis.pcall('MGET', unpack(KEYS, 3, last))
+if type(got) ~= 'table' or got.err then
+  got = {}
+  for i = 3, last do
+    got[i - 2] = redis.call('GET', KEYS[i])
+  end
 end
-local mine, free, other, first, best = nil, nil, nil, 3, -1
-local values = {}
-for i = 3, #KEYS - 1 do
-  local v = redis.call('GET', KEYS[i])
+local mine, free, other = nil, nil, nil
+local values, frees = {}, {}
+for i = 3, last do
+  local v = got[i - 2]
   values[i] = v
   if v == TURN .. me then
     mine = KEYS[i]
   elseif not v then
-    if free then
-      other = other or KEYS[i]
-    else
-      free = KEYS[i]
-    end
-  else
-    local ttl = redis.call('PTTL', KEYS[i])
-    if ttl >= 0 and (best < 0 or ttl < best) then
-      first, best = i, ttl
+    frees[#frees + 1] = KEYS[i]
+  end
+end
+free, other = frees[1], frees[2]
+-- Nothing for us: in line, told of the held slot that frees first (its PTTL: only here, so
+-- that a turn taken or a slot granted reads none).
+local function miss()
+  local first, best = 3, -1
+  for i = 3, last do
+    if values[i] then
+      local ttl = redis.call('PTTL', KEYS[i])
+      if ttl >= 0 and (best < 0 or ttl < best) then
+        first, best = i, ttl
+      end
     end
   end
+  local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+  return {0, values[first] or '', best, l[1], l[2], l[3]}
 end
 local slot = mine
 local left = 0
@@ -599,9 +615,28 @@ if mine or free then
     return {0, marker, pause_ttl, l[1], l[2], l[3]}
   end
 end
+local fence = nil
+if mine or free then
+  fence = redis.pcall('GET', KEYS[1])
+  if bad_fence(fence) then
+    return fence_error(KEYS[1])
+  end
+end
 if not slot and free then
   -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
-  redis.call('SET', free, me, 'NX', 'PX', ARGV[2])
+  -- A SET NX that fails found a key of another type (MGET's nil): the next free one is tried,
+  -- and with none left the attempt is an error that names the key.
+  free = nil
+  for j, k in ipairs(frees) do
+    if redis.call('SET', k, me, 'NX', 'PX', ARGV[2]) then
+      free, other = k, frees[j + 1]
+      break
+    end
+  end
+  if not free then
+    return redis.error_reply('slot key ' .. frees[1] .. ' holds a ' .. redis.call('TYPE', frees[1]).ok ..
+                             ', not a lease: delete it')
+  end
   left = guard_left(tonumber(ARGV[4]) or 0)
   if left > 0 then
     redis.call('DEL', free)
@@ -628,16 +663,16 @@ if not slot and free then
   end
 end
 if not slot then
-  local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-  return {0, values[first] or '', best, l[1], l[2], l[3]}
+  return miss()
 end
 if mine then
   redis.call('SET', slot, me, 'PX', ARGV[2])
   other = other or free
 end
 -- Another slot is free (a turn that expired unused, a release that woke nobody): its turn goes
--- to the line's head now, or it would stay out of service until the next release.
-if other then
+-- to the line's head now, or it would stay out of service until the next release. (MGET's nil
+-- may be a key of another type: asked, so that no turn is ever written over it.)
+if other and redis.call('EXISTS', other) == 0 then
   pcall(wake, KEYS[2], other, ARGV[8], me)
 end
 if left < 0 then

@@ -424,6 +424,44 @@ TEST_F(FairLine, ALineKeyOfAnotherTypeNeverKeepsTheLeaseAndIsNamed) {
   EXPECT_EQ(run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s).code, 0);
 }
 
+// A semaphore reads its slots in one MGET, which answers nil for a key of another type where
+// GET failed: such a slot must never be granted nor overwritten. With the other slot held, the
+// attempt is an error naming the key; with it free, that slot is granted and the hash kept.
+TEST_F(FairLine, ASemaphoreSlotKeyOfAnotherTypeIsNeverGrantedNorOverwritten) {
+  const auto cfg = config("oneshot", "", "limit = 2\n");
+  const std::string slot1 = "{" + key_ + "}:slot:1";
+  server_.cli({"HSET", key_, "f", "v"});  // slot 0
+  server_.cli({"SET", slot1, "other:1:0123456789abcdef0123456789abcdef", "PX", "30000"});
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  EXPECT_NE(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("slot key " + key_ + " holds a hash, not a lease"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("acquired key="), std::string::npos) << r.err;
+  server_.cli({"DEL", slot1});
+  r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("slot=1"), std::string::npos) << r.err;
+  EXPECT_EQ(server_.cli({"HGET", key_, "f"}), "v");
+}
+
+// A user whose ACL predates the MGET (the README's recipe before it) still runs a semaphore:
+// the slots are then read one by one.
+TEST(FairLineAcl, ASemaphoreRunsForAUserWithoutMget) {
+  RedisServer s(with_acl_user("user w on >w-Pw ~sem ~{sem}:* &{sem}:* +eval +evalsha +get +set +del +pexpire "
+                              "+pttl +time +publish +subscribe +exists +hset +hget +hmget +info +zadd +zrem "
+                              "+zrange +zscore +zrank +zcard +zremrangebyrank"));
+  TempDir dir;
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + s.address() + "\"";
+  spec.key = "sem";
+  spec.extra_redis = "username = \"w\"\npassword = \"w-Pw\"\n";
+  spec.extra_task = "limit = 2\n";
+  const auto cfg = dir.write("sem.toml", make_config(spec));
+  s.cli({"SET", "sem", "other:1:0123456789abcdef0123456789abcdef", "PX", "30000"});
+  const auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("slot=1"), std::string::npos) << r.err;
+}
+
 /// Redlock over three servers, with the timings of the fair-line tests.
 ConfigSpec three_nodes(const RedisServer& a, const RedisServer& b, const RedisServer& c, const std::string& key) {
   ConfigSpec s;
