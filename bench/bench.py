@@ -959,32 +959,54 @@ class Bench:
                 if not herd:
                     return sample, None
                 t_rel = a_end / 1e9
+                new_holder = leaders()[nxt][2]
                 attempts, release_at, requests = [], [], 0
+                # Every command in the window, calls inside scripts included (MONITOR shows them
+                # as "lua" after the script's own line), by whose it is: the release and the
+                # woken head's take are the herd; the old leader contending again after its
+                # restart_delay, and the new leader's ticker renewals, would happen without any
+                # herd, and are counted apart.
+                by_role = collections.Counter()
+                role = "other"
                 for line in read_text(mon_path).splitlines():
                     m = re.match(r"^(\d+\.\d+) \[\d+ ([^\]]+)\] (.*)$", line)
-                    if not m or m.group(2) == "lua":
+                    if not m:
                         continue
                     ts = float(m.group(1))
                     if not t_rel <= ts <= t_rel + 1.0:
                         continue
-                    requests += 1
-                    if not m.group(3).upper().startswith('"EVAL'):
+                    if m.group(2) == "lua":
+                        by_role[role] += 1
                         continue
+                    requests += 1
+                    role = "other"
                     args = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(3))
-                    fence = [i for i, a in enumerate(args) if a.endswith(":fence")]
-                    # The acquire script: KEYS lease, fence (the fair one: then the line); ARGV[1] holder.
-                    at = fence[0] + 1 if fence else None
-                    if at is not None and at < len(args) and args[at].endswith(":line"):
-                        at += 1
+                    if not m.group(3).upper().startswith('"EVAL'):
+                        if args and args[0].upper() == "INFO":
+                            role = "bench"
+                        by_role[role] += 1
+                        continue
+                    # An acquire script names the fence among its KEYS; ARGV[1] is the holder.
+                    nkeys = int(args[2]) if len(args) > 2 and args[2].isdigit() else 0
+                    keys = args[3:3 + nkeys]
+                    at = 3 + nkeys if any(k.endswith(":fence") for k in keys) else None
                     if at is not None and at < len(args):
                         attempts.append((ts - t_rel, args[at]))
+                        role = "old_leader_contends" if args[at] == holder else "acquire"
                     elif holder in args:  # the old leader's release
                         release_at.append(ts - t_rel)
+                        role = "release"
+                    elif new_holder in args:
+                        role = "new_leader_renews"
+                    by_role[role] += 1
                 # The old leader (its holder id is per process) contends again after
                 # restart_delay (300 ms), inside the window: counted apart.
                 standby = [x for x in attempts if x[1] != holder]
                 times = sorted(t for t, _ in standby)
+                herd_net = sum(v for k, v in by_role.items()
+                               if k not in ("old_leader_contends", "new_leader_renews", "bench"))
                 return sample, {"commands": i_after - i_before - 1, "requests": requests,
+                                "by_role": dict(by_role), "herd_commands": herd_net,
                                 "attempts": len(standby), "daemons": len(set(c for _, c in standby)),
                                 "old_leader_attempts": len(attempts) - len(standby),
                                 "release_ms": min(release_at) * 1e3 if release_at else None,
@@ -1041,6 +1063,8 @@ class Bench:
         self.results["herd"] = {n: {"standbys": r["standbys"], "median_ms": r["median_ms"], "p99_ms": r["p99_ms"],
                                     "rounds": r["rounds"], "startup_s": r["startup_s"],
                                     "herd_commands": [h["commands"] for h in r["herds"]],
+                                    "herd_net_commands": [h["herd_commands"] for h in r["herds"]],
+                                    "herd_by_role": [h["by_role"] for h in r["herds"]],
                                     "herd_attempts": [h["attempts"] for h in r["herds"]],
                                     "steady_per_s": r["steady"]["per_s"],
                                     "steady_scripts_per_s": r["steady"]["scripts_per_s"],
@@ -1652,6 +1676,14 @@ def report(r, m, build_type):
         w(f"| `limit = 4` semaphore, 20 contenders | ≤ 4 children at once | {sem['jobs_per_s']:.1f} jobs/s of "
           f"{sem['job_ms']:.0f} ms, at most {sem['max_concurrency']} at once, {sem['commands_per_s']:.0f} commands/s | "
           f"{verdict(sem['max_concurrency'] <= sem['limit'])} | | |")
+    semw = r.get("semaphore_workers")
+    if semw and "error" not in semw:
+        w(f"| `limit = 4` semaphore, 20 supervise workers (`restart = \"never\"`) | ≥ 18 jobs/s, ≤ 4 at once, ≤ 8 per job | "
+          f"{semw['jobs_per_s']:.1f} jobs/s of {semw['job_ms']:.0f} ms, at most {semw['max_concurrency']} at once, "
+          f"{semw['requests_per_job']:.1f} requests ({semw['commands_per_job']:.1f} commands with calls inside scripts) per job | "
+          f"{verdict(semw['max_concurrency'] <= semw['limit'] and semw['jobs_per_s'] >= 18 and semw['requests_per_job'] <= 8)} | | |")
+    elif semw:
+        w(f"| `limit = 4` semaphore, 20 supervise workers | ≥ 18 jobs/s | **failed**: {semw['error']} | | | |")
     w("")
     w("The issue's figures before the fault-proof core (same machine, 2026-11-22): handover median 2.9 ms,")
     w("0.9 requests/s from 20 standbys, +3.1 ms over `true` (flock(1): +1.4 ms), 4.0 MiB; a stop during a")
@@ -2101,6 +2133,7 @@ def main():
             timed(b.fairness)
             timed(b.fairness_redlock)
             timed(b.semaphore)
+            timed(b.semaphore_workers)
             timed(b.lease_cycle)
             timed(b.restart_guard)
             timed(b.silent_nodes)
