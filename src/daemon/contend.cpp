@@ -199,6 +199,7 @@ std::optional<Millis> Runner::next_message(const std::string& payload) {
 void Runner::note_line(const lock::Acquisition& acq) {
   if (cfg_.redis.fair) {
     metrics_.set_line_length(acq.line_length);
+    metrics_.set_line_position(acq.position);
     return;
   }
   // fair = false beside daemons with the line: a freed lease goes to their line first.
@@ -280,15 +281,20 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
     paused_said_ = false;
     log_->info("key {} is no longer paused", cfg_.redis.key);
   }
+  // redisgo_task_state says what STATUS= says, in the same order.
   if (blocked) {
     say_status(blocked->text);
+    metrics_.set_state(metrics::state_of_cause(blocked->cause).value_or(metrics::State::kErrorReply));
   } else if (pause) {
     say_status(lock::describe_pause(*pause));
+    metrics_.set_state(metrics::State::kPaused);
   } else if (acq.guard_wait_ms >= 0) {
     say_status("standby (restart guard: a Redis node restarted; it grants nothing new for " +
                format_duration(Millis(acq.guard_wait_ms)) + ")");
+    metrics_.set_state(metrics::State::kRestartGuard);
   } else {
     say_status("standby");
+    metrics_.set_state(acq.position > 0 ? metrics::State::kInLine : metrics::State::kStandby);
   }
 }
 
@@ -312,8 +318,11 @@ void Runner::report_never_expires(const lock::Acquisition& acq) {
 void Runner::note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors) {
   for (const auto& node : answered) metrics_.set_node_up(node, true);
   for (const auto& e : errors) {
-    // An error reply comes from a live server; only a node that did not answer is down.
-    if (!e.node.empty() && e.fault != redis::Fault::kReply) metrics_.set_node_up(e.node, false);
+    // An error reply comes from a live server, and so does a refused AUTH (its own alert
+    // says so); only a node that did not answer is down.
+    if (!e.node.empty() && e.fault != redis::Fault::kReply && e.fault != redis::Fault::kAuth) {
+      metrics_.set_node_up(e.node, false);
+    }
   }
 }
 

@@ -77,6 +77,8 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   metrics_.add_acquisition();
   metrics_.set_token(acquired.token);
   metrics_.set_leader(true);
+  metrics_.set_state(metrics::State::kLeader);
+  metrics_.set_line_position(0);  // out of the line: the lease is ours
   metrics_.set_lease_deadline(acquired.valid_until);
   // Whatever way this lease ends, the gauges say so.
   struct NotLeader {
@@ -84,6 +86,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     ~NotLeader() {
       m.set_leader(false);
       m.set_lease_deadline(std::nullopt);
+      if (m.state() == metrics::State::kLeader) m.set_state(metrics::State::kStandby);
     }
   } not_leader{metrics_};
   renewer_wake_.clear();
@@ -262,6 +265,7 @@ void Runner::run_leader(Leading& l) {
     if (l.machine.running()) {
       if (auto code = l.child->try_wait()) {
         metrics_.set_child_exit(*code);
+        if (*code == 0) metrics_.set_last_success(wall_seconds());
         drive(l, leader::ChildExited{*code});
       }
     }
@@ -305,6 +309,7 @@ std::optional<int> Runner::end_lease(Leading& l) {
   release_lease(l.renewer);
   metrics_.set_leader(false);
   metrics_.set_lease_deadline(std::nullopt);
+  metrics_.set_state(metrics::State::kStandby);
   if (outcome.kind == AfterExit::Kind::kExit) return outcome.exit_code;
   if (!outcome.step_down.empty()) {
     metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
@@ -330,6 +335,7 @@ leader::Event Runner::spawn_child(Leading& l, Clock::time_point kill_at) {
   try {
     l.child = deps_.spawner->spawn(spawn);
     metrics_.add_child_start();
+    metrics_.set_last_start(wall_seconds());
     log_->info("child started pid={} token={}{}", l.child->pid(), spawn.env["REDISGO_TASK_TOKEN"],
                cfg_.task.limit > 1 ? " slot=" + spawn.env["REDISGO_TASK_SLOT"] : std::string());
     return leader::Spawned{l.child->pid(), l.child->keeper_pid()};
@@ -406,8 +412,10 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why, bool pla
                               : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
   log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
   say_status("stepped down: " + why);
+  metrics_.set_state(metrics::State::kSteppedDown);
   if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
   say_status("standby");
+  metrics_.set_state(metrics::State::kStandby);
   return std::nullopt;
 }
 

@@ -24,6 +24,14 @@ std::vector<std::string> node_names(const lock::LeaseOptions& o) {
   return names;
 }
 
+}  // namespace
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -60,7 +68,14 @@ Runner::Runner(const TaskOptions& options, const Dependencies& deps)
       subscribe_log_(log::get("lock"), "subscribe"),
       metrics_(cfg_.redis.key, node_names(lease_opts_)),
       metrics_log_(log::get("metrics"), "metrics"),
-      started_ms_(wall_ms()) {}
+      started_ms_(wall_ms()) {
+  metrics::Metrics::Settings settings;
+  settings.mode = config::to_string(cfg_.task.mode);
+  settings.limit = cfg_.task.limit;
+  settings.expire_seconds = std::chrono::duration<double>(cfg_.redis.expire).count();
+  if (cfg_.task.once_per) settings.once_per_seconds = std::chrono::duration<double>(*cfg_.task.once_per).count();
+  metrics_.configure(settings);
+}
 
 void Runner::poll_until(std::vector<pollfd>& fds, Clock::time_point wake_at, std::optional<Millis> cap) {
   if (wake_at == Clock::time_point::max()) {
@@ -121,6 +136,17 @@ bool Runner::start_exporter() {
     metrics::ExporterOptions options;
     options.listen = cfg_.metrics.listen;
     options.textfile = cfg_.metrics.textfile;
+    // At a clean exit a supervise daemon takes its textfile away (a stopped service reports
+    // nothing, rather than a leader that is gone); a oneshot run leaves the record of the
+    // run, so that cron's last success outlives it. Only a killed daemon leaves a live
+    // file behind, and its written timestamp goes stale.
+    options.at_stop = cfg_.task.mode == Mode::kOneshot ? metrics::ExporterOptions::AtStop::kRecord
+                                                       : metrics::ExporterOptions::AtStop::kRemove;
+    if (!options.textfile.empty()) {
+      // The last success of the runs before this one (a cron job's runs are processes of
+      // their own). Bounded: a hung mount does not hold up the start.
+      metrics_.restore_last_success(metrics::read_previous_textfile(options.textfile, std::chrono::seconds(1)));
+    }
     exporter_ = std::make_unique<metrics::Exporter>(metrics_, std::move(options));
   } catch (const Error& e) {
     log_->error("cannot start [metrics]: {}; nothing was started", e.what());

@@ -198,6 +198,11 @@ struct Exporter::Impl {
     }
   }
 
+  double wall_now() const {
+    if (options.wall_clock) return options.wall_clock();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+
   const Metrics& metrics;
   ExporterOptions options;
   UniqueFd listen_fd;
@@ -222,7 +227,7 @@ struct Exporter::Impl {
 void Exporter::Impl::submit_textfile(Steady::time_point now) {
   submitted_version = metrics.version();
   last_textfile_submit = now;
-  writer->submit(metrics.render());
+  writer->submit(metrics.render_textfile(wall_now()));
 }
 
 void Exporter::Impl::accept_clients(Steady::time_point now) {
@@ -404,11 +409,19 @@ std::string Exporter::stop() {
   m.listen_fd.reset();  // a scrape after the stop is refused, not left waiting
   m.clients.clear();
   if (!m.writer) return {};
-  m.submit_textfile(Steady::now());
-  if (m.writer->finish(m.options.textfile_write_bound)) return {};
-  return "metrics textfile " + m.options.textfile + ": the last write did not end within " +
+  switch (m.options.at_stop) {
+    case ExporterOptions::AtStop::kWrite: m.submit_textfile(Steady::now()); break;
+    case ExporterOptions::AtStop::kRemove: m.writer->submit_remove(); break;
+    case ExporterOptions::AtStop::kRecord: m.writer->submit(m.metrics.render_record()); break;
+  }
+  if (m.writer->finish(m.options.textfile_write_bound)) {
+    // A removal refused (the file is no longer ours) or a last write that failed.
+    return m.writer->last_error();
+  }
+  const std::string what = m.options.at_stop == ExporterOptions::AtStop::kRemove ? "removal" : "write";
+  return "metrics textfile " + m.options.textfile + ": the last " + what + " did not end within " +
          std::to_string(m.options.textfile_write_bound.count()) +
-         " ms (a hung file system?); left behind, its thread ends when the write returns";
+         " ms (a hung file system?); left behind, its thread ends when the " + what + " returns";
 }
 
 Exporter::~Exporter() {

@@ -8,6 +8,10 @@
 #include <set>
 #include <utility>
 
+#ifndef REDISGO_VERSION
+#define REDISGO_VERSION "unknown"
+#endif
+
 namespace redisgo::metrics {
 
 namespace {
@@ -72,6 +76,11 @@ constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
 constexpr const char* kLossCauses[] = {"deadline", "lost"};
 constexpr const char* kBlockedCauses[] = {"credentials", "error", "tls", "unreachable"};
 constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "restart_limit"};
+/// redisgo_task_state's label values, in the order of State.
+constexpr std::array<const char*, kStateCount> kStateNames{
+    "standby",  "in_line",     "restart_guard",       "paused",     "leader",
+    "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply"};
+static_assert(static_cast<std::size_t>(State::kErrorReply) + 1 == kStateCount);
 
 /// A label value in the exposition format: backslash, double quote and newline escaped.
 void append_escaped(std::string& out, std::string_view value) {
@@ -99,6 +108,19 @@ void append_double(std::string& out, double v) {
   }
 }
 
+/// Unix seconds to the millisecond, in plain decimals ("1795805107.934", not
+/// "1.795805107934e+09"): both parse, this one reads.
+void append_timestamp(std::string& out, double v) {
+  if (!std::isfinite(v)) return append_double(out, v);
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 3);
+  // Trailing zeros (and a bare point) go: 0 stays "0", 1700000000.5 reads as written.
+  char* end = res.ptr;
+  while (end > buf && end[-1] == '0') --end;
+  if (end > buf && end[-1] == '.') --end;
+  out.append(buf, end);
+}
+
 void append_header(std::string& out, const char* name, const char* type, const char* help) {
   out += "# HELP ";
   out += name;
@@ -112,6 +134,16 @@ void append_header(std::string& out, const char* name, const char* type, const c
 }
 
 }  // namespace
+
+const char* to_string(State s) { return kStateNames[static_cast<std::size_t>(s)]; }
+
+std::optional<State> state_of_cause(std::string_view cause) {
+  if (cause.empty()) return std::nullopt;
+  if (cause == "unreachable") return State::kUnreachable;
+  if (cause == "credentials") return State::kCredentialsRefused;
+  if (cause == "tls") return State::kTlsFailed;
+  return State::kErrorReply;  // "error", and any cause added later: attempts reach no quorum
+}
 
 struct Metrics::Impl {
   Impl(std::string key, const Clock& c) : clock(c) {
@@ -143,6 +175,50 @@ struct Metrics::Impl {
     out += value;
     out += '\n';
   }
+  /// A gauge of unix seconds (0 = never).
+  void timestamp(std::string& out, const char* name, const std::atomic<double>& v) const {
+    std::string text;
+    append_timestamp(text, v.load(std::memory_order_relaxed));
+    sample(out, name, text);
+  }
+  void build_info(std::string& out) const {
+    append_header(out, "redisgo_task_build_info", "gauge", "Always 1; the version of the running binary is a label.");
+    open_sample(out, "redisgo_task_build_info");
+    out += ",version=\"";
+    append_escaped(out, REDISGO_VERSION);
+    out += "\"} 1\n";
+  }
+  /// The series of a finished run: in render() and in render_record() alike.
+  void run_series(std::string& out) const {
+    append_header(out, "redisgo_task_child_last_exit_status", "gauge",
+                  "Exit status of the last child (128+N for signal N; -1 before the first exit).");
+    sample(out, "redisgo_task_child_last_exit_status", std::to_string(child_exit.load(std::memory_order_relaxed)));
+    append_header(out, "redisgo_task_child_last_start_timestamp_seconds", "gauge",
+                  "Unix time the last child started (0 before the first).");
+    timestamp(out, "redisgo_task_child_last_start_timestamp_seconds", last_start);
+    append_header(out, "redisgo_task_last_success_timestamp_seconds", "gauge",
+                  "Unix time a child last exited 0 (0 before the first; a oneshot run carries the one its "
+                  "textfile had).");
+    timestamp(out, "redisgo_task_last_success_timestamp_seconds", last_success);
+  }
+  /// The config's series (the caller holds mu).
+  void settings_series(std::string& out) const {
+    append_header(out, "redisgo_task_config_info", "gauge", "Always 1; the task's mode and limit are labels.");
+    open_sample(out, "redisgo_task_config_info");
+    out += ",mode=\"";
+    append_escaped(out, settings.mode);
+    out += "\",limit=\"" + std::to_string(settings.limit) + "\"} 1\n";
+    std::string v;
+    append_header(out, "redisgo_task_expire_seconds", "gauge", "The lease's TTL (expire) in seconds.");
+    append_double(v, settings.expire_seconds);
+    sample(out, "redisgo_task_expire_seconds", v);
+    v.clear();
+    append_header(out, "redisgo_task_once_per_seconds", "gauge",
+                  "The configured once_per period in seconds; 0 when not set.");
+    append_double(v, settings.once_per_seconds);
+    sample(out, "redisgo_task_once_per_seconds", v);
+  }
+
   void counters(std::string& out, const char* name, const char* label,
                 const std::map<std::string, std::uint64_t, std::less<>>& values) const {
     for (const auto& [label_value, n] : values) labelled(out, name, label, label_value, std::to_string(n));
@@ -178,6 +254,11 @@ struct Metrics::Impl {
   std::atomic<std::uint64_t> acquisitions{0};
   std::atomic<std::uint64_t> child_starts{0};
   std::atomic<int> child_exit{-1};
+  std::atomic<int> state{static_cast<int>(State::kStandby)};
+  std::atomic<std::int64_t> line_position{0};
+  std::atomic<double> last_success{0};
+  std::atomic<double> last_start{0};
+  Settings settings;  ///< guarded by mu
 
   /// Guards the labelled families and the histogram (so _count, _sum and the buckets
   /// of one render always agree).
@@ -306,6 +387,78 @@ void Metrics::set_node_up(std::string_view node, bool up) {
   if (moved) changed();
 }
 
+void Metrics::set_state(State state) {
+  if (impl_->state.exchange(static_cast<int>(state), std::memory_order_relaxed) != static_cast<int>(state)) changed();
+}
+
+State Metrics::state() const { return static_cast<State>(impl_->state.load(std::memory_order_relaxed)); }
+
+void Metrics::set_line_position(std::int64_t position) {
+  if (impl_->line_position.exchange(position, std::memory_order_relaxed) != position) changed();
+}
+
+void Metrics::set_last_success(double unix_seconds) {
+  if (std::isfinite(unix_seconds) && impl_->last_success.exchange(unix_seconds, std::memory_order_relaxed) != unix_seconds) {
+    changed();
+  }
+}
+
+void Metrics::set_last_start(double unix_seconds) {
+  if (std::isfinite(unix_seconds) && impl_->last_start.exchange(unix_seconds, std::memory_order_relaxed) != unix_seconds) {
+    changed();
+  }
+}
+
+void Metrics::configure(const Settings& settings) {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->settings = settings;
+  }
+  changed();
+}
+
+bool Metrics::restore_last_success(std::string_view previous) {
+  std::string prefix = "redisgo_task_last_success_timestamp_seconds{";
+  prefix += impl_->key_label;
+  prefix += "} ";
+  // At the start of a line: the file is one sample per line.
+  for (std::size_t at = 0; at < previous.size();) {
+    const std::size_t eol = std::min(previous.find('\n', at), previous.size());
+    const std::string_view line = previous.substr(at, eol - at);
+    at = eol + 1;
+    if (line.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view text = line.substr(prefix.size());
+    double v = 0;
+    const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (res.ec != std::errc() || res.ptr != text.data() + text.size() || !std::isfinite(v) || v <= 0) return false;
+    double current = impl_->last_success.load(std::memory_order_relaxed);
+    if (v <= current) return false;
+    set_last_success(v);
+    return true;
+  }
+  return false;
+}
+
+std::string Metrics::render_record() const {
+  std::string out;
+  impl_->build_info(out);
+  std::lock_guard lock(impl_->mu);
+  impl_->settings_series(out);
+  impl_->run_series(out);
+  return out;
+}
+
+std::string Metrics::render_textfile(double now_unix) const {
+  std::string out = render();
+  append_header(out, "redisgo_task_textfile_written_timestamp_seconds", "gauge",
+                "Unix time this textfile was written (every 15 s at least while the daemon runs: an old one means "
+                "a daemon that died without removing it).");
+  std::string v;
+  append_timestamp(v, now_unix);
+  impl_->sample(out, "redisgo_task_textfile_written_timestamp_seconds", v);
+  return out;
+}
+
 std::string Metrics::render() const {
   const Impl& m = *impl_;
   std::string out;
@@ -313,8 +466,18 @@ std::string Metrics::render() const {
   // copies (it matters with many nodes).
   out.reserve(std::max<std::size_t>(4096, m.last_size.load(std::memory_order_relaxed) + 1024));
 
+  m.build_info(out);
+
   append_header(out, "redisgo_task_leader", "gauge", "1 while this daemon holds the lease on the key, else 0.");
   m.sample(out, "redisgo_task_leader", m.leader.load(std::memory_order_relaxed) ? "1" : "0");
+
+  append_header(out, "redisgo_task_state", "gauge",
+                "1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, "
+                "paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply).");
+  {
+    const auto now = static_cast<std::size_t>(m.state.load(std::memory_order_relaxed));
+    for (std::size_t i = 0; i < kStateCount; ++i) m.labelled(out, "redisgo_task_state", "state", kStateNames[i], i == now ? "1" : "0");
+  }
 
   append_header(out, "redisgo_task_token", "gauge",
                 "Fencing token of the current or last lease (0 before the first).");
@@ -338,6 +501,8 @@ std::string Metrics::render() const {
   m.sample(out, "redisgo_task_acquisitions_total", std::to_string(m.acquisitions.load(std::memory_order_relaxed)));
 
   std::lock_guard lock(m.mu);
+  m.settings_series(out);
+
   append_header(out, "redisgo_task_renewals_total", "counter",
                 "Renewal rounds by result (confirmed by a quorum, failed, or lease lost).");
   m.counters(out, "redisgo_task_renewals_total", "result", m.renewals);
@@ -350,8 +515,12 @@ std::string Metrics::render() const {
   m.histogram(out, "redisgo_task_wait_seconds", m.waits);
 
   append_header(out, "redisgo_task_line_length", "gauge",
-                "Waiters in the key's waiting line as of this daemon's last attempt (fair = true).");
+                "The waiting line's length as this daemon last saw it (fair = true): read when it joins, then at least its own place; max by (key) is the line's length.");
   m.sample(out, "redisgo_task_line_length", std::to_string(m.line_length));
+
+  append_header(out, "redisgo_task_line_position", "gauge",
+                "This daemon's place in the waiting line as of its last attempt (1 = next; 0 = not in line).");
+  m.sample(out, "redisgo_task_line_position", std::to_string(m.line_position.load(std::memory_order_relaxed)));
 
   append_header(out, "redisgo_task_cannot_acquire", "gauge",
                 "1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS "
@@ -364,9 +533,7 @@ std::string Metrics::render() const {
   append_header(out, "redisgo_task_child_starts_total", "counter", "Child processes started.");
   m.sample(out, "redisgo_task_child_starts_total", std::to_string(m.child_starts.load(std::memory_order_relaxed)));
 
-  append_header(out, "redisgo_task_child_last_exit_status", "gauge",
-                "Exit status of the last child (128+N for signal N; -1 before the first exit).");
-  m.sample(out, "redisgo_task_child_last_exit_status", std::to_string(m.child_exit.load(std::memory_order_relaxed)));
+  m.run_series(out);
 
   append_header(out, "redisgo_task_step_downs_total", "counter", "Times this daemon stepped down as leader, by cause.");
   m.counters(out, "redisgo_task_step_downs_total", "cause", m.step_downs);

@@ -30,6 +30,28 @@
 
 namespace redisgo::metrics {
 
+/// What the daemon is doing, for redisgo_task_state (one-hot: the current state's series is
+/// 1, every other 0). The cannot-reach and refused states win over the others: they say
+/// that no host with this config can run the job.
+enum class State {
+  kStandby,             ///< contending: the lease is held by another, or free and about to be taken
+  kInLine,              ///< fair = true: waiting in the key's waiting line for its turn
+  kRestartGuard,        ///< a Redis node restarted less than expire ago and grants nothing yet
+  kPaused,              ///< the key is paused (`redisgo_task pause`)
+  kLeader,              ///< holds a lease (any slot); the child runs or is about to
+  kSteppedDown,         ///< stepped down, holding back for step_down_hold
+  kUnreachable,         ///< too few Redis nodes answer for a quorum
+  kCredentialsRefused,  ///< Redis refused the credentials (AUTH, ACL)
+  kTlsFailed,           ///< the TLS verification of the Redis nodes failed
+  kErrorReply,          ///< another error reply keeps attempts from a quorum (e.g. NOPERM)
+};
+inline constexpr std::size_t kStateCount = 10;
+/// The label value: "standby", "in_line", "restart_guard", "paused", "leader",
+/// "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply".
+const char* to_string(State s);
+/// The state a redisgo_task_cannot_acquire cause puts the daemon in ("" = none).
+std::optional<State> state_of_cause(std::string_view cause);
+
 /// Every series carries key="<lock key>", so several daemons on one host (one textfile
 /// each, or one scrape job each) stay apart.
 class Metrics {
@@ -67,9 +89,41 @@ class Metrics {
   void add_step_down(std::string_view cause);
   /// redisgo_task_node_up{node="..."} (0/1). An unknown node name is added.
   void set_node_up(std::string_view node, bool up);
+  /// redisgo_task_state{state="..."}: 1 for `state`, 0 for the others.
+  void set_state(State state);
+  State state() const;
+  /// redisgo_task_line_position: our place in the waiting line (1 = head; 0 = not in line).
+  void set_line_position(std::int64_t position);
+  /// redisgo_task_last_success_timestamp_seconds: a child exited 0 at this time (unix seconds).
+  void set_last_success(double unix_seconds);
+  /// redisgo_task_child_last_start_timestamp_seconds: a child started at this time.
+  void set_last_start(double unix_seconds);
+  /// What the config says that alerts need (set once, at start).
+  struct Settings {
+    std::string mode = "oneshot";  ///< redisgo_task_config_info{mode}: "oneshot" or "supervise"
+    int limit = 1;                 ///< redisgo_task_config_info{limit}
+    double expire_seconds = 0;     ///< redisgo_task_expire_seconds: the lease's TTL
+    double once_per_seconds = 0;   ///< redisgo_task_once_per_seconds; 0 = no once_per
+  };
+  void configure(const Settings& settings);
+  /// A previous textfile's redisgo_task_last_success_timestamp_seconds for this key, when it
+  /// has one above ours: a oneshot run from cron carries the last success of the runs
+  /// before it (else one run that loses the lease to another host would erase it).
+  /// True when it took a value.
+  bool restore_last_success(std::string_view previous_textfile);
 
   /// The whole exposition, # HELP and # TYPE lines included, label values escaped.
   std::string render() const;
+  /// render() and redisgo_task_textfile_written_timestamp_seconds = `now_unix`: the
+  /// textfile's text (a series that only a file needs: over HTTP, Prometheus' own `up` and
+  /// scrape time say the same).
+  std::string render_textfile(double now_unix) const;
+  /// What a oneshot run leaves in its textfile when it exits: the series that describe
+  /// the finished run (build info, once_per, last start, last success, last exit status)
+  /// and none of the live ones (leader, state, nodes, the written timestamp), so that the
+  /// file reports no leader that is gone and no stale daemon, but keeps cron's last success.
+  std::string render_record() const;
+
   /// Bumped by every update that changes a value (the exporter rewrites the textfile
   /// when it moved).
   std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
@@ -104,7 +158,22 @@ struct ExporterOptions {
   /// Writes `content` to `path` atomically; "" or why it failed. Empty = the real one
   /// (a temp file beside it, renamed over it). Tests inject one that blocks.
   std::function<std::string(const std::string& path, const std::string& content)> textfile_write;
+  /// What stop() does with the textfile.
+  enum class AtStop {
+    kWrite,   ///< writes it one last time and leaves it
+    kRemove,  ///< removes it, unless another process has written it since our last write
+    kRecord,  ///< replaces it with Metrics::render_record()
+  };
+  AtStop at_stop = AtStop::kWrite;
+  /// The wall clock (unix seconds) of redisgo_task_textfile_written_timestamp_seconds.
+  /// Empty = the system clock. Tests inject one.
+  std::function<double()> wall_clock;
 };
+
+/// The text of the file at `path` (at most 1 MiB), or "" when it cannot be read (absent,
+/// not a regular file) or the read did not end within `bound` (a hung mount: the read is
+/// left to a thread of its own). For Metrics::restore_last_success at start.
+std::string read_previous_textfile(const std::string& path, std::chrono::milliseconds bound);
 
 /// HTTP: GET and HEAD /metrics (a query string is ignored) answer 200 with
 /// `Content-Type: text/plain; version=0.0.4; charset=utf-8`; another path 404, another
@@ -128,10 +197,12 @@ class Exporter {
   std::string last_error() const;
   /// Textfile writes that failed since start.
   std::uint64_t textfile_failures() const;
-  /// Stops the HTTP server (within ~100 ms) and writes the textfile one last time, waiting
-  /// at most textfile_write_bound for that write. "" when it was written (or there is no
-  /// textfile); else what happened to it: a write still blocked then (a hung mount) is left
-  /// to its thread, which ends when the write returns. Call once; later calls return "".
+  /// Stops the HTTP server (within ~100 ms) and does with the textfile what
+  /// ExporterOptions::at_stop says (a last write, its removal, or the run's record), waiting
+  /// at most textfile_write_bound for that. "" when it was done (or there is no textfile);
+  /// else what happened to it: a write still blocked then (a hung mount) is left to its
+  /// thread, which ends when the write returns; a file that another process wrote since our
+  /// last write is left in place, said so. Call once; later calls return "".
   std::string stop();
 
  private:

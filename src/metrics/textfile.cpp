@@ -1,9 +1,17 @@
 #include "metrics/textfile.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <utility>
+
+#include "metrics/metrics.h"
+#include "util/error.h"
 
 namespace redisgo::metrics::detail {
 
@@ -13,7 +21,15 @@ struct TextfileWriter::State {
   mutable std::mutex mu;
   std::condition_variable work;  // a text was submitted, or the stop
   std::condition_variable done;  // a write ended
-  std::optional<std::string> next;
+  struct Job {
+    bool remove = false;
+    std::string text;
+  };
+  std::optional<Job> next;
+  /// The file of our last successful write (its inode), for a removal.
+  bool wrote = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
   std::uint64_t submitted = 0;   // texts handed over
   std::uint64_t completed = 0;   // the last of them written (or failed)
   bool in_write = false;
@@ -36,20 +52,48 @@ void TextfileWriter::run(const std::shared_ptr<State>& s) noexcept {
   for (;;) {
     s->work.wait(lk, [&] { return s->stop || s->next.has_value(); });
     if (!s->next) return;  // stopped, and everything handed over is written
-    std::string text = std::move(*s->next);
+    State::Job job = std::move(*s->next);
     s->next.reset();
     const std::uint64_t seq = s->submitted;
     s->in_write = true;
+    const bool wrote = s->wrote;
+    const dev_t dev = s->dev;
+    const ino_t ino = s->ino;
     lk.unlock();
     std::string error;
+    struct stat st {};
+    bool have_st = false;
     try {
-      error = s->write(s->path, text);
+      if (job.remove) {
+        if (::lstat(s->path.c_str(), &st) != 0) {
+          const int err = errno;
+          if (err != ENOENT) error = errno_message("metrics textfile " + s->path + ": cannot remove it", err);
+        } else if (!wrote || st.st_dev != dev || st.st_ino != ino) {
+          error = "metrics textfile " + s->path +
+                  ": left in place, another process has written it since our last write (is it the textfile of "
+                  "another daemon too?)";
+        } else if (::unlink(s->path.c_str()) != 0) {
+          const int err = errno;
+          if (err != ENOENT) error = errno_message("metrics textfile " + s->path + ": cannot remove it", err);
+        }
+      } else {
+        error = s->write(s->path, job.text);
+        // The inode we wrote, so that a removal at exit takes only our own file. (Another
+        // daemon renaming over it in the instant between our rename and this lstat would
+        // be taken for ours: two daemons sharing one textfile is a config error anyway.)
+        have_st = error.empty() && ::lstat(s->path.c_str(), &st) == 0;
+      }
     } catch (const std::exception& e) {
       error = "metrics textfile " + s->path + ": " + e.what();
     } catch (...) {
       error = "metrics textfile " + s->path + ": unknown error";
     }
     lk.lock();
+    if (have_st) {
+      s->wrote = true;
+      s->dev = st.st_dev;
+      s->ino = st.st_ino;
+    }
     s->in_write = false;
     s->completed = seq;
     if (error.empty()) {
@@ -64,7 +108,14 @@ void TextfileWriter::run(const std::shared_ptr<State>& s) noexcept {
 
 void TextfileWriter::submit(std::string text) {
   std::lock_guard lk(state_->mu);
-  state_->next = std::move(text);
+  state_->next = State::Job{false, std::move(text)};
+  ++state_->submitted;
+  state_->work.notify_one();
+}
+
+void TextfileWriter::submit_remove() {
+  std::lock_guard lk(state_->mu);
+  state_->next = State::Job{true, {}};
   ++state_->submitted;
   state_->work.notify_one();
 }
@@ -109,3 +160,49 @@ std::string TextfileWriter::last_error() const {
 }
 
 }  // namespace redisgo::metrics::detail
+
+namespace redisgo::metrics {
+
+std::string read_previous_textfile(const std::string& path, std::chrono::milliseconds bound) {
+  // The read runs on a thread of its own: one that hangs (an NFS mount) is left behind,
+  // holding only the state it shares with this function, and the start goes on without it.
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::string text;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::thread reader([shared, path] {
+    std::string text;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      constexpr std::size_t kMax = 1 << 20;
+      char buf[8192];
+      for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || text.size() + static_cast<std::size_t>(n) > kMax) break;
+        text.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    if (fd >= 0) ::close(fd);
+    std::lock_guard lk(shared->mu);
+    shared->text = std::move(text);
+    shared->done = true;
+    shared->done_cv.notify_all();
+  });
+  std::unique_lock lk(shared->mu);
+  if (!shared->done_cv.wait_for(lk, bound, [&] { return shared->done; })) {
+    lk.unlock();
+    reader.detach();
+    return {};
+  }
+  std::string text = std::move(shared->text);
+  lk.unlock();
+  reader.join();
+  return text;
+}
+
+}  // namespace redisgo::metrics

@@ -36,6 +36,10 @@ class TextfileWriter {
   /// Hands over the text to write next (replacing one not written yet). Never waits for
   /// the file.
   void submit(std::string text);
+  /// Hands over the removal of the file (replacing a text not written yet): it is removed
+  /// only when it is still the file of our last write (the same inode), never one that
+  /// another process renamed over it since; that is a failure then, said in last_error().
+  void submit_remove();
   /// Waits at most `bound` until everything submitted has been written or has failed;
   /// true if it has.
   bool wait(std::chrono::milliseconds bound);

@@ -47,6 +47,8 @@ using Steady = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kWait = 5s;  // the bound on any single wait below (sanitizers are slow)
+/// The wall clock the textfile tests give the exporter (its written timestamp).
+constexpr double kWall = 1700000000.25;
 
 int remaining_ms(Steady::time_point deadline) {
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Steady::now()).count();
@@ -581,14 +583,16 @@ TEST(MetricsExporter, TextfileIsWrittenAtStartAndAtTheEnd) {
   o.textfile = path;
   o.textfile_min_interval = 1h;  // the thread will not write again: only start and end
   o.textfile_refresh = 1h;
+  o.wall_clock = [] { return kWall; };
   {
     Exporter e(m, o);
-    EXPECT_EQ(read_file(path), m.render());  // before the constructor returned
+    EXPECT_EQ(read_file(path), m.render_textfile(kWall));  // before the constructor returned
     m.set_leader(true);
     m.set_child_exit(3);
   }
   std::string last = read_file(path);
-  EXPECT_EQ(last, m.render());
+  EXPECT_EQ(last, m.render_textfile(kWall));
+  EXPECT_NE(last.find("redisgo_task_textfile_written_timestamp_seconds{key=\"k\"} 1700000000.25\n"), std::string::npos);
   EXPECT_NE(last.find("redisgo_task_child_last_exit_status{key=\"k\"} 3\n"), std::string::npos);
   EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"redisgo_task.prom"});
   struct stat st {};
@@ -663,6 +667,7 @@ TEST(MetricsExporter, TextfileReadersNeverSeeAPartialFile) {
   ExporterOptions o;
   o.textfile = path;
   o.textfile_min_interval = 10ms;
+  o.wall_clock = [] { return kWall; };
   auto e = std::make_unique<Exporter>(m, o);
   ASSERT_TRUE(watch.wait_moved_to("m.prom", kWait));
 
@@ -683,7 +688,7 @@ TEST(MetricsExporter, TextfileReadersNeverSeeAPartialFile) {
   EXPECT_GE(watch.count_moved_to("m.prom", 0ms), 5) << "the file was not being replaced during the reads";
   e.reset();
   EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"m.prom"}) << "a temp file was left behind";
-  EXPECT_EQ(read_file(path), m.render());
+  EXPECT_EQ(read_file(path), m.render_textfile(kWall));
 }
 
 TEST(MetricsExporter, UnwritableTextfileDirectoryFailsAtStart) {
@@ -748,6 +753,7 @@ TEST(MetricsExporter, ATextfileWriteThatBlocksHoldsUpNeitherScrapesNorTheStop) {
   o.textfile_min_interval = 20ms;
   o.textfile_refresh = 20ms;
   o.textfile_write_bound = 300ms;
+  o.wall_clock = [] { return kWall; };
   o.textfile_write = [gate](const std::string&, const std::string& content) -> std::string {
     std::unique_lock lk(gate->mu);
     ++gate->calls;
@@ -786,7 +792,7 @@ TEST(MetricsExporter, ATextfileWriteThatBlocksHoldsUpNeitherScrapesNorTheStop) {
   {
     std::unique_lock lk(gate->mu);
     EXPECT_TRUE(gate->cv.wait_for(lk, kWait, [&] { return gate->calls >= 3; }));
-    EXPECT_EQ(gate->last, m.render()) << "the last text handed over is the one written";
+    EXPECT_EQ(gate->last, m.render_textfile(kWall)) << "the last text handed over is the one written";
   }
   EXPECT_TRUE(wait_until([&] { return open_fds() == fds_before; }, kWait)) << "a descriptor was left open";
 }
@@ -846,3 +852,75 @@ TEST(MetricsExporter, AFifoWhereTheTempFileUsedToBeDoesNotBlockTheWriter) {
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "left as it was";
 }
 
+
+// ---- What the stop does with the textfile (issue 22 item 3)
+
+TEST(MetricsExporter, AStopCanRemoveTheTextfile) {
+  TempDir dir;
+  Metrics m("k", {});
+  const std::string path = dir.path() + "/m.prom";
+  ExporterOptions o;
+  o.textfile = path;
+  o.at_stop = ExporterOptions::AtStop::kRemove;
+  Exporter e(m, o);
+  EXPECT_NE(read_file(path).find("redisgo_task_textfile_written_timestamp_seconds{key=\"k\"} "), std::string::npos);
+  EXPECT_EQ(e.stop(), "");
+  EXPECT_TRUE(dir_entries(dir.path()).empty());
+}
+
+// Another process (a second daemon given the same path) renamed its file over ours: ours
+// is gone already, and theirs is not ours to remove.
+TEST(MetricsExporter, AStopLeavesATextfileThatAnotherProcessWrote) {
+  TempDir dir;
+  Metrics m("k", {});
+  const std::string path = dir.path() + "/m.prom";
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 1h;  // no rewrite of ours in between
+  o.textfile_refresh = 1h;
+  o.at_stop = ExporterOptions::AtStop::kRemove;
+  Exporter e(m, o);
+  const std::string theirs = dir.path() + "/theirs";
+  {
+    std::ofstream(theirs) << "redisgo_task_leader{key=\"other\"} 1\n";
+  }
+  ASSERT_EQ(::rename(theirs.c_str(), path.c_str()), 0);
+  const std::string why = e.stop();
+  EXPECT_NE(why.find("metrics textfile " + path + ": left in place, another process has written it"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(read_file(path), "redisgo_task_leader{key=\"other\"} 1\n");
+}
+
+TEST(MetricsExporter, AStopCanLeaveTheRecordOfTheRun) {
+  TempDir dir;
+  Metrics m("k", {"n:1"});
+  const std::string path = dir.path() + "/m.prom";
+  ExporterOptions o;
+  o.textfile = path;
+  o.at_stop = ExporterOptions::AtStop::kRecord;
+  {
+    Exporter e(m, o);
+    m.set_leader(true);
+    m.set_last_success(1700000000);
+  }
+  EXPECT_EQ(read_file(path), m.render_record());
+  EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"m.prom"});
+}
+
+TEST(MetricsExporter, ReadPreviousTextfile) {
+  TempDir dir;
+  const std::string path = dir.path() + "/m.prom";
+  EXPECT_EQ(redisgo::metrics::read_previous_textfile(path, 1s), "") << "absent";
+  {
+    std::ofstream(path) << "a 1\n";
+  }
+  EXPECT_EQ(redisgo::metrics::read_previous_textfile(path, 1s), "a 1\n");
+  // A FIFO (nobody writing) is no textfile: not waited on.
+  const std::string fifo = dir.path() + "/fifo.prom";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto t0 = Steady::now();
+  EXPECT_EQ(redisgo::metrics::read_previous_textfile(fifo, 2s), "");
+  EXPECT_LT(Steady::now() - t0, 1s);
+  EXPECT_EQ(redisgo::metrics::read_previous_textfile(dir.path(), 1s), "") << "a directory";
+}

@@ -863,6 +863,162 @@ TEST_F(TaskCoordinator, MetricsAddressInUseFailsAtStartWith78AndContendsForNothi
   EXPECT_EQ(script_calls(redis_), 0) << "it contended";
 }
 
+/// The state whose redisgo_task_state series is 1 in `text` ("" if none or several).
+std::string state_in(const std::string& text, const std::string& key) {
+  std::string found;
+  for (const char* s : {"standby", "in_line", "restart_guard", "paused", "leader", "stepped_down", "unreachable",
+                        "credentials_refused", "tls_failed", "error_reply"}) {
+    if (metric(text, "redisgo_task_state", key, std::string("state=\"") + s + "\"") == 1.0) {
+      if (!found.empty()) return "";
+      found = s;
+    }
+  }
+  return found;
+}
+
+double wall_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// redisgo_task_state through a leader's life, a standby in line, a pause and a resume; the
+// build and config series; and the textfile gone after a clean stop (issue 22 item 3).
+TEST_F(TaskCoordinator, MetricsStateFollowsTheDaemonAndACleanStopRemovesTheTextfile) {
+  const int port_a = free_port(), port_b = free_port();
+  const std::string prom_a = path("a.prom"), prom_b = path("b.prom");
+  const auto cfg_a = config(supervise("step_down_hold = \"2s\"\n"), metrics_section(port_a, prom_a));
+  const auto cfg_b = config(supervise("step_down_hold = \"2s\"\n"), metrics_section(port_b, prom_b));
+  auto a = recorded("a", cfg_a);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  auto b = recorded("b", cfg_b);
+  ASSERT_TRUE(standby_in_line(5s)) << b->err();
+
+  auto state_of = [&](int port) { return state_in(http_get(port).body, key()); };
+  EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "leader"; }, 3s, 50ms)) << http_get(port_a).body;
+  EXPECT_TRUE(wait_until([&] { return state_of(port_b) == "in_line"; }, 3s, 50ms)) << http_get(port_b).body;
+  const auto ha = http_get(port_a), hb = http_get(port_b);
+  EXPECT_NE(ha.body.find("redisgo_task_build_info{key=\"" + key() + "\",version=\"" REDISGO_TEST_VERSION "\"} 1\n"),
+            std::string::npos)
+      << ha.body;
+  EXPECT_EQ(metric(ha.body, "redisgo_task_config_info", key(), "mode=\"supervise\",limit=\"1\""), 1.0) << ha.body;
+  EXPECT_EQ(metric(ha.body, "redisgo_task_expire_seconds", key()), 1.5) << ha.body;
+  EXPECT_EQ(metric(hb.body, "redisgo_task_line_position", key()), 1.0) << hb.body;
+  EXPECT_EQ(metric(hb.body, "redisgo_task_line_length", key()), 1.0) << hb.body;
+  EXPECT_GT(metric(ha.body, "redisgo_task_child_last_start_timestamp_seconds", key()).value_or(0), wall_now_s() - 60);
+  EXPECT_EQ(ha.body.find("redisgo_task_textfile_written_timestamp_seconds"), std::string::npos) << "textfile only";
+  // The textfile: the same series, and when it was written.
+  ASSERT_TRUE(wait_until([&] { return state_in(read_file(prom_a), key()) == "leader"; }, 5s, 50ms)) << read_file(prom_a);
+  const double written = metric(read_file(prom_a), "redisgo_task_textfile_written_timestamp_seconds", key()).value_or(0);
+  EXPECT_GT(written, wall_now_s() - 20);
+  EXPECT_LE(written, wall_now_s() + 1);
+
+  // A pause that stops the leader: it steps down, then both wait for the pause.
+  auto r = run_task_binary({"pause", "--config", cfg_a, "--for", "1m", "--stop"}, 10s);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "stepped_down"; }, 5s, 50ms)) << http_get(port_a).body;
+  EXPECT_TRUE(wait_until([&] { return state_of(port_b) == "paused"; }, 5s, 50ms)) << http_get(port_b).body;
+  EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "paused"; }, 8s, 100ms)) << http_get(port_a).body;
+  EXPECT_EQ(metric(http_get(port_a).body, "redisgo_task_leader", key()), 0.0);
+  r = run_task_binary({"resume", "--config", cfg_a}, 10s);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "leader" || state_of(port_b) == "leader"; }, 8s, 100ms))
+      << http_get(port_a).body << http_get(port_b).body;
+
+  a->signal(SIGTERM);
+  b->signal(SIGTERM);
+  EXPECT_EQ(a->wait_for(10s), 0) << a->err();
+  EXPECT_EQ(b->wait_for(10s), 0) << b->err();
+  EXPECT_FALSE(std::filesystem::exists(prom_a)) << read_file(prom_a);
+  EXPECT_FALSE(std::filesystem::exists(prom_b)) << read_file(prom_b);
+  EXPECT_EQ(a->err().find("left in place"), std::string::npos) << a->err();
+  expect_no_overlap();
+}
+
+// Why a daemon cannot acquire shows in its state: Redis refuses its password, or no node
+// answers.
+TEST_F(TaskCoordinator, MetricsStateSaysCredentialsRefusedAndUnreachable) {
+  RedisServer locked(with_password("right-one"));
+  ConfigSpec refused = supervise();
+  refused.nodes = "host = \"" + locked.address() + "\"";
+  refused.key = key();
+  refused.extra_redis = "password = \"not-this-one\"\n";
+  const int port_r = free_port(), port_u = free_port();
+  const auto cfg_r = dir_.write("refused.toml", make_config(refused) + metrics_section(port_r, ""));
+  ConfigSpec down = supervise();
+  down.nodes = "host = \"127.0.0.1:" + std::to_string(free_port()) + "\"";
+  down.key = key();
+  const auto cfg_u = dir_.write("down.toml", make_config(down) + metrics_section(port_u, ""));
+  auto r = recorded("r", cfg_r);
+  auto u = recorded("u", cfg_u);
+  EXPECT_TRUE(wait_until([&] { return state_in(http_get(port_r).body, key()) == "credentials_refused"; }, 8s, 100ms))
+      << http_get(port_r).body << r->err();
+  EXPECT_EQ(metric(http_get(port_r).body, "redisgo_task_cannot_acquire", key(), "cause=\"credentials\""), 1.0);
+  EXPECT_TRUE(wait_until([&] { return state_in(http_get(port_u).body, key()) == "unreachable"; }, 8s, 100ms))
+      << http_get(port_u).body << u->err();
+  EXPECT_EQ(metric(http_get(port_u).body, "redisgo_task_cannot_acquire", key(), "cause=\"unreachable\""), 1.0);
+  r->signal(SIGTERM);
+  u->signal(SIGTERM);
+  EXPECT_EQ(r->wait_for(10s), 0) << r->err();
+  EXPECT_EQ(u->wait_for(10s), 0) << u->err();
+}
+
+// A oneshot run leaves the record of the run (not a live daemon's series); the next run
+// carries its last success on, also when it fails itself.
+TEST_F(TaskCoordinator, OneshotTextfileKeepsTheRecordOfTheRunAndItsLastSuccess) {
+  ConfigSpec spec;
+  spec.log_level = "info";
+  spec.extra_task = "once_per = \"1h\"\n";
+  const std::string prom = path("cron.prom");
+  const auto cfg = config(spec, metrics_section(0, prom));
+  const double before = wall_now_s();
+  auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/true"}, 10s);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string text = read_file(prom);
+  const double success = metric(text, "redisgo_task_last_success_timestamp_seconds", key()).value_or(0);
+  EXPECT_GE(success, before - 1) << text;
+  EXPECT_LE(success, wall_now_s() + 1) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_child_last_exit_status", key()), 0.0) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_once_per_seconds", key()), 3600.0) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_config_info", key(), "mode=\"oneshot\",limit=\"1\""), 1.0) << text;
+  for (const char* live : {"redisgo_task_leader{", "redisgo_task_state{", "redisgo_task_node_up{",
+                           "redisgo_task_textfile_written_timestamp_seconds{"}) {
+    EXPECT_EQ(text.find(live), std::string::npos) << live << " in a finished run's record:\n" << text;
+  }
+  // The slot was run: a second run of it exits 75 at once and keeps the last success.
+  r = run_task_binary({"task", "--config", cfg, "--", "/bin/true"}, 10s);
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_EQ(metric(read_file(prom), "redisgo_task_last_success_timestamp_seconds", key()), success) << read_file(prom);
+  // The same key without once_per, and a run that fails: the record keeps the last success.
+  ConfigSpec plain;
+  plain.log_level = "info";
+  const auto cfg_plain = config(plain, metrics_section(0, prom));
+  r = run_task_binary({"task", "--config", cfg_plain, "--", "/bin/sh", "-c", "exit 3"}, 10s);
+  EXPECT_EQ(r.code, 3) << r.err;
+  text = read_file(prom);
+  EXPECT_EQ(metric(text, "redisgo_task_child_last_exit_status", key()), 3.0) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_last_success_timestamp_seconds", key()), success)
+      << "a failed run carries the last success of the runs before it\n" << text;
+}
+
+// A SIGKILLed daemon cannot clean up: its textfile stays, and what tells it apart is its
+// written timestamp, which no longer moves (RedisgoTaskTextfileStale).
+TEST_F(TaskCoordinator, AKilledDaemonLeavesItsTextfileWithTheTimeItWasLastWritten) {
+  const std::string prom = path("k.prom");
+  const auto cfg = config(supervise(), metrics_section(0, prom));
+  auto a = recorded("a", cfg);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  ASSERT_TRUE(wait_until([&] { return state_in(read_file(prom), key()) == "leader"; }, 5s, 50ms)) << read_file(prom);
+  a->signal(SIGKILL);
+  EXPECT_EQ(a->wait_for(10s), 128 + SIGKILL);
+  const double killed_at = wall_now_s();
+  const std::string text = read_file(prom);
+  EXPECT_EQ(metric(text, "redisgo_task_leader", key()), 1.0) << text;
+  const double written = metric(text, "redisgo_task_textfile_written_timestamp_seconds", key()).value_or(0);
+  EXPECT_GT(written, killed_at - 20) << text;
+  EXPECT_LE(written, killed_at) << text;
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(read_file(prom), text) << "nobody rewrites it";
+}
+
 // --- configuration ------------------------------------------------------------------------
 
 TEST_F(TaskCoordinator, ValidateRejectsCoordinatorKeysWhereTheyCannotApply) {

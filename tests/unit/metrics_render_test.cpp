@@ -21,6 +21,7 @@
 using namespace std::chrono_literals;
 using redisgo::FakeClock;
 using redisgo::metrics::Metrics;
+using redisgo::metrics::State;
 
 namespace {
 
@@ -37,6 +38,10 @@ std::string value_of(const std::string& text, const std::string& series) {
 }
 
 const char* const kFamilies[] = {
+    "redisgo_task_build_info",       "redisgo_task_state",
+    "redisgo_task_config_info",      "redisgo_task_expire_seconds",
+    "redisgo_task_once_per_seconds", "redisgo_task_line_position",
+    "redisgo_task_child_last_start_timestamp_seconds", "redisgo_task_last_success_timestamp_seconds",
     "redisgo_task_leader",           "redisgo_task_token",
     "redisgo_task_lease_remaining_seconds", "redisgo_task_acquisitions_total",
     "redisgo_task_renewals_total",   "redisgo_task_renewal_duration_seconds",
@@ -51,9 +56,24 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
   FakeClock clock;
   Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock);
   const std::string expected =
+      "# HELP redisgo_task_build_info Always 1; the version of the running binary is a label.\n"
+      "# TYPE redisgo_task_build_info gauge\n"
+      "redisgo_task_build_info{key=\"jobs:nightly\",version=\"" REDISGO_TEST_VERSION "\"} 1\n"
       "# HELP redisgo_task_leader 1 while this daemon holds the lease on the key, else 0.\n"
       "# TYPE redisgo_task_leader gauge\n"
       "redisgo_task_leader{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_state 1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply).\n"
+      "# TYPE redisgo_task_state gauge\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"standby\"} 1\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"in_line\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"restart_guard\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"paused\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"leader\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"stepped_down\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"unreachable\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"credentials_refused\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"tls_failed\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"error_reply\"} 0\n"
       "# HELP redisgo_task_token Fencing token of the current or last lease (0 before the first).\n"
       "# TYPE redisgo_task_token gauge\n"
       "redisgo_task_token{key=\"jobs:nightly\"} 0\n"
@@ -63,6 +83,15 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_acquisitions_total Leases acquired.\n"
       "# TYPE redisgo_task_acquisitions_total counter\n"
       "redisgo_task_acquisitions_total{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_config_info Always 1; the task's mode and limit are labels.\n"
+      "# TYPE redisgo_task_config_info gauge\n"
+      "redisgo_task_config_info{key=\"jobs:nightly\",mode=\"oneshot\",limit=\"1\"} 1\n"
+      "# HELP redisgo_task_expire_seconds The lease's TTL (expire) in seconds.\n"
+      "# TYPE redisgo_task_expire_seconds gauge\n"
+      "redisgo_task_expire_seconds{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_once_per_seconds The configured once_per period in seconds; 0 when not set.\n"
+      "# TYPE redisgo_task_once_per_seconds gauge\n"
+      "redisgo_task_once_per_seconds{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_renewals_total Renewal rounds by result (confirmed by a quorum, failed, or lease lost).\n"
       "# TYPE redisgo_task_renewals_total counter\n"
       "redisgo_task_renewals_total{key=\"jobs:nightly\",result=\"confirmed\"} 0\n"
@@ -101,12 +130,13 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_wait_seconds_bucket{key=\"jobs:nightly\",le=\"+Inf\"} 0\n"
       "redisgo_task_wait_seconds_sum{key=\"jobs:nightly\"} 0\n"
       "redisgo_task_wait_seconds_count{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_line_length Waiters in the key's waiting line as of this daemon's last attempt (fair = true).\n"
+      "# HELP redisgo_task_line_length The waiting line's length as this daemon last saw it (fair = true): read when it joins, then at least its own place; max by (key) is the line's length.\n"
       "# TYPE redisgo_task_line_length gauge\n"
       "redisgo_task_line_length{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_cannot_acquire 1 while this daemon's attempts reach no quorum, by cause (refused "
-      "credentials, failed TLS verification, an error reply, nodes unreachable): nobody with this config can run "
-      "the job.\n"
+      "# HELP redisgo_task_line_position This daemon's place in the waiting line as of its last attempt (1 = next; 0 = not in line).\n"
+      "# TYPE redisgo_task_line_position gauge\n"
+      "redisgo_task_line_position{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_cannot_acquire 1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS verification, an error reply, nodes unreachable): nobody with this config can run the job.\n"
       "# TYPE redisgo_task_cannot_acquire gauge\n"
       "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"credentials\"} 0\n"
       "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"error\"} 0\n"
@@ -122,6 +152,12 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_child_last_exit_status Exit status of the last child (128+N for signal N; -1 before the first exit).\n"
       "# TYPE redisgo_task_child_last_exit_status gauge\n"
       "redisgo_task_child_last_exit_status{key=\"jobs:nightly\"} -1\n"
+      "# HELP redisgo_task_child_last_start_timestamp_seconds Unix time the last child started (0 before the first).\n"
+      "# TYPE redisgo_task_child_last_start_timestamp_seconds gauge\n"
+      "redisgo_task_child_last_start_timestamp_seconds{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_last_success_timestamp_seconds Unix time a child last exited 0 (0 before the first; a oneshot run carries the one its textfile had).\n"
+      "# TYPE redisgo_task_last_success_timestamp_seconds gauge\n"
+      "redisgo_task_last_success_timestamp_seconds{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_step_downs_total Times this daemon stepped down as leader, by cause.\n"
       "# TYPE redisgo_task_step_downs_total counter\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
@@ -391,4 +427,120 @@ TEST(MetricsRender, ConcurrentUpdatesAndRenders) {
   EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_count{key=\"k\"}"), std::to_string(kRounds));
   EXPECT_EQ(value_of(t, "redisgo_task_child_starts_total{key=\"k\"}"), std::to_string(kRounds));
   EXPECT_GT(renders, 0);
+}
+
+// redisgo_task_state: every state has a series, exactly one of them is 1.
+TEST(MetricsRender, StateIsOneHotOverEveryState) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  const std::vector<std::string> names{"standby",      "in_line",     "restart_guard",       "paused",     "leader",
+                                       "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply"};
+  ASSERT_EQ(names.size(), redisgo::metrics::kStateCount);
+  for (std::size_t now = 0; now < names.size(); ++now) {
+    m.set_state(static_cast<State>(now));
+    EXPECT_EQ(m.state(), static_cast<State>(now));
+    EXPECT_EQ(to_string(static_cast<State>(now)), names[now]);
+    const std::string t = m.render();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      EXPECT_EQ(value_of(t, "redisgo_task_state{key=\"k\",state=\"" + names[i] + "\"}"), i == now ? "1" : "0")
+          << names[now] << " / " << names[i];
+    }
+  }
+  const auto version = m.version();
+  m.set_state(m.state());
+  EXPECT_EQ(m.version(), version) << "no change, no textfile rewrite";
+}
+
+TEST(MetricsRender, CannotAcquireCausesMapToTheirStates) {
+  using redisgo::metrics::state_of_cause;
+  EXPECT_EQ(state_of_cause(""), std::nullopt);
+  EXPECT_EQ(state_of_cause("unreachable"), State::kUnreachable);
+  EXPECT_EQ(state_of_cause("credentials"), State::kCredentialsRefused);
+  EXPECT_EQ(state_of_cause("tls"), State::kTlsFailed);
+  EXPECT_EQ(state_of_cause("error"), State::kErrorReply);
+  EXPECT_EQ(state_of_cause("something new"), State::kErrorReply);
+}
+
+TEST(MetricsRender, BuildConfigAndRunSeries) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  std::string t = m.render();
+  EXPECT_NE(t.find("redisgo_task_build_info{key=\"k\",version=\"" REDISGO_TEST_VERSION "\"} 1\n"), std::string::npos) << t;
+  EXPECT_EQ(value_of(t, "redisgo_task_config_info{key=\"k\",mode=\"oneshot\",limit=\"1\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_expire_seconds{key=\"k\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_once_per_seconds{key=\"k\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_last_success_timestamp_seconds{key=\"k\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_child_last_start_timestamp_seconds{key=\"k\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_line_position{key=\"k\"}"), "0");
+
+  m.configure({"supervise", 3, 10.5, 3600});
+  m.set_last_start(1700000000.5);
+  m.set_last_success(1700000090.25);
+  m.set_line_position(4);
+  t = m.render();
+  EXPECT_EQ(value_of(t, "redisgo_task_config_info{key=\"k\",mode=\"supervise\",limit=\"3\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_expire_seconds{key=\"k\"}"), "10.5");
+  EXPECT_EQ(value_of(t, "redisgo_task_once_per_seconds{key=\"k\"}"), "3600");
+  EXPECT_EQ(value_of(t, "redisgo_task_child_last_start_timestamp_seconds{key=\"k\"}"), "1700000000.5");
+  EXPECT_EQ(value_of(t, "redisgo_task_last_success_timestamp_seconds{key=\"k\"}"), "1700000090.25");
+  EXPECT_EQ(value_of(t, "redisgo_task_line_position{key=\"k\"}"), "4");
+  EXPECT_EQ(t.find("redisgo_task_textfile_written_timestamp_seconds"), std::string::npos) << "a textfile-only series";
+}
+
+// The textfile adds its written timestamp; the record of a finished oneshot run keeps only
+// what describes the run.
+TEST(MetricsRender, TextfileAndRecordTexts) {
+  FakeClock clock;
+  Metrics m("k", {"n:1"}, clock);
+  m.set_leader(true);
+  m.set_child_exit(0);
+  m.set_last_success(1700000000);
+  const std::string tf = m.render_textfile(1700000100.5);
+  EXPECT_EQ(tf.substr(0, m.render().size()), m.render());
+  EXPECT_EQ(value_of(tf, "redisgo_task_textfile_written_timestamp_seconds{key=\"k\"}"), "1700000100.5");
+  EXPECT_NE(tf.find("# TYPE redisgo_task_textfile_written_timestamp_seconds gauge\n"), std::string::npos);
+
+  const std::string rec = m.render_record();
+  for (const char* kept : {"redisgo_task_build_info{", "redisgo_task_config_info{", "redisgo_task_expire_seconds{",
+                           "redisgo_task_once_per_seconds{", "redisgo_task_child_last_exit_status{",
+                           "redisgo_task_child_last_start_timestamp_seconds{",
+                           "redisgo_task_last_success_timestamp_seconds{"}) {
+    EXPECT_NE(rec.find(std::string("\n") + kept), std::string::npos) << kept << "\n" << rec;
+  }
+  for (const char* gone : {"redisgo_task_leader", "redisgo_task_state", "redisgo_task_node_up",
+                           "redisgo_task_textfile_written_timestamp_seconds", "redisgo_task_lease_remaining_seconds",
+                           "redisgo_task_cannot_acquire", "redisgo_task_line_length"}) {
+    EXPECT_EQ(rec.find(gone), std::string::npos) << gone << "\n" << rec;
+  }
+  EXPECT_EQ(value_of(rec, "redisgo_task_last_success_timestamp_seconds{key=\"k\"}"), "1700000000");
+}
+
+// A cron job's runs are processes of their own: each takes the last success from the file
+// the run before it left, for its own key only, and never goes back in time.
+TEST(MetricsRender, LastSuccessIsRestoredFromAPreviousTextfile) {
+  FakeClock clock;
+  Metrics before("jobs:\"x\"", {}, clock);
+  before.set_last_success(1700000000.75);
+  const std::string previous = before.render_record() + Metrics("other", {}, clock).render_record();
+
+  Metrics m("jobs:\"x\"", {}, clock);
+  EXPECT_TRUE(m.restore_last_success(previous));
+  EXPECT_EQ(value_of(m.render(), "redisgo_task_last_success_timestamp_seconds{key=\"jobs:\\\"x\\\"\"}"), "1700000000.75");
+  EXPECT_FALSE(m.restore_last_success(previous)) << "not newer";
+  m.set_last_success(1800000000);
+  EXPECT_FALSE(m.restore_last_success(previous)) << "an older value never replaces ours";
+
+  Metrics other("other", {}, clock);
+  EXPECT_FALSE(other.restore_last_success(previous)) << "its value is 0: nothing to restore";
+  Metrics third("third", {}, clock);
+  EXPECT_FALSE(third.restore_last_success(previous)) << "no line for this key";
+  EXPECT_FALSE(third.restore_last_success(""));
+  for (const char* bad : {"redisgo_task_last_success_timestamp_seconds{key=\"third\"} x\n",
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"} 12abc\n",
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"} NaN\n",
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"} -5\n",
+                          "# redisgo_task_last_success_timestamp_seconds{key=\"third\"} 5\n"}) {
+    EXPECT_FALSE(third.restore_last_success(bad)) << bad;
+  }
+  EXPECT_EQ(value_of(third.render(), "redisgo_task_last_success_timestamp_seconds{key=\"third\"}"), "0");
 }
