@@ -40,6 +40,12 @@ std::optional<int> Runner::contend() {
         report_guard(machine.last());
         report_standing(machine.last(), machine.state() == StandbyState::kGaveUp);
         if (!machine.last().acquired) report_never_expires(machine.last());
+        // The mixed-limit look, first made while waiting (a quorum answered, so it can
+        // answer too): a standby's acquisition later asks nothing on the handover's path.
+        if (!machine.last().acquired && !limit_checked_ && blocked_cause_.empty() &&
+            machine.state() != StandbyState::kGaveUp) {
+          warn_larger_limit();
+        }
       } else if (std::holds_alternative<ShowMiss>(action)) {
         const auto& acq = machine.last();
         waiting_.missed(acq.holder, acq.holder_ttl_ms, machine.attempts(), machine.began(), clock_.now(),

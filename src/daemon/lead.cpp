@@ -52,12 +52,12 @@ static_assert(lock::kMaxSlots == config::kMaxLimit);
 void Runner::warn_larger_limit() {
   // One EXISTS of the slot keys beyond our limit: slots there mean a daemon of a larger limit
   // holds this key too, so more than `limit` children run, which this daemon cannot prevent.
-  // Asked as the daemon starts, and then before a child starts at most every
-  // kLimitCheckEvery (never while it runs: a round on a slow node must not hold up the
-  // leader's loop). Not at every acquisition: it cost each handover a round trip and two
-  // commands in the second after a release (issue 19's herd figure); mixed limits are a
-  // deployment's lasting state, which one look every few minutes finds, and `status` and
-  // `check` show at once.
+  // Asked at the first miss while waiting, or else before the first child, and then before
+  // a child starts at most every kLimitCheckEvery (never while it runs: a round on a slow
+  // node must not hold up the leader's loop). Not at every acquisition: it cost each
+  // handover a round trip and two commands in the second after a release (issue 19's herd
+  // figure); mixed limits are a deployment's lasting state, which one look every few
+  // minutes finds, and `status` and `check` show at once.
   if (cfg_.task.limit >= config::kMaxLimit) return;
   const auto now = clock_.now();
   if (limit_checked_ && now - *limit_checked_ < kLimitCheckEvery) return;

@@ -204,7 +204,6 @@ int Runner::run_phases() {
   if (!start_exporter()) return kExitConfig;
   log_start();
   if (auto code = slot_already_run()) return *code;
-  warn_larger_limit();
   if (cfg_.redis.tls.enabled && cfg_.redis.tls.skip_verify) {
     log_->warn("tls_skip_verify = true: the Redis server's certificate is NOT verified (tests only)");
   }

@@ -102,8 +102,8 @@ class Runner {
 
   // --- leading (lead.cpp) ---
   std::optional<int> lead(const lock::Acquisition& acquired);
-  /// Logs an error when slots beyond our `limit` are held (mixed limits on one key). Asked as
-  /// the daemon starts and then at an acquisition at most every kLimitCheckEvery.
+  /// Logs an error when slots beyond our `limit` are held (mixed limits on one key). Asked at
+  /// the first miss or acquisition, then at an acquisition at most every kLimitCheckEvery.
   void warn_larger_limit();
   static constexpr Millis kLimitCheckEvery{300'000};
   /// The renewal thread for this lease; nullptr (logged, released) when it cannot start.

@@ -185,6 +185,68 @@ TEST_F(FairLine, HostsThatContendAgainAtOnceTakeTurnsInsteadOfStarving) {
   }
 }
 
+/// Calls per command so far (INFO commandstats: calls inside scripts included).
+std::map<std::string, long long> command_calls(const RedisServer& s) {
+  std::map<std::string, long long> out;
+  for (const auto& line : split_lines(s.cli({"INFO", "commandstats"}))) {
+    const auto colon = line.find(":calls=");
+    if (line.rfind("cmdstat_", 0) != 0 || colon == std::string::npos) continue;
+    out[line.substr(8, colon - 8)] = std::atoll(line.c_str() + colon + 7);
+  }
+  return out;
+}
+
+// Issue 19's herd figure, held by a test: a release with a line costs Redis the release
+// script and the woken head's take, and nothing else; the other waiters send nothing. Every
+// call counts, inside scripts too. Renewals (the only PEXPIRE on the key) are counted apart.
+// The budget: release 8 (EVAL, GET, PUBLISH to waiters outside the line, ZRANGE, PUBLISH the
+// turn, SET the turn, PUBLISH "next", ZREMRANGEBYRANK), take 7 (EVALSHA, GET, PTTL of the
+// pause, SET, GET the fence, TIME, SET the fence). A look at other limits per acquisition
+// was 2 more, before it moved off the handover's path.
+TEST_F(FairLine, AReleaseCostsRedisOnlyTheReleaseAndTheHeadsTake) {
+  const std::string gate = dir_.path() + "/gate";
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + server_.address() + "\"";
+  spec.key = key_;
+  spec.expire = "6s";
+  spec.cron = "2s";
+  spec.log_level = "debug";
+  const auto cfg = dir_.write("budget.toml", make_config(spec));
+  procs_.push_back(std::make_unique<TaskProcess>(
+      dir_.path(), "A",
+      std::vector<std::string>{"task", "--config", cfg, "--", "/bin/sh", "-c",
+                               "echo start $(date +%s%N) A >> " + log_ + "; while [ ! -e " + gate +
+                                   " ]; do sleep 0.02; done; echo end $(date +%s%N) A >> " + log_}));
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  for (const char* n : {"B", "C", "D"}) {
+    start(n, cfg, "3");
+    ASSERT_TRUE(line_reaches(static_cast<long long>(procs_.size()) - 1)) << n << " did not join the line";
+  }
+  // Each waiter's first look for other limits is made while it waits (after its first miss).
+  ASSERT_TRUE(wait_until([&] { return command_calls(server_)["exists"] >= 3; }, 5s));
+  const auto before = command_calls(server_);
+  { std::ofstream(gate).put('x'); }
+  ASSERT_TRUE(jobs_reach(2, 5s));
+  std::this_thread::sleep_for(300ms);  // the woken head's take is done by then; its first renewal is 2 s away
+  const auto after = command_calls(server_);
+  std::map<std::string, long long> delta;
+  long long total = 0;
+  for (const auto& [name, calls] : after) {
+    const long long d = calls - (before.count(name) ? before.at(name) : 0);
+    if (d > 0 && name != "info") delta[name] = d, total += d;
+  }
+  std::string seen;
+  for (const auto& [name, d] : delta) seen += name + "=" + std::to_string(d) + " ";
+  const long long renewals = delta.count("pexpire") ? delta["pexpire"] : 0;  // EVAL(SHA), GET, PEXPIRE each
+  EXPECT_LE(total - 3 * renewals, 15) << seen;
+  EXPECT_EQ(delta.count("exists"), 0u) << "a look at other limits on the handover's path: " << seen;
+  EXPECT_EQ((delta.count("eval") ? delta["eval"] : 0) + (delta.count("evalsha") ? delta["evalsha"] : 0) - renewals, 2)
+      << "only the release and the head's take: " << seen;
+  const auto v = jobs();
+  ASSERT_GE(v.size(), 2u);
+  EXPECT_EQ(v[1].name, "B");
+}
+
 TEST_F(FairLine, NoWaitFindsTheLineBusyAndDoesNotJoinIt) {
   const auto cfg = config();
   start("A", cfg, "2");
