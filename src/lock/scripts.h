@@ -843,9 +843,15 @@ return refused
 )lua"};
 
 /// Slots held beyond a daemon's limit. KEYS: the slot keys limit..63. How many exist
-/// (one EXISTS): above 0, a daemon of a larger `limit` holds the key too.
+/// (one EXISTS): above 0, a daemon of a larger `limit` holds the key too. -1 when the user
+/// may not ask (an ACL without +exists or the slot keys): an optional look must not fail as
+/// a refusal, which would hold the node back from the daemon's next attempt.
 inline const Script kSlotsBeyond{R"lua(
-return redis.call('EXISTS', unpack(KEYS))
+local n = redis.pcall('EXISTS', unpack(KEYS))
+if type(n) ~= 'number' then
+  return -1
+end
+return n
 )lua"};
 
 /// One key's state for `list`. KEYS: lease key, fence counter, line, pause, then the slot

@@ -939,6 +939,10 @@ TEST_F(TaskFaults, RetriesCountIsTheNumberOfRequests) {
   for (const char* cmd : {"cmdstat_eval:calls=", "cmdstat_evalsha:calls="}) {
     if (auto at = info.find(cmd); at != std::string::npos) calls += std::stol(info.substr(at + std::strlen(cmd)));
   }
+  // Less the one look for daemons of a larger limit (a script of one EXISTS) after the first miss.
+  if (auto at = info.find("cmdstat_exists:calls="); at != std::string::npos) {
+    calls -= std::stol(info.substr(at + std::strlen("cmdstat_exists:calls=")));
+  }
   EXPECT_EQ(calls, 3) << info;
 }
 
