@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/installed.h"
 #include "commands/check.h"
 #include "commands/list.h"
 #include "commands/pause.h"
@@ -45,7 +47,7 @@ or the once_per slot was run already;
 69 no quorum of Redis nodes reachable; 77 Redis refused the credentials or TLS verification
 failed; 124 child timed out; 78 bad configuration or command line; 70 internal error;
 0 supervise stopped on request.
-Configuration reference: the commented example config/redisgo_task.toml.)";
+Each command's own --help: redisgo_task COMMAND --help.)";
 
 constexpr const char* kTaskFooter = R"(Examples:
   # run the configured command on exactly one host, waiting for the lease:
@@ -111,6 +113,22 @@ constexpr const char* kResumeFooter = R"(Example:
   redisgo_task resume --config /etc/redisgo_task/report.toml
 Ends a pause at once and wakes the waiters, as a release would. Exit 0 (also when the key
 was not paused), 69 no quorum reachable, 77 refused (ACL).)";
+
+constexpr const char* kVersionFooter = R"(Example:
+  redisgo_task version
+Prints "redisgo_task VERSION" (as --version does) and exits 0.)";
+
+/// A --help footer: `text`, then where the rest is on the installed system (the manual
+/// page, the example configuration this installation has), not a path of the source
+/// repository. Computed when help is shown, not at every start.
+std::function<std::string()> footer(const char* text) {
+  return [text] {
+    return std::string(text) +
+           "\n\nReference: the manual page redisgo_task(1) (man redisgo_task): every command, option,"
+           "\nconfiguration key, exit status and signal. The commented example configuration:\n  " +
+           example_config();
+  };
+}
 
 void print_diagnostics(const config::LoadResult& loaded) {
   for (const auto& w : loaded.warnings) std::cerr << "redisgo_task: warning: " << w.str() << "\n";
@@ -294,7 +312,7 @@ CLI::App* add_task(CLI::App& app, Args& a) {
   auto* wait_flag = task->add_flag("--wait", a.wait, "Wait for the lease as configured (default)");
   task->add_flag("--no-wait", a.no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
   task->add_option("command", a.command, "Command to run, after --; overrides [task] command");
-  task->footer(kTaskFooter);
+  task->footer(footer(kTaskFooter));
   return task;
 }
 
@@ -303,14 +321,14 @@ CLI::App* add_status(CLI::App& app, Args& a) {
   status->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   status->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
   status->add_flag("--json", a.json, "Print one JSON object");
-  status->footer(kStatusFooter);
+  status->footer(footer(kStatusFooter));
   return status;
 }
 
 CLI::App* add_validate(CLI::App& app, Args& a) {
   auto* validate = app.add_subcommand("validate", "Check a configuration file and print the effective settings");
   validate->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
-  validate->footer(kValidateFooter);
+  validate->footer(footer(kValidateFooter));
   return validate;
 }
 
@@ -318,7 +336,7 @@ CLI::App* add_check(CLI::App& app, Args& a) {
   auto* check = app.add_subcommand("check", "Preflight: ask every node whether it is fit to hold the lease");
   check->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   check->add_flag("--json", a.json, "Print one JSON object");
-  check->footer(kCheckFooter);
+  check->footer(footer(kCheckFooter));
   return check;
 }
 
@@ -329,7 +347,7 @@ CLI::App* add_handover(CLI::App& app, Args& a) {
   handover->add_option("-t,--timeout", a.handover_timeout, "How long to wait for another holder (default: expire + 5s)");
   handover->add_option("--slot", a.handover_slot, "Semaphore ([task] limit > 1): ask the holder of this slot (default 0)");
   handover->add_flag("--force", a.handover_force, "Ask even when no standby waits (the service stops until one comes)");
-  handover->footer(kHandoverFooter);
+  handover->footer(footer(kHandoverFooter));
   return handover;
 }
 
@@ -338,7 +356,7 @@ CLI::App* add_list(CLI::App& app, Args& a) {
   list->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   list->add_option("-p,--pattern", a.pattern, "Only keys whose name matches this glob (as SCAN MATCH)");
   list->add_flag("--json", a.json, "Print one JSON object");
-  list->footer(kListFooter);
+  list->footer(footer(kListFooter));
   return list;
 }
 
@@ -349,7 +367,7 @@ CLI::App* add_pause(CLI::App& app, Args& a) {
   pause->add_option("--for", a.pause_for, "How long (required): the pause ends by itself then, e.g. \"2h\"")->required();
   pause->add_option("--reason", a.pause_reason, "Why, shown by status and list");
   pause->add_flag("--stop", a.pause_stop, "Ask the running holder to stop its job now (default: it finishes)");
-  pause->footer(kPauseFooter);
+  pause->footer(footer(kPauseFooter));
   return pause;
 }
 
@@ -357,7 +375,7 @@ CLI::App* add_resume(CLI::App& app, Args& a) {
   auto* resume = app.add_subcommand("resume", "End a pause at once and wake the waiters");
   resume->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   resume->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
-  resume->footer(kResumeFooter);
+  resume->footer(footer(kResumeFooter));
   return resume;
 }
 
@@ -373,6 +391,7 @@ Subcommands add_subcommands(CLI::App& app, Args& a) {
   subs.pause = add_pause(app, a);
   subs.resume = add_resume(app, a);
   subs.version = app.add_subcommand("version", "Print the version");
+  subs.version->footer(footer(kVersionFooter));
   return subs;
 }
 
@@ -552,7 +571,7 @@ int run(int argc, char** argv) {
   process::set_program_args(argc, argv);
 
   CLI::App app{"redisgo_task " REDISGO_VERSION " - run a command as a cluster-wide singleton on Redis"};
-  app.footer(kMainFooter);
+  app.footer(footer(kMainFooter));
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("redisgo_task ") + REDISGO_VERSION);
 

@@ -5,8 +5,8 @@
 // systemd looks for units whatever the prefix (cmake/systemd_unit_dir.cmake: a unit under
 // /opt is one that `systemctl enable` cannot find); the installed binary is stripped, runs and
 // validates the installed example config; the man page is there and renders; the cron
-// wrapper is there and executable; every --help shows an example; and the deployment
-// section has the operator run `validate` before anything else.
+// wrapper is there and executable; every --help shows an example and names the example
+// configuration of the installation it runs from; and the deployment section has the operator run `validate` before anything else.
 //
 // The reference itself (docs/redisgo_task.1.scd, the man page's source) is checked
 // against the code: every configuration key that src/config/config.cpp knows, every
@@ -61,10 +61,13 @@ const std::vector<Installed> kInstalled = {
     {"bin/redisgo_task", "", true},  // stripped: not a copy of the build's
     {"bin/redisgo_task-cron", kSource + "/scripts/cron-example", true},
     {kManRel, kBuild + "/redisgo_task.1", false},
-    {"share/doc/redisgo_task/redisgo_task.toml", kSource + "/config/redisgo_task.toml", false},
+    {"share/man/man1/redisgo_task-cron.1", kBuild + "/redisgo_task-cron.1", false},
+    {"share/doc/redisgo_task/examples/redisgo_task.toml", kSource + "/config/redisgo_task.toml", false},
     {"share/doc/redisgo_task/README.md", kSource + "/README.md", false},
-    {"share/doc/redisgo_task/redisgo_task-writable.conf.example",
+    {"share/doc/redisgo_task/examples/redisgo_task-writable.conf.example",
      kSource + "/systemd/redisgo_task-writable.conf.example", false},
+    {"share/bash-completion/completions/redisgo_task", kSource + "/completions/redisgo_task.bash", false},
+    {"share/zsh/site-functions/_redisgo_task", kSource + "/completions/_redisgo_task", false},
 };
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
@@ -335,9 +338,23 @@ TEST_F(OpsInstall, InstalledBinaryRunsAndValidatesTheInstalledExample) {
   EXPECT_EQ(out.rfind("redisgo_task ", 0), 0u) << out;
   EXPECT_EQ(out, r.out);
 
-  std::tie(code, out) = sh(quote(bin) + " validate --config " + quote(installed("share/doc/redisgo_task/redisgo_task.toml")));
+  std::tie(code, out) = sh(quote(bin) + " validate --config " + quote(installed("share/doc/redisgo_task/examples/redisgo_task.toml")));
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("valid"), std::string::npos) << out;
+}
+
+TEST_F(OpsInstall, HelpNamesTheExampleOfThisInstallation) {
+  ASSERT_EQ(install_code_, 0) << install_out_;
+  // Configured for /usr/local, installed with --prefix /opt/redisgo_task (staged): --help
+  // names the example that this installation has, not the configured prefix's.
+  const std::string example = installed("share/doc/redisgo_task/examples/redisgo_task.toml");
+  ASSERT_EQ(::access(example.c_str(), R_OK), 0) << example;
+  for (const char* sub : {"task", "validate"}) {
+    auto [code, out] = sh(quote(installed("bin/redisgo_task")) + " " + sub + " --help");
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find(example + "\n"), std::string::npos) << sub << " --help does not name " << example << "\n" << out;
+    EXPECT_NE(out.find("redisgo_task(1)"), std::string::npos) << out;
+  }
 }
 
 TEST_F(OpsInstall, TheManPageIsInstalledAndRenders) {
