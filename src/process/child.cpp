@@ -136,6 +136,7 @@ Child Child::spawn(const SpawnOptions& options) {
 
   if (auto failure = read_report(report_read.get())) {
     child.wait();  // the keeper reaps the failed job and exits
+    child.reap_keeper();
     child.keeper_ = -1;
     const std::string name = "cannot run '" + options.argv[0] + "'";
     if (failure->stage == Stage::kChdir) {
@@ -181,11 +182,14 @@ Child::Child(Child&& other) noexcept
       pidfd_(std::move(other.pidfd_)),
       control_(std::move(other.control_)),
       status_in_(std::move(other.status_in_)),
-      status_(std::exchange(other.status_, std::nullopt)) {}
+      status_(std::exchange(other.status_, std::nullopt)),
+      keeper_unreaped_(std::exchange(other.keeper_unreaped_, false)) {}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
     if (running()) terminate_group(SIGKILL, Millis(0));
+    reap_keeper();
+    keeper_unreaped_ = std::exchange(other.keeper_unreaped_, false);
     keeper_ = std::exchange(other.keeper_, -1);
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::move(other.pidfd_);
@@ -198,13 +202,42 @@ Child& Child::operator=(Child&& other) noexcept {
 
 Child::~Child() {
   if (running()) terminate_group(SIGKILL, Millis(0));
+  reap_keeper();
+}
+
+void Child::reap_keeper() noexcept {
+  if (!keeper_unreaped_) return;
+  keeper_unreaped_ = false;
+  if (keeper_ <= 0) return;
+  // It has reported the tree gone and only exits; SIGKILL makes sure a keeper stopped in
+  // that last moment does not hold this up.
+  ::kill(keeper_, SIGKILL);
+  int status = 0;
+  waitpid_retrying(keeper_, &status, 0);
+  forget_keeper(keeper_);
+  pidfd_.reset();
 }
 
 std::optional<int> Child::reap(bool block) noexcept {
   if (!running()) return status_;
   int status = 0;
-  pid_t r = static_cast<pid_t>(waitpid_retrying(keeper_, &status, block ? 0 : WNOHANG));
-  if (r == 0) return std::nullopt;  // still running
+  pid_t r = static_cast<pid_t>(waitpid_retrying(keeper_, &status, WNOHANG));
+  if (r == 0) {
+    // The keeper reports the job's status once the job's whole tree is dead and reaped,
+    // and then only exits: that report ends the child. The keeper itself (tearing down its
+    // copy of the daemon's memory takes a while) is reaped later, off the release's path
+    // (issue 21: the handover waited for its exit).
+    while (auto report = read_keeper_report(status_in_.get())) {
+      if (report->kind == Report::kExited) {
+        status_ = exit_code_from_wait_status(report->value);
+        keeper_unreaped_ = true;
+        control_.reset();
+        return status_;
+      }
+    }
+    if (!block) return std::nullopt;  // still running
+    r = static_cast<pid_t>(waitpid_retrying(keeper_, &status, 0));
+  }
   // The keeper's last report is the job's wait status.
   std::optional<int> code;
   while (auto report = read_keeper_report(status_in_.get())) {

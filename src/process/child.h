@@ -182,8 +182,9 @@ class Child final : public Job {
   pid_t pid() const noexcept override { return pid_; }
   /// The keeper's pid.
   pid_t keeper_pid() const noexcept override { return keeper_; }
-  /// Readable when the keeper exits, i.e. when the job's whole tree is gone; for poll().
-  int exit_fd() const noexcept override { return pidfd_.get(); }
+  /// Readable when the job's whole tree is gone (the keeper's report, or its death: the
+  /// status pipe's EOF); for poll().
+  int exit_fd() const noexcept override { return status_in_ ? status_in_.get() : pidfd_.get(); }
   bool running() const noexcept override { return keeper_ > 0 && !status_; }
 
   /// Reaps without blocking; returns the job's exit code (exit_code_from_wait_status)
@@ -214,6 +215,8 @@ class Child final : public Job {
 
  private:
   std::optional<int> reap(bool block) noexcept;
+  /// Waits for a keeper that reported the end of the tree and is exiting (reap()).
+  void reap_keeper() noexcept;
   void last_resort_kill() noexcept;
   /// Kills the job's group and every child of this process that is not a keeper (the
   /// orphans of a job whose keeper died), and reaps them.
@@ -224,7 +227,8 @@ class Child final : public Job {
   UniqueFd pidfd_;     // the keeper's
   UniqueFd control_;   // write end: a byte per signal; closing it kills the tree
   UniqueFd status_in_; // read end: the keeper's reports
-  std::optional<int> status_;  // exit code once reaped
+  std::optional<int> status_;  // exit code once reaped (or reported by the keeper)
+  bool keeper_unreaped_ = false;  // status_ came from the keeper's report; it is still to be waited for
 };
 
 }  // namespace redisgo::process

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -108,6 +110,49 @@ void close_all_but(int a, int b, int c) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
   fail_in_child(report_fd, Stage::kExec, errno);
+}
+
+// What start_job's clone hands the job: the job runs on a stack of its own in the keeper's
+// memory until it execs.
+struct JobStart {
+  const Plan* plan;
+  int report_fd;
+  pid_t keeper;
+};
+
+int job_main(void* arg) {
+  const auto* start = static_cast<const JobStart*>(arg);
+  run_job(*start->plan, start->report_fd, start->keeper);
+}
+
+// The job's stack while it shares the keeper's memory: run_job makes a few system calls
+// and allocates nothing.
+constexpr std::size_t kJobStackBytes = 64 * 1024;
+
+// Starts the job as posix_spawn does: clone(CLONE_VM | CLONE_VFORK) on a stack of its own,
+// the keeper suspended until the job has exec'd or exited. A fork() here copied the
+// keeper's page tables (the daemon's address space) only for exec to throw them away, and
+// the keeper paid copy-on-write faults on top (issue 21: -0.1 ms and -12 page faults per
+// start). What the job changes before exec is its own (no CLONE_FILES, CLONE_FS or
+// CLONE_SIGHAND: descriptors, directory and dispositions are copies), its death signal is
+// tied to the keeper (single-threaded), and every signal stays blocked until just before
+// exec, with every disposition at its default by then, so no handler can run on the shared
+// memory. Falls back to fork() when the stack cannot be mapped.
+pid_t start_job(const Plan& plan, int report_fd, pid_t keeper) {
+  void* stack = ::mmap(nullptr, kJobStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    const pid_t job = ::fork();
+    if (job == 0) run_job(plan, report_fd, keeper);
+    return job;
+  }
+  JobStart start{&plan, report_fd, keeper};
+  // The stack grows down on x86-64 and aarch64: clone takes its top.
+  char* top = static_cast<char*>(stack) + kJobStackBytes;
+  const pid_t job = ::clone(job_main, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  const int err = errno;
+  ::munmap(stack, kJobStackBytes);  // the job has exec'd or exited by now
+  errno = err;
+  return job;
 }
 
 // SIGKILLs every live child of this process. As a subreaper, the keeper inherits each
@@ -332,8 +377,7 @@ void set_keeper_name_area(char* args, std::size_t len) noexcept {
   const int chld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
   const int deadline_fd = arm_lease_deadline(plan, report_fd);
 
-  const pid_t job = ::fork();
-  if (job == 0) run_job(plan, report_fd, self);
+  const pid_t job = start_job(plan, report_fd, self);
   if (job < 0) fail_in_child(report_fd, Stage::kFork, errno);
   ::setpgid(job, job);  // from this side too, so the group exists before any signal
   KeeperReport started{Report::kStarted, job};

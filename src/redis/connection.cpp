@@ -94,7 +94,10 @@ Fault classify_error_reply(std::string_view text) {
   return Fault::kReply;
 }
 
-Script::Script(std::string_view src) : source(src), sha(sha1_hex(src)) {}
+const std::string& Script::sha() const {
+  std::call_once(sha_once_, [this] { sha_ = sha1_hex(source); });
+  return sha_;
+}
 
 AsyncConnection::AsyncConnection(ConnectionOptions options)
     : options_(std::move(options)), reader_(std::make_unique<ReplyReader>()) {
@@ -275,13 +278,15 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
       call->error_ = describe() + ": " + last_connect_error_;
       return call;
     }
-    if (script && std::find(loaded_.begin(), loaded_.end(), script->sha) == loaded_.end()) {
+    if (script && std::find(loaded_.begin(), loaded_.end(), script->source) == loaded_.end()) {
       // First use on this connection: EVAL, which also caches the script on the server,
       // so later calls go by SHA. An EVALSHA that then meets NOSCRIPT (SCRIPT FLUSH) did
       // not run; it fails and the connection starts over, never retried out of order.
       argv[0] = "EVAL";
       argv[1] = std::string(script->source);
-      loaded_.push_back(script->sha);
+      loaded_.push_back(script->source);
+    } else if (script) {
+      argv[1] = script->sha();
     }
     enqueue(std::move(argv), Kind::kUser, call, deadline);
     if (state_ == State::kOpen) flush();
@@ -296,7 +301,7 @@ CallPtr AsyncConnection::eval(const Script& script, const std::vector<std::strin
   std::vector<std::string> argv;
   argv.reserve(3 + keys.size() + args.size());
   argv.emplace_back("EVALSHA");
-  argv.push_back(script.sha);
+  argv.emplace_back();  // the SHA-1, or the source when this connection has not sent it yet (submit)
   argv.push_back(std::to_string(keys.size()));
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());

@@ -403,11 +403,11 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
       // The script by its SHA, however it was sent.
       std::string what = argv.size() >= 2 ? argv[1] : "";
       for (const redis::Script* sc : lock::kLeaseScripts) {
-        if (what == sc->source) what = sc->sha;
+        if (what == sc->source) what = sc->sha();
       }
       seen.push_back(argv[0].substr(0, 4) + " " + what);
     }
-    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == lock::kAcquire.sha) ||
+    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == lock::kAcquire.sha()) ||
                          (argv[0] == "EVAL" && argv[1] == lock::kAcquire.source);
     if (acquire) return "*2\r\n:1\r\n$2\r\n42\r\n";
     if (argv[0] == "EVAL" || argv[0] == "EVALSHA") return ":1\r\n";
@@ -434,7 +434,7 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
   a->settle(500ms);
   ASSERT_TRUE(testing::wait_until([&] {
     std::lock_guard lk(mu);
-    return std::find(seen.begin(), seen.end(), "EVAL " + lock::kUndo.sha) != seen.end();
+    return std::find(seen.begin(), seen.end(), "EVAL " + lock::kUndo.sha()) != seen.end();
   }, 3s)) << "the grant was not undone";
 }
 

@@ -135,12 +135,12 @@ TEST(RedisEndpoint, RejectsMalformed) {
 
 TEST(RedisScript, ShaIsTheSha1OfTheSource) {
   // Known SHA-1 vectors, and what Redis names the empty script.
-  EXPECT_EQ(Script{""}.sha, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-  EXPECT_EQ(Script{"abc"}.sha, "a9993e364706816aba3e25717850c26c9cd0d89d");
-  EXPECT_EQ(Script{"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"}.sha,
+  EXPECT_EQ(Script{""}.sha(), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  EXPECT_EQ(Script{"abc"}.sha(), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(Script{"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"}.sha(),
             "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
   RedisServer server;
-  for (const Script* s : lock::kLeaseScripts) EXPECT_EQ(server.cli({"SCRIPT", "LOAD", std::string(s->source)}), s->sha);
+  for (const Script* s : lock::kLeaseScripts) EXPECT_EQ(server.cli({"SCRIPT", "LOAD", std::string(s->source)}), s->sha());
 }
 
 // ----------------------------------------------------------------------- Connection
