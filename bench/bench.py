@@ -2093,6 +2093,9 @@ def report(r, m, build_type):
     return "\n".join(out)
 
 
+KEPT = "<!-- Sections below this line were written by hand and are kept by scripts/bench. -->"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -2143,6 +2146,14 @@ def main():
             cleanup()
     m["load_end"] = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
     text = report(b.results, m, build_type)
+    # Sections written by hand (a profile, a before/after of one change) sit below KEPT in the
+    # page and are carried over: a new run refreshes the figures above them, not their record.
+    try:
+        old = open(args.out, encoding="utf-8").read()
+    except OSError:
+        old = ""
+    if KEPT in old:
+        text = text.rstrip("\n") + "\n\n" + old[old.index(KEPT):]
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(text)
     log(f"wrote {args.out}")
