@@ -196,14 +196,15 @@ Published RedlockBackend::pause(const PauseRecord& pause, Millis ttl) {
   keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
   return wake_round(round(kPause, keys,
                           {pause.by, pause.reason, std::to_string(pause.since_ms), std::to_string(pause.until_ms),
-                           std::to_string(ttl.count()), window_arg_, keys_.channel},
+                           std::to_string(ttl.count()), window_arg_, keys_.channel,
+                           std::to_string(options_.restart_guard.count())},
                           true));
 }
 
 Published RedlockBackend::resume() {
   std::vector<std::string> keys{keys_.pause(), keys_.line};
   keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
-  return wake_round(round(kResume, keys, {window_arg_, keys_.channel}, true));
+  return wake_round(round(kResume, keys, {window_arg_, keys_.channel, std::to_string(options_.restart_guard.count())}, true));
 }
 
 int RedlockBackend::slots_beyond_limit() {

@@ -64,7 +64,27 @@ local function uptime_s()
 end
 )lua";
 
-inline const std::string kFenceFunctions = kUptimeFunction + R"lua(
+/// guard_left(guard_ms) (the restart guard's arithmetic, above): shared by the acquire
+/// scripts and by every script that writes a turn for a free key (a turn is taken without
+/// the guard, so it is only written where the guard lets the key be given).
+inline const std::string kGuardFunctions = kUptimeFunction + R"lua(
+local function guard_left(guard_ms)
+  if guard_ms <= 0 then
+    return 0
+  end
+  local up = uptime_s()
+  if not up then
+    return -1
+  end
+  local left = guard_ms - (up - 1) * 1000
+  if left > 0 then
+    return left
+  end
+  return 0
+end
+)lua";
+
+inline const std::string kFenceFunctions = kGuardFunctions + R"lua(
 local function bad_fence(fence)
   return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
 end
@@ -95,20 +115,6 @@ local function paused(pause)
     f = {}
   end
   return '\1pause:' .. (f[1] or '') .. ':' .. (f[2] or '') .. ':' .. (f[3] or ''), p
-end
-local function guard_left(guard_ms)
-  if guard_ms <= 0 then
-    return 0
-  end
-  local up = uptime_s()
-  if not up then
-    return -1
-  end
-  local left = guard_ms - (up - 1) * 1000
-  if left > 0 then
-    return left
-  end
-  return 0
 end
 )lua";
 
@@ -672,7 +678,9 @@ end
 -- Another slot is free (a turn that expired unused, a release that woke nobody): its turn goes
 -- to the line's head now, or it would stay out of service until the next release. (MGET's nil
 -- may be a key of another type: asked, so that no turn is ever written over it.)
-if other and redis.call('EXISTS', other) == 0 then
+-- And only where the restart guard lets a free key be given (the free path asked it): after an
+-- empty restart that slot may be a holder's that has not renewed yet, whose child still runs.
+if other and redis.call('EXISTS', other) == 0 and (not mine or guard_left(tonumber(ARGV[4]) or 0) <= 0) then
   pcall(wake, KEYS[2], other, ARGV[8], me)
 end
 if left < 0 then
@@ -738,13 +746,18 @@ return {redis.call('ZCARD', KEYS[1]), entries, outside[2], listening}
 
 /// Wakes the waiters a pause held back, as a release would: a "resume" message on the
 /// release channel (waiters outside the line) and, for every free slot, the line's next
-/// head. KEYS from 2: line, then the lease key and a semaphore's other slot keys. Returns
-/// 1, or 0 when a PUBLISH was refused (an ACL user without the channels: nobody was woken).
-inline const std::string kWakeWaitersFunction = kLineFunctions + R"lua(
-local function wake_waiters(window, channel)
+/// head, unless the restart guard (guard_ms, the daemons' expire; "0": off) still holds the
+/// free keys back on this server (then the waiters come at their own timers). KEYS from 2:
+/// line, then the lease key and a semaphore's other slot keys. Returns 1, or 0 when a
+/// PUBLISH was refused (an ACL user without the channels: nobody was woken).
+inline const std::string kWakeWaitersFunction = kGuardFunctions + kLineFunctions + R"lua(
+local function wake_waiters(window, channel, guard_ms)
   local n = redis.pcall('PUBLISH', channel, 'resume')
   if type(n) ~= 'number' then
     return 0
+  end
+  if guard_left(tonumber(guard_ms) or 0) > 0 then
+    return 1
   end
   for i = 3, #KEYS do
     if not redis.call('GET', KEYS[i]) then
@@ -762,7 +775,8 @@ end
 )lua";
 
 /// `pause`. KEYS: pause, line, the lease key and the other slot keys. ARGV: by, reason, since
-/// (ms since the epoch), until (ms), ttl in ms, turn window in ms, release channel. Replaces
+/// (ms since the epoch), until (ms), ttl in ms, turn window in ms, release channel, restart
+/// guard in ms. Replaces
 /// any pause there; a pause that now ends sooner than the one it replaced wakes the waiters,
 /// who slept until the old end, to read the new one. {1, woken 1/0 (0: not needed or refused)}.
 inline const std::string kPauseSource = kWakeWaitersFunction + R"lua(
@@ -771,18 +785,18 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'by', ARGV[1], 'reason', ARGV[2], 'since', ARGV[3], 'until', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 if old == -1 or old > tonumber(ARGV[5]) then
-  return {1, wake_waiters(ARGV[6], ARGV[7])}
+  return {1, wake_waiters(ARGV[6], ARGV[7], ARGV[8])}
 end
 return {1, 1}
 )lua";
 inline const Script kPause{kPauseSource};
 
 /// `resume`. KEYS: pause, line, then the lease key and a semaphore's other slot keys. ARGV:
-/// turn window in ms, release channel. Drops the pause and wakes the waiters it held back:
+/// turn window in ms, release channel, restart guard in ms. Drops the pause and wakes the waiters it held back:
 /// {1 if there was one else 0, 1 woken or 0 when the wake was refused (ACL)}.
 inline const std::string kResumeSource = kWakeWaitersFunction + R"lua(
 local was = redis.call('DEL', KEYS[1])
-return {was, wake_waiters(ARGV[1], ARGV[2])}
+return {was, wake_waiters(ARGV[1], ARGV[2], ARGV[3])}
 )lua";
 inline const Script kResume{kResumeSource};
 

@@ -177,6 +177,65 @@ TEST_F(TaskRestartGuard, ASemaphoresSlotsSurviveEmptyRestartsWithoutAThirdChild)
   expect_exclusive_records(records_, {}, 2);
 }
 
+// Attack round (issue 19): after an empty restart, a release handed its own slot to the line's
+// head, whose take then woke the next waiter for another free slot: the one the restart had
+// lost from a holder that had not renewed yet (frozen here), whose child still ran. A turn is
+// only given where the guard lets the key be given; the next waiter waits for the guard.
+TEST_F(TaskRestartGuard, AReleaseAfterAnEmptyRestartNeverWakesAWaiterForASlotTheRestartLost) {
+  RedisServer redis;
+  const auto cfg = config({redis.address()}, "limit = 2\n");
+  std::vector<std::unique_ptr<TaskProcess>> d;
+  auto start = [&](const char* name) { d.push_back(std::make_unique<TaskProcess>(dir_.path(), name, recorder(cfg))); };
+  start("a");
+  ASSERT_TRUE(wait_until([&] { return started() == 1; }, 10s)) << d[0]->err();
+  start("b");
+  ASSERT_TRUE(wait_until([&] { return started() == 2; }, 10s)) << d[1]->err();
+  const std::string key = test_key(), line = "{" + key + "}:line";
+  start("c");
+  start("d");
+  ASSERT_TRUE(wait_until([&] { return redis.cli({"ZCARD", line}) == "2"; }, 10s)) << d[2]->err() << d[3]->err();
+  const int b_slot = check_records(records_).children[1].slot;
+  const std::string b_key = b_slot == 0 ? key : "{" + key + "}:slot:" + std::to_string(b_slot);
+  ASSERT_EQ(::kill(d[0]->pid(), SIGSTOP), 0);  // a cannot renew: its slot stays lost
+  const auto frozen = std::chrono::steady_clock::now();
+  crash_and_restart(redis);
+  // b sets its slot again at its next renewal (cron 1 s), then releases it.
+  ASSERT_TRUE(wait_until([&] { return redis.cli({"EXISTS", b_key}) == "1"; }, 3s)) << d[1]->err();
+  d[1]->signal(SIGTERM);
+  EXPECT_EQ(d[1]->wait_for(10s), 0) << d[1]->err();
+  // Past a's deadline (its keeper kills its child then), and past the guard.
+  std::this_thread::sleep_until(frozen + kExpire + 500ms);
+  ASSERT_EQ(::kill(d[0]->pid(), SIGCONT), 0);
+  std::this_thread::sleep_for(kGuardMax);
+  expect_exclusive_records(records_, {}, 2);
+  for (auto& p : d) p->signal(SIGTERM);
+  for (auto& p : d) EXPECT_EQ(p->wait_for(10s), 0) << p->err();
+  expect_exclusive_records(records_, {}, 2);
+}
+
+// The same rule for `resume` (and a shorter `pause`), which wakes the line for every free key:
+// on a server up for less than the guard, no turn is written, so the waiter still waits for
+// the guard (its child starts at least 2 s after the server did, not at the resume).
+TEST_F(TaskRestartGuard, AResumeOnAJustStartedServerGivesNoTurnBeforeTheGuard) {
+  const auto before_server = std::chrono::steady_clock::now();
+  RedisServer redis;
+  const std::string records = records_;
+  ConfigSpec spec = on(redis);
+  spec.expire = "2s";
+  spec.log_level = "debug";
+  const auto cfg = dir_.write("resume.toml", make_config(spec));
+  TaskProcess c(dir_.path(), "c", {"task", "--config", cfg, "--", recorder_binary(), records, "0"});
+  const std::string line = "{" + spec.key + "}:line";
+  ASSERT_TRUE(wait_until([&] { return redis.cli({"ZCARD", line}) == "1"; }, 5s)) << c.err();
+  EXPECT_EQ(run_task_binary({"pause", "--config", cfg, "--for", "10s"}, 10s).code, 0);
+  EXPECT_EQ(run_task_binary({"resume", "--config", cfg}, 10s).code, 0);
+  ASSERT_TRUE(wait_until([&] { return started() == 1; }, 10s)) << c.err();
+  const auto child_seen = std::chrono::steady_clock::now();
+  EXPECT_GE(child_seen - before_server, 2s) << c.err();
+  c.signal(SIGTERM);
+  EXPECT_TRUE(c.wait_for(10s).has_value()) << c.err();
+}
+
 TEST_F(TaskRestartGuard, ARestartFromASnapshotThatKeptTheFenceButNotTheLeaseIsGuardedToo) {
   RedisServer redis;
   // A run before: the fence counter exists, the lease does not; the snapshot keeps both so.
