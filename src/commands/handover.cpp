@@ -79,8 +79,9 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
 
 /// How many nodes have a standby waiting: anyone in the key's line, or (fair = false, an older
 /// version) listening for its release. -1 when fewer than `quorum` nodes could tell.
-int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum, bool fair) {
+int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum, bool fair, bool& liveness_unknown) {
   int read = 0, with = 0;
+  liveness_unknown = false;
   // A waiter killed without leaving stays in the line until the next release: counted only
   // while somebody listens on its wake channel (a dead standby must not pass for one). A user
   // without PUBSUB NUMSUB (an ACL without +pubsub|numsub) reads -1 there: counted as live.
@@ -88,7 +89,10 @@ int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum, bool fair) {
   for (const auto& line : backend.read_line(kLooked)) {
     if (!line.reachable) continue;
     std::int64_t live = std::max<std::int64_t>(0, line.length - kLooked);
-    for (const auto& e : line.entries) live += e.listeners != 0 ? 1 : 0;
+    for (const auto& e : line.entries) {
+      live += e.listeners != 0 ? 1 : 0;
+      liveness_unknown = liveness_unknown || e.listeners < 0;
+    }
     if (line.outside > 0) live += line.outside;
     // Listeners outside the line unknown: with fair = true every standby of this config
     // waits in the line, so the line alone tells; with fair = false only they would.
@@ -135,7 +139,8 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
   }
   // With no standby waiting, the leader would stop its child and nobody would start one for
   // its step_down_hold: a planned switchover must not stop the only copy of a service.
-  const int standby_nodes = force ? quorum : nodes_with_a_standby(*backend, quorum, config.redis.fair);
+  bool liveness_unknown = false;
+  const int standby_nodes = force ? quorum : nodes_with_a_standby(*backend, quorum, config.redis.fair, liveness_unknown);
   if (standby_nodes >= 0 && standby_nodes < quorum) {
     err << "redisgo_task: handover: no standby is waiting for " << what << log::printable(config.redis.key)
         << " (nobody in its waiting line or listening for its release"
@@ -143,6 +148,13 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
         << " was not asked to step down, as nothing would take over; start a standby first, or --force to "
            "stop it anyway\n";
     return kExitTempFail;
+  }
+  if (liveness_unknown && standby_nodes >= quorum) {
+    // Attack round: with the ops recipe of old (no +pubsub|numsub), waiters killed without
+    // leaving passed for standbys and the only copy of the service was stopped.
+    err << "redisgo_task: handover: warning: could not ask whether the waiters in line are alive (the user lacks "
+           "+pubsub|numsub); a standby killed without leaving the line counts as one, so the job may stay stopped "
+           "for step_down_hold if none is alive\n";
   }
   if (standby_nodes < 0) {
     err << "redisgo_task: handover: warning: could not read the waiting line on a quorum of nodes; asking without "

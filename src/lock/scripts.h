@@ -680,7 +680,9 @@ end
 -- may be a key of another type: asked, so that no turn is ever written over it.)
 -- And only where the restart guard lets a free key be given (the free path asked it): after an
 -- empty restart that slot may be a holder's that has not renewed yet, whose child still runs.
-if other and redis.call('EXISTS', other) == 0 and (not mine or guard_left(tonumber(ARGV[4]) or 0) <= 0) then
+-- (EXISTS through pcall: a user refused it must not fail the script after its SET, which would
+-- leave that slot held by nobody for a whole lease.)
+if other and redis.pcall('EXISTS', other) == 0 and (not mine or guard_left(tonumber(ARGV[4]) or 0) <= 0) then
   pcall(wake, KEYS[2], other, ARGV[8], me)
 end
 if left < 0 then

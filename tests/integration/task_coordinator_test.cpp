@@ -717,6 +717,15 @@ TEST_F(TaskCoordinator, HandoverDoesNotCountAKilledStandby) {
   EXPECT_EQ(a->err().find("stepped down"), std::string::npos) << a->err();
   auto st = run_task_binary({"status", "--config", cfg}, 10s);
   EXPECT_NE(st.out.find("(gone: nobody listens on its wake channel"), std::string::npos) << st.out;
+  // Attack round: an operator's user without +pubsub|numsub cannot tell that entry from a
+  // standby. It is counted as one (as before), but the operator is warned that the job may
+  // stay stopped.
+  ASSERT_EQ(redis_.cli({"ACL", "SETUSER", "ops", "on", ">ops-Pw", "~*", "&*", "+@all", "-pubsub|numsub"}), "OK");
+  ConfigSpec ops = supervise("step_down_hold = \"2s\"\n");
+  ops.extra_redis = "username = \"ops\"\npassword = \"ops-Pw\"\n";
+  r = run_task_binary({"handover", "--config", config(ops), "--timeout", "1s"}, 10s);
+  EXPECT_NE(r.err.find("could not ask whether the waiters in line are alive"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("+pubsub|numsub"), std::string::npos) << r.err;
   a->signal(SIGTERM);
   EXPECT_EQ(a->wait_for(10s), 0) << a->err();
 }

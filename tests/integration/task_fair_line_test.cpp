@@ -519,9 +519,16 @@ TEST(FairLineAcl, ASemaphoreRunsForAUserWithoutMget) {
   spec.extra_task = "limit = 2\n";
   const auto cfg = dir.write("sem.toml", make_config(spec));
   s.cli({"SET", "sem", "other:1:0123456789abcdef0123456789abcdef", "PX", "30000"});
-  const auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("slot=1"), std::string::npos) << r.err;
+  // Attack round: without +exists either, the look at a second free slot failed the script
+  // after its SET (77), and the slot stayed held by nobody for a whole lease.
+  s.cli({"DEL", "sem"});
+  s.cli({"ACL", "SETUSER", "w", "-exists"});
+  r = run_task_binary({"task", "--config", cfg, "--no-wait", "--", "/bin/true"}, 10s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(s.cli({"EXISTS", "sem", "{sem}:slot:1"}), "0") << "a slot left behind";
 }
 
 /// Redlock over three servers, with the timings of the fair-line tests.
