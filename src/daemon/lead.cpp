@@ -389,13 +389,15 @@ void Runner::log_release(const lock::Release& r) {
   }
   if (r.line_broken > 0 && !warned_line_broken_) {
     warned_line_broken_ = true;
-    log_->error("the waiting line {} is not a sorted set (set by hand?): the lease was released but nobody was "
-                "woken, and no daemon can queue; delete it (redis-cli DEL {})",
-                keys_.line, keys_.line);
+    log_->error("the waiting line {} is not a sorted set (set by hand?), or the ACL user may not run the line's "
+                "commands on it (+zrange +zremrangebyrank +zadd +zrank +zcard +zrem, the README's recipe): the lease "
+                "was released but nobody was woken, and no daemon can queue; if `redis-cli TYPE {}` is not zset, "
+                "delete it (redis-cli DEL {})",
+                keys_.line, keys_.line, keys_.line);
   }
   if (r.unpublished > 0 && !warned_unpublished_) {
     // Once: it is a setting, not an event.
-    log_->warn("Redis refused the release message on {} (ACL: the user lacks the channel); standbys are not "
+    log_->warn("Redis refused the release message on {} (ACL: the user lacks +publish or the channel); standbys are not "
                "woken and take over only when they next try. Grant it with ACL SETUSER <user> &{}{}",
                cfg_.redis.fair ? keys_.channel + " or the waiting line's wake channels" : keys_.channel,
                keys_.channel, cfg_.redis.fair ? " &" + keys_.base + ":wake:*" : "");

@@ -414,6 +414,11 @@ local function line_call(...)
   local r = redis.pcall(...)
   if type(r) == 'table' and r.err then
     local line = select(2, ...)
+    if string.find(r.err, 'NOPERM', 1, true) or string.find(r.err, 'permission', 1, true) or
+       string.find(r.err, "can't run", 1, true) then
+      local cmd = string.lower(select(1, ...))
+      error('the ACL user may not run ' .. cmd .. ' on the waiting line ' .. line .. ' (' .. r.err .. '): grant +' .. cmd, 0)
+    end
     error('waiting line ' .. line .. ' is not a sorted set (' .. r.err .. '): delete it', 0)
   end
   return r

@@ -531,6 +531,26 @@ TEST(FairLineAcl, ASemaphoreRunsForAUserWithoutMget) {
   EXPECT_EQ(s.cli({"EXISTS", "sem", "{sem}:slot:1"}), "0") << "a slot left behind";
 }
 
+// Attack round: a user refused one of the line's commands was told the line "is not a sorted
+// set ... delete it". It is told which right to grant.
+TEST(FairLineAcl, ALineCommandTheUserMayNotRunIsNamedWithItsRight) {
+  RedisServer s(with_acl_user("user w on >w-Pw ~ln ~{ln}:* &{ln}:* +eval +evalsha +get +set +del +pexpire "
+                              "+pttl +time +publish +subscribe +exists +hset +hget +hmget +info +zadd +zrem "
+                              "+zrange +zscore +zcard +zremrangebyrank +mget"));  // no +zrank
+  TempDir dir;
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + s.address() + "\"";
+  spec.key = "ln";
+  spec.extra_redis = "username = \"w\"\npassword = \"w-Pw\"\n";
+  const auto cfg = dir.write("ln.toml", make_config(spec));
+  s.cli({"SET", "ln", "other:1:0123456789abcdef0123456789abcdef", "PX", "30000"});
+  const auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/true"}, 15s);
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_NE(r.err.find("may not run zrank on the waiting line {ln}:line"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("grant +zrank"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("is not a sorted set"), std::string::npos) << r.err;
+}
+
 /// Redlock over three servers, with the timings of the fair-line tests.
 ConfigSpec three_nodes(const RedisServer& a, const RedisServer& b, const RedisServer& c, const std::string& key) {
   ConfigSpec s;
