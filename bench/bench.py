@@ -266,6 +266,15 @@ class Redis:
         m = re.search(r"total_commands_processed:(\d+)", self.cli("INFO", "stats"))
         return int(m.group(1))
 
+    def command_calls(self):
+        """Calls so far per command (INFO commandstats; calls inside scripts included)."""
+        return {m.group(1): int(m.group(2)) for m in
+                re.finditer(r"^cmdstat_(\S+?):calls=(\d+)", self.cli("INFO", "commandstats"), re.M)}
+
+    def script_calls(self):
+        """EVAL and EVALSHA calls so far (every script a client sent)."""
+        return sum(n for name, n in self.command_calls().items() if name.startswith("eval"))
+
     def wait_guard_open(self, expire_s):
         """Until the restart guard (on by default) lets this fresh server grant a key with
         this expire: production servers have been up for long, and the first-use wait is not
@@ -693,10 +702,8 @@ class Bench:
         samples = []
         for _ in range(rounds):
             new = st.servers[1 - st.master]
-            calls = lambda new=new: sum(int(m) for m in re.findall(r"cmdstat_eval\w*:calls=(\d+)",  # noqa: E731
-                                                                   new.cli("INFO", "commandstats")))
-            c0 = calls()
-            t_sent, t_promoted, t_renewed = st.failover(lambda: calls() > c0)
+            c0 = new.script_calls()
+            t_sent, t_promoted, t_renewed = st.failover(lambda new=new: new.script_calls() > c0)
             samples.append({"from_command_ms": (t_renewed - t_sent) * 1e3,
                             "from_promotion_ms": (t_renewed - t_promoted) * 1e3})
         text = open(log_path, encoding="utf-8").read()
@@ -897,16 +904,9 @@ class Bench:
             log(f"  {n} standbys waiting {startup_s:.1f} s after the first was started")
 
             # Steady state: a renewing leader, 200 standbys asleep until its TTL.
-            def script_calls():
-                return sum(int(x) for x in re.findall(r"^cmdstat_eval\w*:calls=(\d+)",
-                                                      redis.cli("INFO", "commandstats"), re.M))
-
-            def cmdstats():
-                return {m.group(1): int(m.group(2)) for m in
-                        re.finditer(r"^cmdstat_(\S+?):calls=(\d+)", redis.cli("INFO", "commandstats"), re.M)}
-            c0, i0, w0 = cmdstats(), redis.total_commands(), time.monotonic()
+            c0, i0, w0 = redis.command_calls(), redis.total_commands(), time.monotonic()
             time.sleep(window)  # the measurement window itself
-            c1, i1, w1 = cmdstats(), redis.total_commands(), time.monotonic()
+            c1, i1, w1 = redis.command_calls(), redis.total_commands(), time.monotonic()
             span = w1 - w0
             delta = {k: v - c0.get(k, 0) for k, v in c1.items() if v - c0.get(k, 0) > 0}
             delta.pop("info", None)  # our own
@@ -948,11 +948,11 @@ class Bench:
                 # The herd is over (every woken standby has missed and sleeps until the new
                 # TTL) before the next release: no script call for 200 ms. The old leader is
                 # not waited for: its restart delay grows while it keeps winning (up to 30 s).
-                quiet_since, last = time.monotonic(), script_calls()
+                quiet_since, last = time.monotonic(), redis.script_calls()
                 deadline = time.monotonic() + 10
                 while time.monotonic() - quiet_since < 0.2 and time.monotonic() < deadline:
                     time.sleep(0.02)
-                    now_calls = script_calls()
+                    now_calls = redis.script_calls()
                     if now_calls != last:
                         quiet_since, last = time.monotonic(), now_calls
                 led.append(leaders()[nxt][0])
@@ -1296,10 +1296,6 @@ class Bench:
         procs = []
         top_level = ("eval", "evalsha", "eval_ro", "evalsha_ro", "subscribe", "unsubscribe", "ssubscribe", "auth",
                      "hello", "client", "select", "ping", "script", "quit", "readonly")
-
-        def stats():
-            return {m.group(1): int(m.group(2)) for m in
-                    re.finditer(r"^cmdstat_(\S+?):calls=(\d+)", redis.cli("INFO", "commandstats"), re.M)}
         try:
             d = os.path.join(self.tmp, "semw_run")
             os.makedirs(d)
@@ -1311,9 +1307,9 @@ class Bench:
                 procs.append(self.daemon(cfg, os.path.join(d, f"daemon_{i}.log")))
             # Warm-up: every worker has connected and run or queued.
             time.sleep(3.0)
-            s0, c0, t0 = stats(), redis.total_commands(), time.time_ns()
+            s0, c0, t0 = redis.command_calls(), redis.total_commands(), time.time_ns()
             time.sleep(window)
-            s1, c1, t1 = stats(), redis.total_commands(), time.time_ns()
+            s1, c1, t1 = redis.command_calls(), redis.total_commands(), time.time_ns()
             jobs = []
             for name in os.listdir(d):
                 m = re.match(r"^([^.]+)\.(\d+)\.(\d+)\.s$", name)

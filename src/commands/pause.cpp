@@ -11,6 +11,7 @@
 #include "daemon/daemon.h"
 #include "daemon/servers.h"
 #include "log/logging.h"
+#include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
 
@@ -18,10 +19,6 @@ namespace redisgo::commands {
 
 namespace {
 
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// "alice@ops1": who paused (the sudo caller rather than root, when there is one).
 std::string operator_name() {

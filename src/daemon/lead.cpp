@@ -4,6 +4,7 @@
 #include "daemon/health.h"
 #include "daemon/runner.h"
 #include "log/logging.h"
+#include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
 

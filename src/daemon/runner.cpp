@@ -9,6 +9,7 @@
 
 #include "daemon/servers.h"
 #include "log/logging.h"
+#include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
 
@@ -24,17 +25,6 @@ std::vector<std::string> node_names(const lock::LeaseOptions& o) {
   return names;
 }
 
-}  // namespace
-
-double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-namespace {
-
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 

@@ -49,8 +49,6 @@ inline constexpr Millis kSettleBeforeExit{200};
 /// A failure's cause, stable across attempts: the node (whether its connection was
 /// closed, then refused, it is one node down), or for a failure of the whole round its kind.
 std::string cause_key(const lock::NodeError& e);
-/// The wall clock in unix seconds (the metrics' timestamps).
-double wall_seconds();
 /// A claim as a log line shows it: "holder h (token 7, started ..., exit status 0)".
 std::string describe_claim(const lock::ClaimRecord& c);
 

@@ -5,6 +5,7 @@
 #include "lock/fencing.h"
 #include "lock/replies.h"
 #include "lock/scripts.h"
+#include "util/clock.h"
 
 namespace redisgo::lock {
 
@@ -87,9 +88,7 @@ Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, s
       ++yes;
     } else if (r.kind == ClaimReply::Kind::kGuarded) {
       if (guarded.empty()) {
-        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count();
-        const long long ago_s = (now_ms - std::stoll(r.start_ms)) / 1000;
+        const long long ago_s = (wall_ms() - std::stoll(r.start_ms)) / 1000;
         guarded = nodes_[i].name + " started " + std::to_string(std::max(0LL, ago_s)) + " s ago";
       }
     } else if (r.kind == ClaimReply::Kind::kNotOurs) {

@@ -590,7 +590,7 @@ if type(got) ~= 'table' or got.err then
     got[i - 2] = redis.call('GET', KEYS[i])
   end
 end
-local mine, free, other = nil, nil, nil
+local mine = nil
 local values, frees = {}, {}
 for i = 3, last do
   local v = got[i - 2]
@@ -601,7 +601,7 @@ for i = 3, last do
     frees[#frees + 1] = KEYS[i]
   end
 end
-free, other = frees[1], frees[2]
+local free, other = frees[1], frees[2]
 -- Nothing for us: in line, told of the held slot that frees first (its PTTL: only here, so
 -- that a turn taken or a slot granted reads none).
 local function miss()
@@ -619,15 +619,14 @@ local function miss()
 end
 local slot = mine
 local left = 0
+local fence = nil
 if mine or free then
+  -- Something to grant: the pause first, then the fence it would raise.
   local marker, pause_ttl = paused(KEYS[#KEYS])
   if marker then
     local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
     return {0, marker, pause_ttl, l[1], l[2], l[3]}
   end
-end
-local fence = nil
-if mine or free then
   fence = redis.pcall('GET', KEYS[1])
   if bad_fence(fence) then
     return fence_error(KEYS[1])
@@ -681,12 +680,11 @@ if mine then
   other = other or free
 end
 -- Another slot is free (a turn that expired unused, a release that woke nobody): its turn goes
--- to the line's head now, or it would stay out of service until the next release. (MGET's nil
--- may be a key of another type: asked, so that no turn is ever written over it.)
--- And only where the restart guard lets a free key be given (the free path asked it): after an
--- empty restart that slot may be a holder's that has not renewed yet, whose child still runs.
--- (EXISTS through pcall: a user refused it must not fail the script after its SET, which would
--- leave that slot held by nobody for a whole lease.)
+-- to the line's head now, or it would stay out of service until the next release. Only where
+-- nothing is there (MGET's nil may be a key of another type; EXISTS through pcall, so that a
+-- user refused it does not fail the script after its SET) and where the restart guard lets a
+-- free key be given (the free path asked it already): after an empty restart that slot may be
+-- a holder's that has not renewed yet, whose child still runs.
 if other and redis.pcall('EXISTS', other) == 0 and (not mine or guard_left(tonumber(ARGV[4]) or 0) <= 0) then
   pcall(wake, KEYS[2], other, ARGV[8], me)
 end

@@ -21,6 +21,7 @@
 #include "metrics/listen.h"
 #include "metrics/metrics.h"
 #include "metrics/textfile.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "util/unique_fd.h"
@@ -200,7 +201,7 @@ struct Exporter::Impl {
 
   double wall_now() const {
     if (options.wall_clock) return options.wall_clock();
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return wall_seconds();
   }
 
   const Metrics& metrics;

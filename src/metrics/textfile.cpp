@@ -106,16 +106,13 @@ void TextfileWriter::run(const std::shared_ptr<State>& s) noexcept {
   }
 }
 
-void TextfileWriter::submit(std::string text) {
-  std::lock_guard lk(state_->mu);
-  state_->next = State::Job{false, std::move(text)};
-  ++state_->submitted;
-  state_->work.notify_one();
-}
+void TextfileWriter::submit(std::string text) { hand_over(false, std::move(text)); }
 
-void TextfileWriter::submit_remove() {
+void TextfileWriter::submit_remove() { hand_over(true, {}); }
+
+void TextfileWriter::hand_over(bool remove, std::string text) {
   std::lock_guard lk(state_->mu);
-  state_->next = State::Job{true, {}};
+  state_->next = State::Job{remove, std::move(text)};
   ++state_->submitted;
   state_->work.notify_one();
 }

@@ -57,6 +57,8 @@ class TextfileWriter {
  private:
   struct State;
   static void run(const std::shared_ptr<State>& state) noexcept;
+  /// The next job (a removal, or the text to write), replacing one not started yet.
+  void hand_over(bool remove, std::string text);
 
   std::shared_ptr<State> state_;
   std::thread thread_;

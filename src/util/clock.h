@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 
 namespace redisgo {
 
@@ -27,6 +28,16 @@ class SystemClock final : public Clock {
   /// A process-wide instance.
   static const SystemClock& instance();
 };
+
+/// The wall clock (CLOCK_REALTIME) since the Unix epoch: for what is shown or stored as a
+/// date (log records, Redis-side timestamps, metrics), never for a deadline.
+inline std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+inline double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 /// A clock that only moves when told to. Thread-safe.
 class FakeClock final : public Clock {
