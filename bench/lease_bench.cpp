@@ -3,7 +3,7 @@
 //
 //   redisgo_lease_bench --nodes 127.0.0.1:7001,127.0.0.1:7002,... [--rounds 2000]
 //                       [--warmup 100] [--key bench:lease] [--io-timeout-ms 500]
-//                       [--samples FILE] [--renew] [--restart-guard-ms MS]
+//                       [--samples FILE] [--renew] [--restart-guard-ms MS] [--latency-ms MS]
 //
 // Prints one JSON object: nodes, rounds, failures (rounds that did not reach a quorum),
 // median_us, p99_us, mean_us, max_us. A cycle is acquire() (SET NX PX + fence INCR on
@@ -11,6 +11,10 @@
 // node), timed on steady_clock around both, as a oneshot holder pays them. --samples
 // also writes every measured cycle as "cycle_us acquire_us release_us" lines, so that
 // runs made in turns can be pooled.
+//
+// --latency-ms MS: every node is reached through the test suite's fault proxy
+// (tests/support/fault_proxy.h), one per node, each chunk delayed MS ms in each direction:
+// nodes on other hosts, where a cycle's round trips rather than the servers' CPU count.
 //
 // --renew: acquire once, then time `rounds` renew() calls (a leader's renewal latency:
 // from sending to a quorum's confirmation); median_us/p99_us are the renewals'.
@@ -20,12 +24,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lock/lease.h"
 #include "redis/connection.h"
+#include "support/fault_proxy.h"
 
 namespace {
 
@@ -41,13 +47,14 @@ struct Args {
   std::string samples;
   bool renew = false;
   long restart_guard_ms = 0;
+  long latency_ms = -1;  // -1: no proxy
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "redisgo_lease_bench: %s\n"
                "usage: redisgo_lease_bench --nodes H:P[,H:P...] [--rounds N] [--warmup N] [--key K]"
-               " [--io-timeout-ms MS] [--samples FILE] [--renew] [--restart-guard-ms MS]\n",
+                " [--io-timeout-ms MS] [--samples FILE] [--renew] [--restart-guard-ms MS] [--latency-ms MS]\n",
                why);
   std::exit(2);
 }
@@ -92,6 +99,8 @@ Args parse(int argc, char** argv) {
       a.samples = value;
     } else if (arg == "--io-timeout-ms") {
       a.io_timeout_ms = to_long(value, "bad --io-timeout-ms");
+    } else if (arg == "--latency-ms") {
+      a.latency_ms = to_long(value, "bad --latency-ms");
     } else if (arg == "--restart-guard-ms") {
       a.restart_guard_ms = to_long(value, "bad --restart-guard-ms");
     } else {
@@ -116,10 +125,16 @@ double percentile(const std::vector<double>& sorted, double p) {
 int main(int argc, char** argv) try {
   Args args = parse(argc, argv);
   LeaseOptions opts;
+  std::vector<std::unique_ptr<redisgo::testing::FaultProxy>> proxies;
   for (const auto& n : args.nodes) {
     std::string why;
     auto ep = redisgo::redis::Endpoint::parse(n, &why);
     if (!ep) usage(("bad node " + n + ": " + why).c_str());
+    if (args.latency_ms >= 0) {
+      proxies.push_back(std::make_unique<redisgo::testing::FaultProxy>(ep->port));
+      proxies.back()->latency(std::chrono::milliseconds(args.latency_ms));
+      ep = redisgo::redis::Endpoint::parse(proxies.back()->address(), &why);
+    }
     redisgo::redis::ConnectionOptions c;
     c.endpoint = *ep;
     c.io_timeout = Millis(args.io_timeout_ms);

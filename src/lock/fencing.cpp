@@ -41,4 +41,17 @@ std::vector<bool> nodes_to_raise(const std::vector<std::uint64_t>& node_tokens, 
   return raise;
 }
 
+std::uint64_t proposal_us(std::uint64_t wall_us, std::uint64_t lead_us) { return wall_us + lead_us; }
+
+std::uint64_t next_lead_us(std::uint64_t lead_us, std::uint64_t sent_wall_us,
+                           const std::vector<std::uint64_t>& node_tokens) {
+  const auto token = quorum_token(node_tokens);
+  const auto raise = nodes_to_raise(node_tokens, token);
+  const bool disagreed = std::find(raise.begin(), raise.end(), true) != raise.end();
+  if (!disagreed || token <= sent_wall_us + lead_us) return lead_us;
+  const auto ahead = token - sent_wall_us;
+  const auto wanted = ahead + ahead / 2;
+  return wanted <= kMaxLeadUs ? std::max(lead_us, wanted) : lead_us;
+}
+
 }  // namespace redisgo::lock

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "lock/fencing.h"
 #include "lock/lease.h"
 #include "redis/connection.h"
 
@@ -197,6 +198,10 @@ class RedlockBackend final : public LeaseBackend {
   /// Per node, the ticket it is known to hold for us (sent and answered in line): not sent again.
   std::vector<std::uint64_t> written_;
   std::vector<std::uint64_t> sent_tickets_;  ///< acquire(): the ticket sent to each node (0 none)
+  /// acquire(): the fence proposal's lead over our wall clock, and when it was last sent
+  /// (µs since the epoch; 0: not proposed, one node). lock/fencing.h.
+  std::uint64_t lead_us_ = kInitialLeadUs;
+  std::uint64_t proposed_at_us_ = 0;
   std::string window_arg_;
   std::string line_ttl_arg_;
   /// release(): the release script to the nodes of `only` (all when empty).

@@ -8,6 +8,7 @@
 #include "lock/fencing.h"
 #include "lock/replies.h"
 #include "lock/scripts.h"
+#include "util/clock.h"
 
 namespace redisgo::lock {
 
@@ -115,7 +116,13 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   }
   keys.push_back(keys_.pause());  // last: nothing is granted while it exists
   std::vector<std::string> args{options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
-  if (!options_.fair) return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);
+  // Several nodes: a token proposed to all, so that they issue one and need no raise.
+  proposed_at_us_ = nodes_.size() > 1 ? static_cast<std::uint64_t>(wall_us()) : 0;
+  const std::string proposal = proposed_at_us_ > 0 ? std::to_string(proposal_us(proposed_at_us_, lead_us_)) : "";
+  if (!options_.fair) {
+    args.push_back(proposal);
+    return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);
+  }
   // The line: our ticket, whether we join on this node (we listen there), its TTL, the window.
   const std::string ticket = ticket_ > 0 ? std::to_string(ticket_) : "";
   written_.resize(nodes_.size(), 0);
@@ -126,7 +133,7 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
     // A node that has our ticket already is not sent it again (a miss costs a command less).
     const bool send_ticket = ticket_ > 0 && written_[i] != ticket_;
     if (send_ticket) sent_tickets_[i] = ticket_;
-    a.insert(a.end(), {send_ticket ? ticket : "", join ? "1" : "", line_ttl_arg_, window_arg_});
+    a.insert(a.end(), {send_ticket ? ticket : "", join ? "1" : "", line_ttl_arg_, window_arg_, proposal});
     return a;
   };
   return send_each(semaphore ? kAcquireSlotFair : kAcquireFair, keys, args_of, {}, Send::kRespectBackoff);
@@ -224,6 +231,7 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
   const int q = quorum();
   const auto token = quorum_token(a.node_tokens);
   auto raise = nodes_to_raise(a.node_tokens, token);
+  if (proposed_at_us_ > 0) lead_us_ = next_lead_us(lead_us_, proposed_at_us_, a.node_tokens);
   int at_token = 0;
   for (std::size_t i = 0; i < n; ++i) at_token += (a.node_tokens[i] == token) ? 1 : 0;
   if (std::find(raise.begin(), raise.end(), true) != raise.end()) {

@@ -26,7 +26,7 @@ namespace redisgo::lock {
 using redis::Script;
 
 /// Acquire. KEYS: lease key, fence counter, pause. ARGV: holder, ttl in ms, fence ttl in ms,
-/// restart guard in ms ("0": off).
+/// restart guard in ms ("0": off), proposed token (several nodes; "" or absent: none).
 /// SET key holder NX PX ttl and, only if that succeeded, raise the fence counter to
 /// max(counter + 1, server TIME in µs), give it the fence TTL (docs/DESIGN.md "Keys": a
 /// retired key leaves nothing behind; the TIME floor keeps tokens increasing after it
@@ -44,7 +44,9 @@ using redis::Script;
 /// resource could confuse with the running one).
 /// The fence counter's rules, shared by both acquire scripts: a counter that is not a
 /// decimal integer below 2^53 - 1 is refused (bad_fence, fence_error), and a token is
-/// issued as max(counter + 1, server TIME in µs), stored with the fence TTL (issue).
+/// issued as max(counter + 1, server TIME in µs), or the holder's proposal where that is
+/// higher and at most 100 ms ahead of this server's TIME (Redlock: lock/fencing.h), stored
+/// with the fence TTL (issue).
 ///
 /// The restart guard (docs/DESIGN.md "Restart guard"), shared by both too: guard_left(ms)
 /// is how long this server must still stay up before it may grant a lease key that is
@@ -91,12 +93,20 @@ end
 local function fence_error(key)
   return redis.error_reply('fence counter ' .. key .. ' is not an integer below 2^53-1 (fix or delete it)')
 end
-local function issue(key, fence, ttl)
+local function issue(key, fence, ttl, proposal)
   local t = redis.call('TIME')
   local token = (tonumber(fence) or 0) + 1
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   if token < now_us then
     token = now_us
+  end
+  -- Redlock: the holder's proposal, taken when it is above both and at most 100 ms ahead of
+  -- this server's clock, so that the quorum's nodes issue one token (lock/fencing.h).
+  if proposal and #proposal <= 16 and string.match(proposal, '^%d+$') then
+    local p = tonumber(proposal)
+    if p > token and p <= now_us + 100000 then
+      token = p
+    end
   end
   redis.call('SET', key, string.format('%.0f', token), 'PX', ttl)
   return string.format('%.0f', token)
@@ -138,9 +148,9 @@ if bad_fence(fence) then
   return fence_error(KEYS[2])
 end
 if left < 0 then
-  return {1, issue(KEYS[2], fence, ARGV[3]), '', 'noinfo'}
+  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5]), '', 'noinfo'}
 end
-return {1, issue(KEYS[2], fence, ARGV[3])}
+return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5])}
 )lua";
 inline const Script kAcquire{kAcquireSource};
 
@@ -272,7 +282,8 @@ inline const Script kInspect{kInspectSource};
 
 /// Acquire one slot of a semaphore (limit > 1). KEYS: fence counter, then the slot keys in
 /// the order to try them (the caller rotates the order, the same for every node of one
-/// attempt), then the pause. ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms ("0": off).
+/// attempt), then the pause. ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms ("0": off),
+/// proposed token (as kAcquire).
 /// The first free slot is taken with SET NX PX and the fence raised as kAcquire does
 /// (one counter for every slot of the key): {1, "<token>", "<slot key>"}. Every slot
 /// busy: {0, "<holder of the slot that frees first>", its pttl}. The fence is checked
@@ -301,9 +312,9 @@ for i = 2, #KEYS - 1 do
       return {2, left}
     end
     if left < 0 then
-      return {1, issue(KEYS[1], fence, ARGV[3]), KEYS[i], 'noinfo'}
+      return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i], 'noinfo'}
     end
-    return {1, issue(KEYS[1], fence, ARGV[3]), KEYS[i]}
+    return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i]}
   end
   local ttl = redis.call('PTTL', KEYS[i])
   if ttl >= 0 and (best < 0 or ttl < best) then
@@ -492,7 +503,7 @@ end
 /// Acquire with the waiting line (fair = true). KEYS: lease key, fence counter, line, pause.
 /// ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms, ticket ("" none), join
 /// ("1": this waiter listens on its wake channel and waits; "" it only looks), line ttl in
-/// ms, turn window in ms.
+/// ms, turn window in ms, proposed token (as kAcquire).
 /// The lease is granted as kAcquire grants it when the key is free and nobody waits, when
 /// the key holds our turn, or when we head the line. Otherwise (held, another's turn, or
 /// free with others ahead, whose head is then woken) the caller joins the line if it may:
@@ -564,9 +575,9 @@ if headed then
   redis.call('ZREM', KEYS[3], me)  -- a turn's waiter left the line when it was woken
 end
 if noinfo then
-  return {1, issue(KEYS[2], fence, ARGV[3]), '', 'noinfo'}
+  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[9]), '', 'noinfo'}
 end
-return {1, issue(KEYS[2], fence, ARGV[3])}
+return {1, issue(KEYS[2], fence, ARGV[3], ARGV[9])}
 )lua";
 inline const Script kAcquireFair{kAcquireFairSource};
 
@@ -689,9 +700,9 @@ if other and redis.pcall('EXISTS', other) == 0 and (not mine or guard_left(tonum
   pcall(wake, KEYS[2], other, ARGV[8], me)
 end
 if left < 0 then
-  return {1, issue(KEYS[1], fence, ARGV[3]), slot, 'noinfo'}
+  return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot, 'noinfo'}
 end
-return {1, issue(KEYS[1], fence, ARGV[3]), slot}
+return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot}
 )lua";
 inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 

@@ -58,6 +58,29 @@ TEST(Fencing, QuorumTokenAndRaiseSet) {
   EXPECT_EQ(quorum_token({0, 0}), 0u);
 }
 
+TEST(Fencing, TheProposalsLeadGrowsOnlyWhenANodeIssuedMoreThanItAndDisagreed) {
+  using redisgo::lock::kInitialLeadUs;
+  using redisgo::lock::kMaxLeadUs;
+  using redisgo::lock::next_lead_us;
+  const std::uint64_t sent = 1'000'000'000'000'000;
+  const std::uint64_t proposal = sent + kInitialLeadUs;
+  // Every granting node issued the proposal: nothing to learn.
+  EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, proposal, 0}), kInitialLeadUs);
+  // They agree on more than the proposal (a counter ahead everywhere): one token, no raise.
+  EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal + 9, proposal + 9, proposal + 9}), kInitialLeadUs);
+  // One node's clock was 8 ms ahead of ours: its TIME won there, the others issued the
+  // proposal. Next time 1.5 x 8 ms.
+  EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, sent + 8'000, proposal}), 12'000u);
+  // Never shorter than it was.
+  EXPECT_EQ(next_lead_us(20'000, sent, {sent + 20'000, sent + 25'000}), 37'500u);
+  // A node far ahead (a counter set by hand, a clock minutes fast): raised once, not learnt.
+  EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, sent + kMaxLeadUs}), kInitialLeadUs);
+  EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, sent + 600'000'000}), kInitialLeadUs);
+  // Nodes that disagree below the proposal (one behind, e.g. restarted with an old counter
+  // but a slow clock) do not lengthen it either.
+  EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, proposal - 3}), kInitialLeadUs);
+}
+
 TEST(Redlock, ValidityDeadlineSubtractsDrift) {
   Clock::time_point start(std::chrono::seconds(100));
   // 10 s lease, 1% + 2 ms drift: 10000 - 100 - 2 = 9898 ms.
