@@ -43,7 +43,7 @@ Look look(lock::LeaseBackend& backend, int quorum) {
 /// `channel` every second while it still holds the lease. 0 once another holder has it
 /// (said on `out`), else 75 (why, on `err`).
 int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& channel, const std::string& leader,
-                   Millis limit, std::ostream& out, std::ostream& err) {
+                   const std::string& token_label, Millis limit, std::ostream& out, std::ostream& err) {
   using std::chrono::steady_clock;
   const auto deadline = steady_clock::now() + limit;
   auto last_ask = steady_clock::now();
@@ -57,7 +57,8 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
     // A woken waiter's turn, or a pause answered for a holder, is nobody's job running yet.
     if (now_view.state == State::kHeld && now_view.holder != leader && !lock::turn_of(now_view.holder) &&
         !lock::pause_of(now_view.holder)) {
-      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (token " << token_text(now_view)
+      out << "handed over: " << log::printable(now_view.holder) << " holds the lease now (" << token_label
+          << token_text(now_view)
           << ")\n";
       return output_ok(out) ? 0 : kExitIoError;
     }
@@ -113,6 +114,9 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
   options.slot = slot;  // what inspect() reads
   auto backend = lock::make_redis_backend(options);
   const std::string what = config.task.limit > 1 ? "slot " + std::to_string(slot) + " of key " : "key ";
+  // A semaphore's slots share one fence counter: what it holds is the key's newest token,
+  // not this slot's (attack round: it was printed as the slot's).
+  const std::string token_label = config.task.limit > 1 ? "the key's newest token " : "token ";
   const int quorum = backend->quorum();
   const Look first_look = look(*backend, quorum);
   const QuorumView& before = first_look.view;
@@ -172,13 +176,13 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
         << (first.refused ? " (grant it with ACL SETUSER <user> &" + keys.control + " +publish)" : "") << "\n";
     return first.refused ? kExitNoPerm : kExitUnavailable;
   }
-  out << "asked " << log::printable(leader) << " to step down (" << what << log::printable(config.redis.key) << ", token "
-      << token_text(before) << ")\n";
+  out << "asked " << log::printable(leader) << " to step down (" << what << log::printable(config.redis.key) << ", "
+      << token_label << token_text(before) << ")\n";
   if (first.receivers == 0) {
     err << "redisgo_task: handover: warning: nobody is listening on " << keys.control
         << " yet (a oneshot holder ignores handover; a supervise leader subscribes as it starts); asking again\n";
   }
-  return await_takeover(*backend, quorum, keys.control, leader, limit, out, err);
+  return await_takeover(*backend, quorum, keys.control, leader, token_label, limit, out, err);
 }
 
 }  // namespace redisgo::commands

@@ -752,6 +752,9 @@ TEST_F(TaskCoordinator, HandoverOfASemaphoreSlotMovesThatSlotOnly) {
   r = run_task_binary({"handover", "--config", cfg, "--slot", "1", "--timeout", "5s"}, 10s);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("asked " + on_1->holder + " to step down (slot 1 of key "), std::string::npos) << r.out;
+  // The slots share one fence counter: its value is the key's newest token, not slot 1's.
+  EXPECT_NE(r.out.find(", the key's newest token "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(", token "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("handed over: " + holder_of(*c)), std::string::npos) << r.out;
   ASSERT_TRUE(wait_until([&] { return records(2).children.size() == 3; }, 5s)) << c->err();
   const auto after = records(2);
