@@ -26,10 +26,9 @@ struct TextfileWriter::State {
     std::string text;
   };
   std::optional<Job> next;
-  /// The file of our last successful write (its inode), for a removal.
+  /// The file of our last successful write (its inode, size and mtime), for a removal.
   bool wrote = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
+  struct stat written {};
   std::uint64_t submitted = 0;   // texts handed over
   std::uint64_t completed = 0;   // the last of them written (or failed)
   bool in_write = false;
@@ -37,6 +36,16 @@ struct TextfileWriter::State {
   std::uint64_t failures = 0;
   std::string last_error;
 };
+
+namespace {
+/// Still the file we wrote last: the same inode (not a file renamed over ours), and neither
+/// its size nor its mtime changed (not written in place by another process: the attack round
+/// saw such a file removed at exit).
+bool same_file_as_written(const struct stat& now, const struct stat& ours) {
+  return now.st_dev == ours.st_dev && now.st_ino == ours.st_ino && now.st_size == ours.st_size &&
+         now.st_mtim.tv_sec == ours.st_mtim.tv_sec && now.st_mtim.tv_nsec == ours.st_mtim.tv_nsec;
+}
+}  // namespace
 
 TextfileWriter::TextfileWriter(std::string path, Write write) : state_(std::make_shared<State>()) {
   state_->path = std::move(path);
@@ -57,8 +66,7 @@ void TextfileWriter::run(const std::shared_ptr<State>& s) noexcept {
     const std::uint64_t seq = s->submitted;
     s->in_write = true;
     const bool wrote = s->wrote;
-    const dev_t dev = s->dev;
-    const ino_t ino = s->ino;
+    const struct stat ours = s->written;
     lk.unlock();
     std::string error;
     struct stat st {};
@@ -68,7 +76,7 @@ void TextfileWriter::run(const std::shared_ptr<State>& s) noexcept {
         if (::lstat(s->path.c_str(), &st) != 0) {
           const int err = errno;
           if (err != ENOENT) error = errno_message("metrics textfile " + s->path + ": cannot remove it", err);
-        } else if (!wrote || st.st_dev != dev || st.st_ino != ino) {
+        } else if (!wrote || !same_file_as_written(st, ours)) {
           error = "metrics textfile " + s->path +
                   ": left in place, another process has written it since our last write (is it the textfile of "
                   "another daemon too?)";
@@ -91,8 +99,7 @@ void TextfileWriter::run(const std::shared_ptr<State>& s) noexcept {
     lk.lock();
     if (have_st) {
       s->wrote = true;
-      s->dev = st.st_dev;
-      s->ino = st.st_ino;
+      s->written = st;
     }
     s->in_write = false;
     s->completed = seq;

@@ -892,6 +892,31 @@ TEST(MetricsExporter, AStopLeavesATextfileThatAnotherProcessWrote) {
   EXPECT_EQ(read_file(path), "redisgo_task_leader{key=\"other\"} 1\n");
 }
 
+// The same, written in place (same inode: `>` in a shell, an editor that rewrites the
+// file): still not ours to remove (attack round, issue 22).
+TEST(MetricsExporter, AStopLeavesATextfileAnotherProcessWroteInPlace) {
+  TempDir dir;
+  Metrics m("k", {});
+  const std::string path = dir.path() + "/m.prom";
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 1h;
+  o.textfile_refresh = 1h;
+  o.at_stop = ExporterOptions::AtStop::kRemove;
+  Exporter e(m, o);
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  {
+    std::ofstream(path, std::ios::trunc) << "redisgo_task_leader{key=\"other\"} 1\n";
+  }
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  ASSERT_EQ(after.st_ino, before.st_ino) << "not written in place";
+  const std::string why = e.stop();
+  EXPECT_NE(why.find("left in place, another process has written it"), std::string::npos) << why;
+  EXPECT_EQ(read_file(path), "redisgo_task_leader{key=\"other\"} 1\n");
+}
+
 TEST(MetricsExporter, AStopCanLeaveTheRecordOfTheRun) {
   TempDir dir;
   Metrics m("k", {"n:1"});
