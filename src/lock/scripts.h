@@ -66,6 +66,17 @@ local function uptime_s()
 end
 )lua";
 
+/// A lease key that holds another type (written by something else: a hash, a list): a clear
+/// error naming it, instead of the raw WRONGTYPE of a GET in the middle of a script (attack
+/// round, issue 19). Shared by the acquire scripts and inspect.
+inline const std::string kNotALeaseFunction = R"lua(
+local function not_a_lease(key)
+  local t = redis.pcall('TYPE', key)
+  local name = type(t) == 'table' and t.ok or 'other'
+  return redis.error_reply('lease key ' .. key .. ' holds a ' .. name .. ', not a lease (something else wrote it): delete it or choose another key')
+end
+)lua";
+
 /// guard_left(guard_ms) (the restart guard's arithmetic, above): shared by the acquire
 /// scripts and by every script that writes a turn for a free key (a turn is taken without
 /// the guard, so it is only written where the guard lets the key be given).
@@ -86,7 +97,7 @@ local function guard_left(guard_ms)
 end
 )lua";
 
-inline const std::string kFenceFunctions = kGuardFunctions + R"lua(
+inline const std::string kFenceFunctions = kGuardFunctions + kNotALeaseFunction + R"lua(
 local function bad_fence(fence)
   return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
 end
@@ -130,7 +141,11 @@ end
 
 inline const std::string kAcquireSource = kFenceFunctions + R"lua(
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {0, redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1])}
+  local holder = redis.pcall('GET', KEYS[1])
+  if type(holder) == 'table' then
+    return not_a_lease(KEYS[1])
+  end
+  return {0, holder or '', redis.call('PTTL', KEYS[1])}
 end
 local marker, pause_ttl = paused(KEYS[3])
 if marker then
@@ -261,8 +276,11 @@ return 1
 /// string}: with the key absent, the uptime tells whether the restart guard holds the node
 /// closed. A fence counter of another type (a hash set by hand) is reported, not an error:
 /// the node's lease is still read, and `status` can say what blocks acquisitions there.
-inline const std::string kInspectSource = kUptimeFunction + R"lua(
-local holder = redis.call('GET', KEYS[1])
+inline const std::string kInspectSource = kUptimeFunction + kNotALeaseFunction + R"lua(
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'table' then
+  return not_a_lease(KEYS[1])
+end
 local exists = 1
 if not holder then
   exists = 0
@@ -514,7 +532,10 @@ end
 /// bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
-local held = redis.call('GET', KEYS[1])
+local held = redis.pcall('GET', KEYS[1])
+if type(held) == 'table' then
+  return not_a_lease(KEYS[1])
+end
 local noinfo, headed = false, false
 if held == TURN .. me then
   -- Our turn, but paused meanwhile: back in line (at the tail), the turn left to expire.

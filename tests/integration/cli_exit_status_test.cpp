@@ -635,6 +635,29 @@ TEST_F(CliAttackRegressions, ACorruptFenceCounterIsUnreadableNotZero) {
   EXPECT_NE(t.out.find("token:  17\n"), std::string::npos) << t.out;
 }
 
+// The lease key holds something else (a hash written by another program): every command
+// names the key and its type, instead of a raw WRONGTYPE from inside a script (attack round,
+// issue 19), with limit 1 and fair or not.
+TEST_F(CliAttackRegressions, ALeaseKeyOfAnotherTypeIsNamedWithItsType) {
+  RedisServer redis;
+  redis.cli({"HSET", "k", "a", "1"});
+  for (const char* fair : {"true", "false"}) {
+    SCOPED_TRACE(fair);
+    const auto cfg = dir_.write(std::string("wrongtype-") + fair + ".toml",
+                                "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\nfair = " + fair +
+                                    "\n[task]\ncommand = [\"/bin/true\"]\n");
+    auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s);
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("lease key k holds a hash, not a lease (something else wrote it): delete it"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("WRONGTYPE"), std::string::npos) << r.err;
+    auto st = run_task_binary({"status", "--config", cfg}, 10s);
+    EXPECT_NE(st.out.find("lease key k holds a hash"), std::string::npos) << st.out << st.err;
+  }
+  EXPECT_EQ(redis.cli({"TYPE", "k"}), "hash");  // left as it was
+}
+
 // An ACL that forbids a command inside the lease script is a refusal of our rights (77),
 // not an unreachable node (69).
 TEST_F(CliAttackRegressions, AnAclRefusalInsideTheScriptIs77) {
