@@ -26,13 +26,24 @@
 /// acquisition needed it: each node floors the token at its own clock, so the nodes hand
 /// out different tokens (1,977 of 2,000 cycles on 3 nodes). So the holder proposes a token,
 /// its own wall clock plus a lead (proposal_us), and a node issues it where it is above
-/// both max(counter + 1, TIME) and at most 100 ms ahead of that node's TIME (the scripts'
+/// both max(counter + 1, TIME) and at most 25 ms ahead of that node's TIME (the scripts'
 /// issue()). Nodes whose counters agree then issue the same token and nothing needs
 /// raising; the rule above is unchanged, the raise is only needed less often. A proposal
 /// that lost (some node's clock or counter was ahead) makes the next lead long enough to
-/// win, up to kMaxLeadUs (next_lead_us). Tokens then run up to 100 ms ahead of the servers'
-/// clocks: the TIME floor still protects a counter lost more than that after the last
-/// grant, which the restart guard (no grant on an absent key for `expire`) ensures.
+/// win, up to kMaxLeadUs (next_lead_us): nodes further than that (one-way latency plus
+/// clock offset) get raised as before. The price, stated: tokens run up to 25 ms ahead of
+/// the servers' clocks, so the TIME floor protects a counter lost (deleted by hand, or a
+/// node restarted empty with the restart guard off) only from 25 ms after the last grant;
+/// with the guard on, a restarted node grants nothing for `expire`, far longer.
+///
+/// A semaphore's holders run at once and share the counter, so their tokens must also
+/// differ from each other's. Where nodes agree, they do (a node never issues a number
+/// twice). Where they disagree, two holders that two nodes served in opposite orders can
+/// each take the other's number as their maximum (attack round). Any two holders' quorums
+/// share a node that issued both of them a number, at most one of them the common maximum
+/// T, so at least one of the two raises that node: the raise of a semaphore's slot
+/// therefore answers 2 when the counter is at or above T already, the acquisition is given
+/// up and tried again (every raise is waited for, and one not answered counts as such).
 ///
 /// Limits, stated rather than hidden: a node in R1 that restarts without its data loses
 /// the raise; its counter restarts from its TIME floor. Tokens are dominated by that
@@ -71,10 +82,10 @@ std::uint64_t quorum_token(const std::vector<std::uint64_t>& node_tokens);
 std::vector<bool> nodes_to_raise(const std::vector<std::uint64_t>& node_tokens, std::uint64_t token);
 
 /// The proposal's lead over the holder's wall clock: 5 ms at first (loopback and LAN
-/// round trips, NTP-synced clocks), at most 50 ms (the scripts accept a proposal at most
-/// 100 ms ahead of a node's own TIME).
+/// round trips, NTP-synced clocks), at most 15 ms (the scripts accept a proposal at most
+/// 25 ms ahead of a node's own TIME).
 inline constexpr std::uint64_t kInitialLeadUs = 5'000;
-inline constexpr std::uint64_t kMaxLeadUs = 50'000;
+inline constexpr std::uint64_t kMaxLeadUs = 15'000;
 
 /// The token to propose (multi-node acquisitions only): the wall clock in µs plus `lead_us`.
 std::uint64_t proposal_us(std::uint64_t wall_us, std::uint64_t lead_us);

@@ -234,9 +234,15 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
   if (proposed_at_us_ > 0) lead_us_ = next_lead_us(lead_us_, proposed_at_us_, a.node_tokens);
   int at_token = 0;
   for (std::size_t i = 0; i < n; ++i) at_token += (a.node_tokens[i] == token) ? 1 : 0;
+  // A semaphore's holders run at once, so two of them must never share a token: a raise
+  // that finds the counter at our token already (kRaiseFence's 2), or that we cannot read,
+  // gives the acquisition up (lock/fencing.h). So every raise is waited for.
+  const bool semaphore = slot_keys_.size() > 1;
+  bool shared = false;
   if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
-    auto raised = send(kRaiseFence, {held_key(), keys_.fence}, {options_.holder, std::to_string(token), fence_ttl_arg_},
-                       raise, Send::kAlways);
+    auto raised = send(kRaiseFence, {held_key(), keys_.fence},
+                       {options_.holder, std::to_string(token), fence_ttl_arg_, semaphore ? "1" : ""}, raise,
+                       Send::kAlways);
     auto raised_ok = [&](std::size_t i) {
       return raised[i] && raised[i]->ok() && parse_flag_reply(raised[i]->reply().get()) == true;
     };
@@ -247,22 +253,36 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
         if (raised[i]->done()) yes += raised_ok(i) ? 1 : 0;
         else ++open;
       }
-      return yes >= q || yes + open < q;
+      return semaphore ? open == 0 : (yes >= q || yes + open < q);
     };
     a.cancelled = !wait(raised, enough, true);
     sweep();
     for (std::size_t i = 0; i < n; ++i) {
-      if (!raise[i] || !raised[i]->done()) continue;
+      if (!raise[i]) continue;
+      if (!raised[i]->done()) {
+        shared = shared || semaphore;
+        continue;
+      }
       if (raised_ok(i)) {
         ++at_token;
+      } else if (raised[i]->ok() && redis::as_integer(raised[i]->reply().get()) == 2) {
+        shared = true;
       } else if (!raised[i]->ok()) {
+        shared = shared || semaphore;
         a.errors.push_back(error_of(i, raised[i]));
       } else {
+        shared = shared || semaphore;  // not raised, so not asked either
         a.errors.push_back({nodes_[i].name, Fault::kReply, nodes_[i].conn.describe() + ": lease gone before its fence could be raised"});
       }
     }
   }
   if (a.cancelled) return false;
+  if (shared) {
+    a.errors.push_back({"", Fault::kReply, "token " + std::to_string(token) +
+                                               " may be another slot holder's too (nodes served two holders in "
+                                               "opposite orders, or a raise went unanswered): given up, to try again"});
+    return false;
+  }
   if (at_token < q) {
     a.errors.push_back({"", Fault::kReply, "fence raised on " + std::to_string(at_token) +
                                                " node(s), fewer than the quorum of " + std::to_string(q)});

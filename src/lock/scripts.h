@@ -45,7 +45,7 @@ using redis::Script;
 /// The fence counter's rules, shared by both acquire scripts: a counter that is not a
 /// decimal integer below 2^53 - 1 is refused (bad_fence, fence_error), and a token is
 /// issued as max(counter + 1, server TIME in µs), or the holder's proposal where that is
-/// higher and at most 100 ms ahead of this server's TIME (Redlock: lock/fencing.h), stored
+/// higher and at most 25 ms ahead of this server's TIME (Redlock: lock/fencing.h), stored
 /// with the fence TTL (issue).
 ///
 /// The restart guard (docs/DESIGN.md "Restart guard"), shared by both too: guard_left(ms)
@@ -111,11 +111,11 @@ local function issue(key, fence, ttl, proposal)
   if token < now_us then
     token = now_us
   end
-  -- Redlock: the holder's proposal, taken when it is above both and at most 100 ms ahead of
+  -- Redlock: the holder's proposal, taken when it is above both and at most 25 ms ahead of
   -- this server's clock, so that the quorum's nodes issue one token (lock/fencing.h).
   if proposal and #proposal <= 16 and string.match(proposal, '^%d+$') then
     local p = tonumber(proposal)
-    if p > token and p <= now_us + 100000 then
+    if p > token and p <= now_us + 25000 then
       token = p
     end
   end
@@ -252,10 +252,15 @@ end
 return 0
 )lua"};
 
-/// Raise the fence (Redlock, lock/fencing.h). KEYS: lease key, fence counter.
-/// ARGV: holder, token (decimal), fence ttl in ms. Only while the key is ours:
-/// counter = max(counter, token), return 1. Not ours: 0, nothing changed. Both numbers are
-/// below 2^53, where the double comparison is exact; the token is stored as given.
+/// Raise the fence (Redlock, lock/fencing.h). KEYS: lease (or slot) key, fence counter.
+/// ARGV: holder, token (decimal), fence ttl in ms, "1" for a semaphore's slot.
+/// Only while the key is ours: counter = max(counter, token), return 1. Not ours: 0,
+/// nothing changed. A semaphore's slot where the counter is at the token already: 2,
+/// nothing changed. This node issued us less, so it has since issued or been raised to the
+/// token for another holder of a slot, who may hold the very same token (two nodes that
+/// served two holders in opposite orders: attack round, issue 21): the caller gives this
+/// acquisition up. Both numbers are below 2^53, where the double comparison is exact; the
+/// token is stored as given.
 inline const Script kRaiseFence{R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
@@ -266,6 +271,8 @@ if current == nil then
 end
 if current < tonumber(ARGV[2]) then
   redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+elseif ARGV[4] == '1' then
+  return 2
 end
 return 1
 )lua"};

@@ -72,7 +72,8 @@ TEST(Fencing, TheProposalsLeadGrowsOnlyWhenANodeIssuedMoreThanItAndDisagreed) {
   // proposal. Next time 1.5 x 8 ms.
   EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, sent + 8'000, proposal}), 12'000u);
   // Never shorter than it was.
-  EXPECT_EQ(next_lead_us(20'000, sent, {sent + 20'000, sent + 25'000}), 37'500u);
+  EXPECT_EQ(next_lead_us(4'000, sent, {sent + 4'000, sent + 6'000}), 9'000u);
+  EXPECT_EQ(next_lead_us(12'000, sent, {sent + 12'000, sent + 13'000}), 12'000u);  // 19.5 ms: beyond the cap
   // A node far ahead (a counter set by hand, a clock minutes fast): raised once, not learnt.
   EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, sent + kMaxLeadUs}), kInitialLeadUs);
   EXPECT_EQ(next_lead_us(kInitialLeadUs, sent, {proposal, sent + 600'000'000}), kInitialLeadUs);
