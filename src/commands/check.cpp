@@ -46,7 +46,7 @@ struct Probe {
   Probe(std::string n, redis::ConnectionOptions options) : name(std::move(n)), conn(std::move(options)) {}
   std::string name;
   redis::AsyncConnection conn;
-  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause;
+  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause, subscribe;
   SteadyClock::time_point sent{};
   std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
   std::string peer;                                  ///< TLS certificate line, while it was open
@@ -167,6 +167,33 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
                  "the daemon runs Lua scripts on " + keys.key + ": make EVAL work for this user and key");
 }
 
+/// The channels that tell whether this user may PUBLISH and SUBSCRIBE where the daemon does,
+/// without waking anyone: with the line, a wake channel nobody listens on (the wake channels
+/// are per holder, so the ACL must grant them by pattern anyway); without it, the control
+/// channel (a leader acts only on a message naming itself) and the release channel (a
+/// subscription disturbs nobody).
+std::string publish_channel(bool fair, const lock::LeaseKeys& keys) { return fair ? keys.wake("check") : keys.control; }
+std::string subscribe_channel(bool fair, const lock::LeaseKeys& keys) { return fair ? keys.wake("check") : keys.channel; }
+
+/// Whether this user may SUBSCRIBE where a waiting daemon does (attack round: `check` passed
+/// without +subscribe, and the daemon then stood by without wake-on-release).
+Finding subscribe_finding(const Probe& p, bool fair, const lock::LeaseKeys& keys) {
+  const std::string channel = subscribe_channel(fair, keys);
+  const CallPtr& c = p.subscribe;
+  if (c && c->ok()) {
+    return make(Level::kOk, "subscribe", p.name, "this user may SUBSCRIBE to " + channel);
+  }
+  const std::string e = why(p, c);
+  if (check::acl_refused(e)) {
+    return make(Level::kWarn, "subscribe", p.name,
+                "this user may not SUBSCRIBE to " + channel + ": " + e +
+                    ": a waiting daemon is not woken by a release and takes over only when the lease expires" +
+                    (fair ? ", and cannot wait in the line" : ""),
+                "grant +subscribe and the channels &" + keys.base + ":* (the README's ACL recipe)");
+  }
+  return make(Level::kWarn, "subscribe", p.name, "could not test SUBSCRIBE to " + channel + ": " + e);
+}
+
 /// What the daemon's scripts write, tried on scratch keys (kCheckRights): a command this user
 /// may not run is a fail (the daemon would fail alike); a scratch key outside its key
 /// patterns is a skip (nothing learnt), but the pause key is one the scripts read.
@@ -199,6 +226,14 @@ Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
   if (error.find("keys") != std::string::npos) {
     return check::skip("rights", p.name, "the scratch key " + keys.base + ":check", what + ": " + error,
                        "~" + keys.base + ":*");
+  }
+  if (what == "PUBLISH") {
+    // The release still frees the lease; only nobody is woken (lock/scripts.h kRelease).
+    return make(Level::kWarn, "rights", p.name,
+                "this user may not PUBLISH where the release does: " + error +
+                    ": a release frees the lease but wakes nobody, so a standby takes over only when the lease "
+                    "expires",
+                "grant +publish and the channels &" + keys.base + ":* (the README's ACL recipe)");
   }
   return make(Level::kFail, "rights", p.name,
               "the lease scripts run " + what + ", which this user may not: " + error +
@@ -272,6 +307,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
 
   out.push_back(scripts_finding(p, keys));
   out.push_back(rights_finding(p, keys));
+  out.push_back(subscribe_finding(p, r.fair, keys));
   out.push_back(line_finding(p, r.fair, keys));
   if (p.beyond && p.beyond->ok()) {
     const auto n = redis::as_integer(p.beyond->reply().get()).value_or(0);
@@ -308,7 +344,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
     p->line = p->conn.eval(lock::kReadLine, {keys.line}, {"1", keys.channel});
     p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
-                             {r.fair ? "1" : "", once_per ? "1" : ""});
+                             {r.fair ? "1" : "", once_per ? "1" : "", publish_channel(r.fair, keys)});
     p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});
     conns.push_back(&p->conn);
@@ -371,6 +407,22 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
       if (auto server = check::parse_time_reply(*secs, *micros)) p.samples.push_back({sent[i], received[i], *server});
     }
   }
+
+  // Last: a subscribed connection takes no other command (it is closed after the check).
+  std::vector<redis::AsyncConnection*> live;
+  for (auto& p : probes) {
+    if (!p->usable || !p->conn.connected()) continue;
+    p->subscribe = p->conn.send({"SUBSCRIBE", subscribe_channel(r.fair, keys)});
+    live.push_back(&p->conn);
+  }
+  if (live.empty()) return;
+  o.deadline = SteadyClock::now() + r.io_timeout + std::chrono::seconds(1);
+  redis::drive(live, [&] {
+    for (auto& p : probes) {
+      if (p->subscribe && !p->subscribe->done()) return false;
+    }
+    return true;
+  }, o);
 }
 
 const char* topology_name(config::Topology t) {

@@ -881,6 +881,9 @@ local ok, refused = pcall(function()
     try('HSET', 'HSET', KEYS[1], 'holder', 'check')
     try('DEL', 'DEL', KEYS[1])
   end
+  if ARGV[3] and ARGV[3] ~= '' then
+    try('PUBLISH', 'PUBLISH', ARGV[3], 'check')
+  end
   if ARGV[1] == '1' then
     try('ZADD', 'ZADD', KEYS[2], '1', 'check')
     try('PEXPIRE', 'PEXPIRE', KEYS[2], '1000')

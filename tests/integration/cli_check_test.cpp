@@ -156,8 +156,28 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
   }
   check_as(base, [&](const RedisServer& s, const RunResult& r) {
     EXPECT_NE(line_of(r.out, "ok", "rights", s.address()), "") << r.out;
+    EXPECT_NE(line_of(r.out, "ok", "subscribe", s.address()), "") << r.out;
     EXPECT_EQ(s.cli({"EXISTS", "{worker}:check", "{worker}:check:line"}), "0") << "the scratch keys are gone";
   });
+  // Attack round (issue 19): without +publish or +subscribe check said ok, and the daemon
+  // then woke nobody or stood by without wake-on-release. Both warn, saying what it costs.
+  check_as(base + " -publish", [&](const RedisServer& s, const RunResult& r) {
+    EXPECT_EQ(r.code, 1) << r.out;
+    const auto line = line_of(r.out, "warn", "rights", s.address());
+    EXPECT_NE(line.find("may not PUBLISH where the release does"), std::string::npos) << r.out;
+    EXPECT_NE(line.find("wakes nobody"), std::string::npos) << line;
+  });
+  check_as(base + " -subscribe", [&](const RedisServer& s, const RunResult& r) {
+    EXPECT_EQ(r.code, 1) << r.out;
+    const auto line = line_of(r.out, "warn", "subscribe", s.address());
+    EXPECT_NE(line.find("may not SUBSCRIBE to {worker}:wake:check"), std::string::npos) << r.out;
+    EXPECT_NE(line.find("takes over only when the lease expires"), std::string::npos) << line;
+  });
+  // A channel pattern that leaves out the wake channels: the same.
+  check_as("~worker ~{worker}:* &{worker}:released &{worker}:control" + base.substr(base.find(" +eval")),
+           [&](const RedisServer& s, const RunResult& r) {
+             EXPECT_NE(line_of(r.out, "warn", "subscribe", s.address()), "") << r.out;
+           });
 }
 
 TEST_F(CliCheck, EvictingPolicyWarns) {
