@@ -1,8 +1,9 @@
 #include "backoff/backoff.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
+
+#include "util/rounding.h"
 
 namespace redisgo::backoff {
 namespace {
@@ -102,11 +103,10 @@ class Exponential final : public Backoff {
   /// min(max, initial * factor^n), computed in double so a huge power saturates to
   /// infinity (and then to max) instead of wrapping.
   Millis base_at(std::uint64_t n) const {
-    const double b = static_cast<double>(initial_.count()) *
-                     std::pow(factor_, static_cast<double>(n));
+    const double b = static_cast<double>(initial_.count()) * power(factor_, n);
     // !(b < max) also catches inf and NaN.
     if (!(b < static_cast<double>(max_.count()))) return max_;
-    return std::min(max_, Millis(std::max<Rep>(0, std::llround(b))));
+    return std::min(max_, Millis(std::max<Rep>(0, round_to_int(b))));
   }
 
   Millis initial_;
@@ -180,7 +180,7 @@ class Adaptive final : public Backoff {
     // In double, like exponential, so a max near the limit of Rep cannot overflow.
     const double span = static_cast<double>(max_.count()) - static_cast<double>(initial_.count());
     const double b = static_cast<double>(initial_.count()) + span * estimate_;
-    Millis base = b < static_cast<double>(max_.count()) ? Millis(std::llround(b)) : max_;
+    Millis base = b < static_cast<double>(max_.count()) ? Millis(round_to_int(b)) : max_;
     if (ttl_cap_) base = std::min(base, *ttl_cap_);
     ttl_cap_.reset();
     base = std::min(base, max_);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/installed.h"
@@ -292,7 +293,7 @@ struct Args {
   bool pause_stop = false;
 };
 
-/// The subcommands, to tell which one was given.
+/// The subcommands, to tell which one was given (null: not built for this run).
 struct Subcommands {
   CLI::App* task = nullptr;
   CLI::App* status = nullptr;
@@ -304,6 +305,47 @@ struct Subcommands {
   CLI::App* resume = nullptr;
   CLI::App* version = nullptr;
 };
+
+/// Which subcommand the command line named, read from the parsed Subcommands, so that
+/// CLI11's objects can be gone before the command runs.
+struct Chosen {
+  bool task = false, status = false, validate = false, check = false, handover = false, list = false, pause = false,
+       resume = false, version = false;
+  bool handover_timeout_given = false;
+};
+
+Chosen chosen(const Subcommands& subs) {
+  const auto given = [](const CLI::App* sub) { return sub != nullptr && static_cast<bool>(*sub); };
+  Chosen c;
+  c.task = given(subs.task);
+  c.status = given(subs.status);
+  c.validate = given(subs.validate);
+  c.check = given(subs.check);
+  c.handover = given(subs.handover);
+  c.list = given(subs.list);
+  c.pause = given(subs.pause);
+  c.resume = given(subs.resume);
+  c.version = given(subs.version);
+  c.handover_timeout_given = c.handover && subs.handover->count("--timeout") > 0;
+  return c;
+}
+
+/// The subcommands' names, in the order --help lists them.
+constexpr std::string_view kCommandNames[] = {"task", "status", "validate", "check", "handover",
+                                              "list", "pause",  "resume",   "version"};
+
+/// The subcommand to build alone: the first argument when it names one exactly. Building
+/// CLI11's options, checks and footers for all nine was a fifth of the instructions of a
+/// `task -- true` run, and their heap stayed for the daemon's life (issue 21). Empty:
+/// build them all (--help, --version, a mistyped or missing command).
+std::string_view only_command(int argc, char** argv) {
+  if (argc <= 1) return {};
+  const std::string_view first(argv[1]);
+  for (auto name : kCommandNames) {
+    if (first == name) return name;
+  }
+  return {};
+}
 
 CLI::App* add_task(CLI::App& app, Args& a) {
   auto* task = app.add_subcommand("task", "Contend for the lease and run the command while holding it");
@@ -379,19 +421,23 @@ CLI::App* add_resume(CLI::App& app, Args& a) {
   return resume;
 }
 
-/// Every subcommand, in the order --help lists them, with its options writing into `a`.
-Subcommands add_subcommands(CLI::App& app, Args& a) {
+/// Every subcommand, in the order --help lists them, with its options writing into `a`;
+/// only `only` when it is not empty.
+Subcommands add_subcommands(CLI::App& app, Args& a, std::string_view only) {
+  const auto want = [only](std::string_view name) { return only.empty() || only == name; };
   Subcommands subs;
-  subs.task = add_task(app, a);
-  subs.status = add_status(app, a);
-  subs.validate = add_validate(app, a);
-  subs.check = add_check(app, a);
-  subs.handover = add_handover(app, a);
-  subs.list = add_list(app, a);
-  subs.pause = add_pause(app, a);
-  subs.resume = add_resume(app, a);
-  subs.version = app.add_subcommand("version", "Print the version");
-  subs.version->footer(footer(kVersionFooter));
+  if (want("task")) subs.task = add_task(app, a);
+  if (want("status")) subs.status = add_status(app, a);
+  if (want("validate")) subs.validate = add_validate(app, a);
+  if (want("check")) subs.check = add_check(app, a);
+  if (want("handover")) subs.handover = add_handover(app, a);
+  if (want("list")) subs.list = add_list(app, a);
+  if (want("pause")) subs.pause = add_pause(app, a);
+  if (want("resume")) subs.resume = add_resume(app, a);
+  if (want("version")) {
+    subs.version = app.add_subcommand("version", "Print the version");
+    subs.version->footer(footer(kVersionFooter));
+  }
   return subs;
 }
 
@@ -501,35 +547,35 @@ int start_task(config::Config cfg, const Args& a) {
 }
 
 /// Runs the subcommand the command line named.
-int dispatch(const Subcommands& subs, const Args& a) {
-  if (*subs.version) {
+int dispatch(const Chosen& subs, const Args& a) {
+  if (subs.version) {
     std::cout << "redisgo_task " << REDISGO_VERSION << "\n";
     return 0;
   }
 
-  if (!*subs.task) {
+  if (!subs.task) {
     // Only `task` reads signals from its signalfd; for the others Ctrl-C and SIGTERM must
     // end them at once, as by default (they hold no lease and run no child).
     const sigset_t handled = process::handled_signals();
     ::sigprocmask(SIG_UNBLOCK, &handled, nullptr);
   }
 
-  if (*subs.validate) return run_validate(a.config_path);
+  if (subs.validate) return run_validate(a.config_path);
 
   std::optional<std::chrono::milliseconds> timeout;
-  if (*subs.handover && !duration_option("--timeout", a.handover_timeout, subs.handover->count("--timeout") > 0, timeout)) {
+  if (subs.handover && !duration_option("--timeout", a.handover_timeout, subs.handover_timeout_given, timeout)) {
     return kExitConfig;
   }
-  if (*subs.pause && !duration_option("--for", a.pause_for, true, timeout)) return kExitConfig;
+  if (subs.pause && !duration_option("--for", a.pause_for, true, timeout)) return kExitConfig;
   auto cfg = load(a.config_path, a.key,
-                  *subs.status || *subs.handover || *subs.list || *subs.pause || *subs.resume ? config::Scope::kRedis
+                  subs.status || subs.handover || subs.list || subs.pause || subs.resume ? config::Scope::kRedis
                                                                                               : config::Scope::kAll,
-                  static_cast<bool>(*subs.task));
+                  subs.task);
   if (!cfg) return kExitConfig;
   config::scrub_secret_environment(*cfg);
   log::setup(cfg->log.level, cfg->log.format);
 
-  if (*subs.handover) {
+  if (subs.handover) {
     if (a.handover_slot < 0 || a.handover_slot >= cfg->task.limit) {
       std::cerr << "redisgo_task: --slot: expected a slot from 0 to " << cfg->task.limit - 1
                 << " (the key's [task] limit is " << cfg->task.limit << "), found " << a.handover_slot << "\n";
@@ -539,22 +585,22 @@ int dispatch(const Subcommands& subs, const Args& a) {
                    [&] { return commands::run_handover(*cfg, timeout, a.handover_slot, a.handover_force, std::cout, std::cerr); });
   }
 
-  if (*subs.pause || *subs.resume) {
-    return guarded(*subs.pause ? "pause" : "resume", a.config_path, Outcome::kUnavailable, [&] {
-      return *subs.pause ? commands::run_pause(*cfg, *timeout, a.pause_reason, a.pause_stop, std::cout, std::cerr)
+  if (subs.pause || subs.resume) {
+    return guarded(subs.pause ? "pause" : "resume", a.config_path, Outcome::kUnavailable, [&] {
+      return subs.pause ? commands::run_pause(*cfg, *timeout, a.pause_reason, a.pause_stop, std::cout, std::cerr)
                          : commands::run_resume(*cfg, std::cout, std::cerr);
     });
   }
-  if (*subs.list) {
+  if (subs.list) {
     return guarded("list", a.config_path, Outcome::kUnavailable,
                    [&] { return output_written(commands::run_list(*cfg, a.pattern, a.json, std::cout)); });
   }
 
   // check and status read Redis and report; a TLS file that does not load is the config's
   // fault (78), anything else that stops them is "could not reach" (69).
-  if (*subs.check || *subs.status) {
-    return guarded(*subs.check ? "check" : "status", a.config_path, Outcome::kUnavailable, [&] {
-      return output_written(*subs.check ? commands::run_check(*cfg, a.json, std::cout)
+  if (subs.check || subs.status) {
+    return guarded(subs.check ? "check" : "status", a.config_path, Outcome::kUnavailable, [&] {
+      return output_written(subs.check ? commands::run_check(*cfg, a.json, std::cout)
                                         : commands::run_status(*cfg, a.json, std::cout));
     });
   }
@@ -570,16 +616,19 @@ int run(int argc, char** argv) {
   process::block_handled_signals();
   process::set_program_args(argc, argv);
 
-  CLI::App app{"redisgo_task " REDISGO_VERSION " - run a command as a cluster-wide singleton on Redis"};
-  app.footer(footer(kMainFooter));
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("redisgo_task ") + REDISGO_VERSION);
-
   Args args;
-  const Subcommands subs = add_subcommands(app, args);
-  if (auto code = unknown_command(app, argc, argv)) return *code;
-  if (auto code = parse(app, argc, argv)) return *code;
-  return dispatch(subs, args);
+  Chosen which;
+  {
+    CLI::App app{"redisgo_task " REDISGO_VERSION " - run a command as a cluster-wide singleton on Redis"};
+    app.footer(footer(kMainFooter));
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("redisgo_task ") + REDISGO_VERSION);
+    const Subcommands subs = add_subcommands(app, args, only_command(argc, argv));
+    if (auto code = unknown_command(app, argc, argv)) return *code;
+    if (auto code = parse(app, argc, argv)) return *code;
+    which = chosen(subs);
+  }  // CLI11's objects are freed here: the daemon, which runs for days, reuses their heap
+  return dispatch(which, args);
 }
 
 }  // namespace redisgo::cli

@@ -2,9 +2,9 @@
 // and how many nodes answered against the quorum.
 #include "commands/check_findings.h"
 
-#include <cmath>
 
 #include "util/duration.h"
+#include "util/rounding.h"
 
 namespace redisgo::commands::check {
 namespace {
@@ -20,7 +20,7 @@ Margins margins(const config::Config& config) {
   m.cron = r.cron.count() > 0 ? r.cron : config::default_cron(r.expire);
   m.kill_grace = config.task.kill_grace;
   // As the config's cross-check (config/loader_cross_checks.cpp): the drift allowance and the kill margin.
-  m.drift = Millis(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
+  m.drift = Millis(ceil_to_int(static_cast<double>(r.expire.count()) * r.drift_factor) +
                    r.drift_fixed.count() + config::kill_margin(r.expire).count());
   m.need = m.cron + m.kill_grace + m.drift;
   m.spare = m.expire - m.need;

@@ -131,7 +131,9 @@ std::optional<std::int64_t> Loader::as_integer(const toml::node& n, const std::s
     v = i->get();
   } else if (auto f = n.as_floating_point()) {
     double d = f->get();
-    if (!std::isfinite(d) || std::floor(d) != d || d < -9e18 || d > 9e18) {
+    // Whole: it survives the round trip through int64 (in range; no libm floor, which
+    // -Os calls rather than inlines, and which alone would load libm.so.6).
+    if (!std::isfinite(d) || d < -9e18 || d > 9e18 || static_cast<double>(static_cast<std::int64_t>(d)) != d) {
       error(loc_of(n), key, "expected " + range + ", found " + value_text(n) + " (not a whole number)");
       return std::nullopt;
     }

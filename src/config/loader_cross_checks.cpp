@@ -2,11 +2,11 @@
 // read. A key with an error of its own is left out of them (Loader::ok()).
 #include "config/loader.h"
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "util/duration.h"
+#include "util/rounding.h"
 
 namespace redisgo::config::detail {
 
@@ -33,7 +33,7 @@ void Loader::cross_check(const Config& c) {
     // could not be stopped in time when a renewal fails (and would be stopped even
     // when all goes well).
     // The SIGKILL goes kill_margin() before the deadline, so that is part of it too.
-    Millis drift(static_cast<std::int64_t>(std::ceil(static_cast<double>(r.expire.count()) * r.drift_factor)) +
+    Millis drift(ceil_to_int(static_cast<double>(r.expire.count()) * r.drift_factor) +
                  r.drift_fixed.count() + kill_margin(r.expire).count());
     Millis need = r.cron + c.task.kill_grace + drift;
     if (need >= r.expire) {

@@ -1,14 +1,14 @@
 // The effective configuration as TOML (`validate`): defaults filled in, secrets masked,
 // and text that reads back as the same configuration.
 #include <algorithm>
-#include <charconv>
+#include <cmath>
 #include <ostream>
 #include <sstream>
-#include <system_error>
 
 #include "config/config.h"
 #include "config/detail.h"
 #include "util/duration.h"
+#include "util/float_text.h"
 
 namespace redisgo::config {
 
@@ -44,9 +44,12 @@ std::string quote(std::string_view s) {
 }
 
 std::string format_double(double v) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, ec == std::errc() ? end : buf);
+  std::string s;
+  if (std::isfinite(v)) {
+    append_shortest(s, v, FloatStyle::kShortest);
+  } else {
+    s = std::isnan(v) ? (std::signbit(v) ? "-nan" : "nan") : (v < 0 ? "-inf" : "inf");  // as to_chars spells them
+  }
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <utility>
+
+#include "util/float_text.h"
 
 #ifndef REDISGO_VERSION
 #define REDISGO_VERSION "unknown"
@@ -102,9 +105,7 @@ void append_double(std::string& out, double v) {
   } else if (std::isinf(v)) {
     out += v > 0 ? "+Inf" : "-Inf";
   } else {
-    char buf[64];
-    auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general);
-    out.append(buf, res.ptr);
+    append_shortest(out, v, FloatStyle::kGeneral);
   }
 }
 
@@ -112,13 +113,13 @@ void append_double(std::string& out, double v) {
 /// "1.795805107934e+09"): both parse, this one reads.
 void append_timestamp(std::string& out, double v) {
   if (!std::isfinite(v)) return append_double(out, v);
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 3);
+  std::string text;
+  append_fixed(text, v, 3);
   // Trailing zeros (and a bare point) go: 0 stays "0", 1700000000.5 reads as written.
-  char* end = res.ptr;
-  while (end > buf && end[-1] == '0') --end;
-  if (end > buf && end[-1] == '.') --end;
-  out.append(buf, end);
+  std::size_t end = text.size();
+  while (end > 0 && text[end - 1] == '0') --end;
+  if (end > 0 && text[end - 1] == '.') --end;
+  out.append(text, 0, end);
 }
 
 void append_header(std::string& out, const char* name, const char* type, const char* help) {
@@ -428,9 +429,16 @@ bool Metrics::restore_last_success(std::string_view previous) {
     at = eol + 1;
     if (line.substr(0, prefix.size()) != prefix) continue;
     const std::string_view text = line.substr(prefix.size());
-    double v = 0;
-    const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (res.ec != std::errc() || res.ptr != text.data() + text.size() || !std::isfinite(v) || v <= 0) return false;
+    // A plain decimal number ("1700000000.75", "1.7e9"); read by strtod in the C locale
+    // this process runs in, not std::from_chars: libstdc++'s double overload linked in a
+    // reference to libm's fesetround that made the binary load libm.so.6 (issue 21).
+    const auto decimal = [](char c) { return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'; };
+    if (text.empty() || text[0] < '0' || text[0] > '9' || !std::all_of(text.begin(), text.end(), decimal)) return false;
+    const std::string digits(text);
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(digits.c_str(), &end);
+    if (errno != 0 || end != digits.c_str() + digits.size() || !std::isfinite(v) || v <= 0) return false;
     double current = impl_->last_success.load(std::memory_order_relaxed);
     if (v <= current) return false;
     set_last_success(v);

@@ -622,3 +622,42 @@ TEST(OpsReference, DocumentsEverySubcommand) {
 }
 
 }  // namespace
+
+// Issue 21's start-up and footprint, as built: the binary loads libc alone (no libm), keeps
+// its relative relocations as DT_RELR, and its hot functions in one section at the start of
+// its code (cmake/hot_text.ld). A change that brings back a libm call, or a build that loses
+// the linker script, shows here rather than as 0.3-1.3 MiB more in docs/BENCHMARKS.md.
+TEST(OpsBinary, StartsWithoutLibmWithPackedRelocationsAndItsHotCodeTogether) {
+  ASSERT_TRUE(have("readelf")) << "readelf (binutils) is missing: run scripts/setup";
+  if (!cache_value("REDISGO_SANITIZE").empty()) GTEST_SKIP() << "sanitized builds link differently";
+  const std::string bin = task_binary();
+  auto [code, dynamic] = sh("readelf -d -W " + quote(bin));
+  ASSERT_EQ(code, 0) << dynamic;
+  EXPECT_EQ(dynamic.find("libm.so"), std::string::npos) << dynamic;
+  EXPECT_NE(dynamic.find("libc.so"), std::string::npos) << dynamic;
+  if (cache_value("REDISGO_PIE") != "OFF" && cache_value("REDISGO_HAVE_RELR") == "1") {
+    EXPECT_NE(dynamic.find("(RELR)"), std::string::npos) << dynamic;
+  }
+  if (cache_value("REDISGO_HOT_TEXT") == "OFF") return;
+  const auto sections = elf_sections(bin);
+  ASSERT_TRUE(sections.count(".text.hot_path")) << bin << " has no .text.hot_path: the linker script was not used";
+  // The leader's path is in it: Runner::lead and the keeper's main (not their .cold parts,
+  // which the compiler keeps apart on purpose).
+  auto [scode, symbols] = sh("nm --defined-only " + quote(bin) + " | grep -E ' (_ZN7redisgo6daemon6Runner4lead|" +
+                             "_ZN7redisgo7process6detail10run_keeper)[A-Za-z0-9_]*$'");
+  ASSERT_EQ(scode, 0) << symbols;
+  auto [hcode, header] = sh("readelf -S -W " + quote(bin) + " | grep ' .text.hot_path '");
+  ASSERT_EQ(hcode, 0) << header;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(header, m, std::regex(R"(\.text\.hot_path\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+))")))
+      << header;
+  const unsigned long start = std::stoul(m[1], nullptr, 16), size = std::stoul(m[2], nullptr, 16);
+  int inside = 0;
+  std::istringstream lines(symbols);
+  for (std::string line; std::getline(lines, line);) {
+    const unsigned long at = std::stoul(line.substr(0, line.find(' ')), nullptr, 16);
+    EXPECT_TRUE(at >= start && at < start + size) << line << " is outside .text.hot_path";
+    ++inside;
+  }
+  EXPECT_GE(inside, 2) << symbols;
+}

@@ -539,8 +539,16 @@ TEST(MetricsRender, LastSuccessIsRestoredFromAPreviousTextfile) {
                           "redisgo_task_last_success_timestamp_seconds{key=\"third\"} 12abc\n",
                           "redisgo_task_last_success_timestamp_seconds{key=\"third\"} NaN\n",
                           "redisgo_task_last_success_timestamp_seconds{key=\"third\"} -5\n",
+                          // What std::from_chars refused, which strtod would take: hex, a sign,
+                          // leading blanks; and what overflows a double.
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"} 0x1p30\n",
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"} +5\n",
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"}  5\n",
+                          "redisgo_task_last_success_timestamp_seconds{key=\"third\"} 1e999\n",
                           "# redisgo_task_last_success_timestamp_seconds{key=\"third\"} 5\n"}) {
     EXPECT_FALSE(third.restore_last_success(bad)) << bad;
   }
   EXPECT_EQ(value_of(third.render(), "redisgo_task_last_success_timestamp_seconds{key=\"third\"}"), "0");
+  EXPECT_TRUE(third.restore_last_success("redisgo_task_last_success_timestamp_seconds{key=\"third\"} 1.7e9\n"));
+  EXPECT_EQ(value_of(third.render(), "redisgo_task_last_success_timestamp_seconds{key=\"third\"}"), "1700000000");
 }

@@ -1,12 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <chrono>
+#include <cstring>
+#include <random>
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
 #include "util/interrupt.h"
+#include "util/float_text.h"
+#include "util/rounding.h"
 #include "util/timer.h"
 #include "util/unique_fd.h"
 
@@ -51,6 +58,68 @@ TEST(Duration, FormatsShortestExactForm) {
   EXPECT_EQ(format_duration(90s), "90s");
   EXPECT_EQ(format_duration(1500ms), "1500ms");
   EXPECT_EQ(format_duration(0ms), "0ms");
+}
+
+// util/rounding.h stands in for libm's ceil, llround and pow (the binary no longer loads
+// libm.so.6): the same answers wherever the daemon uses them.
+TEST(Rounding, AgreesWithLibm) {
+  const double xs[] = {0.0, 0.2, 0.5, 0.7, 1.0, 1.5, 2.5, 99.99, 100.0, 150.0000001, 4999.5, -0.5, -1.5, -2.2,
+                       -0.2, 123456789.5, 4503599627370495.5, 4503599627370496.0, 9.0e15, -9.0e15};
+  for (double x : xs) {
+    EXPECT_EQ(redisgo::ceil_to_int(x), static_cast<std::int64_t>(std::ceil(x))) << x;
+    EXPECT_EQ(redisgo::round_to_int(x), std::llround(x)) << x;
+  }
+  // expire × drift_factor, as the config's cross-check computes it.
+  EXPECT_EQ(redisgo::ceil_to_int(5000.0 * 0.01), 50);
+  EXPECT_EQ(redisgo::ceil_to_int(3333.0 * 0.01), 34);
+  for (std::uint64_t n = 0; n < 64; ++n) {
+    EXPECT_EQ(redisgo::power(2.0, n), std::pow(2.0, static_cast<double>(n))) << n;
+    if (n <= 33) {
+      EXPECT_EQ(redisgo::power(1.5, n), std::pow(1.5, static_cast<double>(n))) << n;
+    }
+    EXPECT_NEAR(redisgo::power(1.1, n), std::pow(1.1, static_cast<double>(n)), 1e-12 * std::pow(1.1, static_cast<double>(n)));
+  }
+  EXPECT_EQ(redisgo::power(3.0, 0), 1.0);
+  EXPECT_EQ(redisgo::power(2.0, 5000), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(redisgo::power(2.0, ~std::uint64_t{0}), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(redisgo::power(1.0, ~std::uint64_t{0}), 1.0);
+}
+
+// util/float_text.h writes doubles as std::to_chars does (the binary no longer links
+// libstdc++'s floating_to_chars, whose fesetround made it load libm.so.6): the same text
+// for special values, random bit patterns and the metrics' typical values.
+TEST(FloatText, WritesWhatToCharsWrites) {
+  const auto check = [](double v) {
+    if (!std::isfinite(v)) return;
+    char buf[512];
+    std::string got;
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    redisgo::append_shortest(got, v, redisgo::FloatStyle::kShortest);
+    ASSERT_EQ(got, std::string(buf, r.ptr)) << "shortest " << v;
+    got.clear();
+    r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general);
+    redisgo::append_shortest(got, v, redisgo::FloatStyle::kGeneral);
+    ASSERT_EQ(got, std::string(buf, r.ptr)) << "general " << v;
+    got.clear();
+    r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 3);
+    redisgo::append_fixed(got, v, 3);
+    ASSERT_EQ(got, std::string(buf, r.ptr)) << "fixed 3 " << v;
+  };
+  for (double v : {0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 2.0, 9.5, 100.0, 0.01, 0.0001, 0.00001, 1e-4, 1e-5, 1e6, 999999.0,
+                   1234567.0, 1e15, 1e16, 1e21, 1e22, 1e100, 123456789012345678.0, 1700000000.75, 1795805107.934,
+                   0.005, 0.0125, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308}) {
+    check(v);
+    check(-v);
+  }
+  std::mt19937_64 rng(20261127);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint64_t bits = rng();
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    check(v);
+    check(static_cast<double>(rng() % 100000000) / std::pow(10.0, static_cast<double>(rng() % 12)));
+    check(static_cast<double>(rng() % 100000));
+  }
 }
 
 TEST(Clock, UntilNeverNegative) {
