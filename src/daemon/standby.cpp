@@ -84,7 +84,17 @@ Actions StandbyMachine::step(const Event& event, Clock::time_point now) {
   return out;
 }
 
-Clock::time_point StandbyMachine::paced() const { return std::max(started_ + kMinAttemptGap, last_.not_before); }
+bool split_vote(const lock::Acquisition& acq) {
+  // Granted somewhere, or another holder on some nodes but on too few to be named: the
+  // nodes that did not name it had the key free, granted it and were undone (a grant whose
+  // reply came after the vote was decided is undone unseen, so `votes` alone misses it).
+  return !acq.acquired && (acq.votes > 0 || (acq.busy > 0 && acq.holder_ttl_ms < 0 && !acq.holder_never_expires));
+}
+
+Clock::time_point StandbyMachine::paced() const {
+  // A split vote cost the nodes that granted it three misses' worth (kSplitAttemptGap).
+  return std::max(started_ + (split_vote(last_) ? kSplitAttemptGap : kMinAttemptGap), last_.not_before);
+}
 
 bool StandbyMachine::oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now) {
   if (s_.mode != Mode::kOneshot) return false;
@@ -244,15 +254,16 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       // quorum is to be had (nodes down, another holder on the others). Hence:
       // - the last attempt reached fewer nodes than a quorum: a turn cannot make one; the
       //   wait (its error backoff) goes on;
-      // - some node failed the last attempt: not inside the pacing gap either (faults are
-      //   when turns chase each other; a waiter keeps to the pace it would have without them);
+      // - some node failed the last attempt, or some granted it without a quorum (a split
+      //   vote, undone): not inside the pacing gap either (faults and partitions are when
+      //   turns chase each other; a waiter keeps to the pace it would have without them);
       // - the turn answered last did not win: the next one waits kTurnRetryGap after that
       //   attempt; a paced attempt of our own (timer, release) earns the credit back.
       // So turns add at most one attempt to each of a waiter's own.
       if (last_.answered.size() < s_.quorum) break;
-      const auto soon = !turn_credit_        ? std::max(paced(), started_ + kTurnRetryGap)
-                        : last_.errors.empty() ? last_.not_before
-                                               : paced();
+      const auto soon = !turn_credit_                                ? std::max(paced(), started_ + kTurnRetryGap)
+                        : last_.errors.empty() && !split_vote(last_) ? last_.not_before
+                                                                       : paced();
       if (now >= soon) {
         emit<Debug>(out, {"our turn in the waiting line; trying now"});
         return attempt(out, true);

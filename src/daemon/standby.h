@@ -101,6 +101,11 @@ struct Blocked {
 /// elsewhere: the fix an operator must make comes first.
 std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum);
 
+/// A miss that no quorum decided either way: some node granted it (undone), or another
+/// holder has the key on some of the nodes we reached but too few to name it (the others
+/// had it free: they granted too). Paced at kSplitAttemptGap, not kMinAttemptGap.
+bool split_vote(const lock::Acquisition& acq);
+
 enum class StandbyState { kAttempting, kPacing, kWaiting, kLeading, kGaveUp, kStopped };
 const char* to_string(StandbyState s);
 
@@ -134,8 +139,8 @@ class StandbyMachine {
   /// oneshot: refused credentials with no quorum left, or no quorum for unreachable_timeout.
   bool oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now);
   void stop(Actions& out);
-  /// The earliest a paced retry may go out: kMinAttemptGap after the last attempt began,
-  /// and a quorum of nodes out of its retry backoff.
+  /// The earliest a paced retry may go out: kMinAttemptGap after the last attempt began
+  /// (kSplitAttemptGap after a split vote), and a quorum of nodes out of its retry backoff.
   Clock::time_point paced() const;
 
   StandbySettings s_;

@@ -213,6 +213,95 @@ TEST(Standby, AFloodOfReleasesAndSubscriptionsNeverBreaksThePacing) {
   for (std::size_t i = 1; i < attempts.size(); ++i) EXPECT_GE(attempts[i] - attempts[i - 1], kMinAttemptGap);
 }
 
+// A split vote (TaskScenarios.PartialPartitionsOverThreeNodes): the holder reaches nodes 0
+// and 2, this waiter 1 and 2. Node 1 grants (its key expired: the holder cannot reach it),
+// node 2 is busy, node 0 is in its retry backoff: no quorum, no holder named (it holds one
+// node of those we reach), the grant on node 1 undone. That cost node 1 up to 12 commands,
+// not a miss's 4; paced at kMinAttemptGap by a short backoff, two such waiters sent it
+// ~220 commands/s. So the next attempt waits kSplitAttemptGap, whatever wakes the waiter.
+Acquisition split() {
+  Acquisition a;
+  a.votes = 1;
+  a.busy = 1;
+  a.holder = "other";
+  a.position = 1;
+  a.answered = {"node 1", "node 2"};
+  a.errors.push_back({"node 0", redisgo::redis::Fault::kTimeout, "node 0: timeout (not retried until its retry time)"});
+  return a;
+}
+
+TEST(Standby, ASplitVoteIsPacedAsTheCommandsItCost) {
+  StandbySettings s = settings(Mode::kSupervise);
+  s.quorum = 2;
+  s.nodes = 3;
+  for (End end : {End::kTimer, End::kReleased, End::kTurn, End::kSubscribed}) {
+    SCOPED_TRACE(static_cast<int>(end));
+    Rig r(s, 0ms);  // a backoff that would try again at once
+    r.step(Begin{});
+    r.attempted(split(), 1ms);
+    EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + kSplitAttemptGap);
+    r.clock.advance(kMinAttemptGap);  // a plain miss would be tried again now
+    r.step(WaitEnded{end});
+    EXPECT_FALSE(has<Attempt>(r.last));
+    r.clock.advance(r.machine.attempt_started() + kSplitAttemptGap - r.clock.now());
+    r.step(WaitEnded{End::kTimer});
+    EXPECT_TRUE(has<Attempt>(r.last));
+  }
+  // The grant's reply came after the vote was decided (busy on node 2, node 0 skipped: no
+  // quorum possible) and was undone unseen: no vote, but the holder is on too few nodes to
+  // be named, so the others had the key free. Paced the same.
+  Rig late(s, 0ms);
+  late.step(Begin{});
+  Acquisition unseen = split();
+  unseen.votes = 0;
+  late.attempted(unseen, 1ms);
+  EXPECT_EQ(first<Wait>(late.last)->until, late.machine.attempt_started() + kSplitAttemptGap);
+  // A holder named by a quorum, or none seen at all: a plain miss, kMinAttemptGap.
+  Rig named(s, 0ms);
+  named.step(Begin{});
+  named.attempted(held(3000), 1ms);
+  named.clock.advance(kMinAttemptGap);
+  named.step(WaitEnded{End::kReleased});
+  EXPECT_TRUE(has<Attempt>(named.last));
+  // Without the errors (every node answered) a turn is not answered at once either.
+  Rig r(s, 0ms);
+  r.step(Begin{});
+  Acquisition a = split();
+  a.errors.clear();
+  r.attempted(a, 1ms);
+  r.clock.advance(5ms);
+  r.step(WaitEnded{End::kTurn});
+  EXPECT_FALSE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + kSplitAttemptGap);
+}
+
+// Split votes under a flood of releases, turns and subscriptions: one attempt per
+// kSplitAttemptGap, so at most 12 commands per 300 ms (40/s) on the node that grants.
+TEST(Standby, AFloodOfMessagesNeverBreaksThePacingOfSplitVotes) {
+  StandbySettings s = settings(Mode::kSupervise);
+  s.quorum = 2;
+  s.nodes = 3;
+  Rig r(s, 0ms);
+  r.step(Begin{});
+  std::vector<Clock::time_point> attempts;
+  std::optional<Clock::time_point> wake;
+  for (int ms = 0; ms < 10'000; ++ms) {
+    if (has<Attempt>(r.last)) {
+      attempts.push_back(r.clock.now());
+      r.attempted(split(), 0ms);
+    }
+    if (auto w = first<Wait>(r.last)) wake = w->until;
+    r.clock.advance(1ms);
+    const End end = wake && r.clock.now() >= *wake ? End::kTimer
+                    : ms % 3 == 0                  ? End::kTurn
+                    : ms % 3 == 1                  ? End::kReleased
+                                                   : End::kSubscribed;
+    r.step(WaitEnded{end});
+  }
+  ASSERT_GE(attempts.size(), 30u);
+  for (std::size_t i = 1; i < attempts.size(); ++i) EXPECT_GE(attempts[i] - attempts[i - 1], kSplitAttemptGap);
+}
+
 TEST(Standby, NoAttemptBeforeAQuorumOfNodesIsOutOfItsRetryBackoff) {
   Rig r(settings(Mode::kSupervise));
   r.step(Begin{});
