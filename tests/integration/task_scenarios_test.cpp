@@ -262,7 +262,13 @@ TEST_F(TaskScenarios, PartialPartitionsOverThreeNodes) {
     }
     std::this_thread::sleep_for(1500ms);
   }
-  StormMeter meter({&n0, &n1, &n2}, {err_path("a"), err_path("b"), err_path("c")}, 3);
+  // In this last round each node is reached by two daemons (the third is cut from it), so
+  // its bound is 2 x 50. The node the holder cannot reach costs most: the two waiters'
+  // split votes there (granted, undone: up to 12 commands each, at most one per
+  // kSplitAttemptGap = 300 ms) make at most 2 x 40 = 80/s, the holder nothing; measured
+  // 64-81 (31-44 per waiter). Counted as three daemons, the bound of 150 let those waiters
+  // send 54-82/s each at kMinAttemptGap, and only their sum (117-148) was checked.
+  StormMeter meter({&n0, &n1, &n2}, {err_path("a"), err_path("b"), err_path("c")}, 2);
   meter.measure(2s);
   for (auto* l : all) {
     for (auto& p : *l) p->pass();
