@@ -24,9 +24,13 @@ using Millis = std::chrono::milliseconds;
 /// backoff says ("zero" included), unless a release message woke it (docs/DESIGN.md, invariant 7):
 /// a miss costs a node four commands, so no waiter sends a node more than ~40/s.
 inline constexpr Millis kMinAttemptGap{100};
-/// Least time between the starts of two attempts when the first was a split vote
-/// (standby.h `split_vote`: granted by some nodes but not by a quorum; under Redlock, e.g. a
-/// holder on the nodes we reach but not on the one it cannot reach). Such a miss is no
+/// Least time between the starts of two attempts once split votes against a lease come in
+/// a row (standby.h `split_vote`, `attempt_gap`: granted by some nodes but not by a quorum;
+/// under Redlock, e.g. a holder on the nodes we reach but not on the one it cannot reach,
+/// which stays so). The gap grows by kMinAttemptGap per split vote, and one against a turn
+/// is not counted, so that two contenders meeting, or node-local lines that disagree for a
+/// moment, are settled as fast as before (a flat 300 ms stalled
+/// FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine past its 3 s bound). Such a miss is no
 /// four-command miss: each node that granted ran the whole grant (EVALSHA, GET, SET, PTTL
 /// of the pause, ZRANGE of the line, the fence's GET, TIME, SET: 8, 9 with a ZREM) and then
 /// our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth; three times the
