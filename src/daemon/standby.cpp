@@ -84,7 +84,22 @@ Actions StandbyMachine::step(const Event& event, Clock::time_point now) {
   return out;
 }
 
-Clock::time_point StandbyMachine::paced() const { return std::max(started_ + kMinAttemptGap, last_.not_before); }
+bool split_vote(const lock::Acquisition& acq) {
+  // Granted somewhere, or another holder on some nodes but on too few to be named: the
+  // nodes that did not name it had the key free, granted it and were undone (a grant whose
+  // reply came after the vote was decided is undone unseen, so `votes` alone misses it).
+  return !acq.acquired && (acq.votes > 0 || (acq.busy > 0 && acq.holder_ttl_ms < 0 && !acq.holder_never_expires));
+}
+
+Millis attempt_gap(int splits) {
+  // One split vote is usually two contenders (or two turns) meeting on different nodes, and
+  // a quick retry settles it (the waiting line with a node frozen needs it). Split votes
+  // in a row are a split that stays (a holder alive on nodes we cannot all reach): each
+  // costs the nodes that granted it three misses' worth, so the gap grows to kSplitAttemptGap.
+  return std::min(kSplitAttemptGap, kMinAttemptGap * std::max(1, splits));
+}
+
+Clock::time_point StandbyMachine::paced() const { return std::max(started_ + attempt_gap(splits_), last_.not_before); }
 
 bool StandbyMachine::oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now) {
   if (s_.mode != Mode::kOneshot) return false;
@@ -125,6 +140,7 @@ void StandbyMachine::on(const Begin&, Clock::time_point now, Actions& out) {
   recheck_ = false;
   rechecking_ = false;
   last_ = lock::Acquisition{};
+  splits_ = 0;
   backoff_.reset();
   attempt(out);
 }
@@ -152,6 +168,15 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
     return attempt(out);
   }
   last_ = acq;
+  // A split vote against a lease counts towards the gap; one against a turn (the waiting
+  // line handing the lease on, node-local lines that disagree for a moment: quick retries
+  // settle them, FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine) neither counts nor
+  // starts the count again; any other miss does.
+  if (!split_vote(acq)) {
+    splits_ = 0;
+  } else if (!lock::turn_of(acq.holder)) {
+    ++splits_;
+  }
   // With a bounded number of attempts every attempt counts, the re-check after a new
   // subscription included: retries_count = N means at most N requests.
   const bool counted = s_.mode == Mode::kOneshot && !s_.monitor_try_all;
@@ -244,15 +269,16 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       // quorum is to be had (nodes down, another holder on the others). Hence:
       // - the last attempt reached fewer nodes than a quorum: a turn cannot make one; the
       //   wait (its error backoff) goes on;
-      // - some node failed the last attempt: not inside the pacing gap either (faults are
-      //   when turns chase each other; a waiter keeps to the pace it would have without them);
+      // - some node failed the last attempt, or the last two were split votes (granted
+      //   without a quorum, undone): not inside the pacing gap either (faults and partitions
+      //   are when turns chase each other; a waiter keeps to the pace it would have without them);
       // - the turn answered last did not win: the next one waits kTurnRetryGap after that
       //   attempt; a paced attempt of our own (timer, release) earns the credit back.
       // So turns add at most one attempt to each of a waiter's own.
       if (last_.answered.size() < s_.quorum) break;
-      const auto soon = !turn_credit_        ? std::max(paced(), started_ + kTurnRetryGap)
-                        : last_.errors.empty() ? last_.not_before
-                                               : paced();
+      const auto soon = !turn_credit_                          ? std::max(paced(), started_ + kTurnRetryGap)
+                        : last_.errors.empty() && splits_ < 2 ? last_.not_before
+                                                              : paced();
       if (now >= soon) {
         emit<Debug>(out, {"our turn in the waiting line; trying now"});
         return attempt(out, true);

@@ -101,6 +101,15 @@ struct Blocked {
 /// elsewhere: the fix an operator must make comes first.
 std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum);
 
+/// A miss that no quorum decided either way: some node granted it (undone), or another
+/// holder has the key on some of the nodes we reached but too few to name it (the others
+/// had it free: they granted too).
+bool split_vote(const lock::Acquisition& acq);
+/// The least gap after `splits` split votes in a row against a lease (one against a turn
+/// neither counts nor starts the count again): kMinAttemptGap for none or one, growing by
+/// kMinAttemptGap per split vote up to kSplitAttemptGap.
+Millis attempt_gap(int splits);
+
 enum class StandbyState { kAttempting, kPacing, kWaiting, kLeading, kGaveUp, kStopped };
 const char* to_string(StandbyState s);
 
@@ -134,8 +143,8 @@ class StandbyMachine {
   /// oneshot: refused credentials with no quorum left, or no quorum for unreachable_timeout.
   bool oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now);
   void stop(Actions& out);
-  /// The earliest a paced retry may go out: kMinAttemptGap after the last attempt began,
-  /// and a quorum of nodes out of its retry backoff.
+  /// The earliest a paced retry may go out: attempt_gap(splits_) after the last attempt
+  /// began, and a quorum of nodes out of its retry backoff.
   Clock::time_point paced() const;
 
   StandbySettings s_;
@@ -151,6 +160,7 @@ class StandbyMachine {
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)
   bool turn_credit_ = true; ///< a turn may be answered at once (see kTurn)
+  int splits_ = 0;          ///< split votes in a row, up to the last attempt (attempt_gap)
   /// oneshot: since when no attempt has reached a quorum (unreachable_timeout).
   std::optional<Clock::time_point> unreachable_since_;
   bool rechecking_ = false; ///< the wait in progress ends in such a re-check

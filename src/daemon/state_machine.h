@@ -24,6 +24,21 @@ using Millis = std::chrono::milliseconds;
 /// backoff says ("zero" included), unless a release message woke it (docs/DESIGN.md, invariant 7):
 /// a miss costs a node four commands, so no waiter sends a node more than ~40/s.
 inline constexpr Millis kMinAttemptGap{100};
+/// Least time between the starts of two attempts once split votes against a lease come in
+/// a row (standby.h `split_vote`, `attempt_gap`: granted by some nodes but not by a quorum;
+/// under Redlock, e.g. a holder on the nodes we reach but not on the one it cannot reach,
+/// which stays so). The gap grows by kMinAttemptGap per split vote, and one against a turn
+/// is not counted, so that two contenders meeting, or node-local lines that disagree for a
+/// moment, are settled as fast as before (a flat 300 ms stalled
+/// FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine past its 3 s bound). Such a miss is no
+/// four-command miss: each node that granted ran the whole grant (EVALSHA, GET, SET, PTTL
+/// of the pause, ZRANGE of the line, the fence's GET, TIME, SET: 8, 9 with a ZREM) and then
+/// our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth; three times the
+/// gap keeps such a waiter at the same ~40 commands/s per node. Nor does it name a holder's
+/// TTL to sleep until (no holder has a quorum), so only the backoff paced it: 54-82
+/// commands/s per waiter on that node (TaskScenarios.PartialPartitionsOverThreeNodes; the
+/// bound is 50 per daemon). Applies to timers, release messages and turns alike.
+inline constexpr Millis kSplitAttemptGap{3 * kMinAttemptGap};
 /// A forwarded signal is said at most once per this, per signal (the others are counted).
 inline constexpr Millis kForwardSummary{30'000};
 

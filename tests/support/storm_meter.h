@@ -49,6 +49,7 @@ class StormMeter {
   int daemons_;
   std::chrono::steady_clock::time_point t0_;
   std::vector<long long> c0_;
+  std::vector<std::chrono::steady_clock::time_point> n0_;  // per node: as its first INFO returned
   std::vector<std::size_t> l0_;
 };
 
