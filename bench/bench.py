@@ -835,6 +835,40 @@ class Bench:
         log("  " + ", ".join(f"{k} +{v:.2f} ms" for k, v in res["overhead"].items() if k != "runs"))
         self.results["peers"] = res
 
+    def pubsub_floor(self, redis, rounds=200):
+        """The physical floor of a wake through Redis (issue 21's table): one connection
+        PUBLISHes, another, SUBSCRIBEd, reads the message; time from sending the PUBLISH to
+        the message read, in this one process (no exec, no fork, no Lua)."""
+        import socket
+        def conn():
+            c = socket.create_connection(("127.0.0.1", redis.port))
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return c
+        sub, pub = conn(), conn()
+        sub.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$11\r\nbench:floor\r\n")
+        buf = b""
+        while buf.count(b"\r\n") < 6:  # the subscribe confirmation
+            buf += sub.recv(4096)
+        samples = []
+        msg = b"*3\r\n$7\r\nPUBLISH\r\n$11\r\nbench:floor\r\n$1\r\nx\r\n"
+        for i in range(rounds + 20):
+            t0 = time.perf_counter()
+            pub.sendall(msg)
+            got = b""
+            while not got.endswith(b"$1\r\nx\r\n"):
+                got += sub.recv(4096)
+            t1 = time.perf_counter()
+            pub.recv(64)  # PUBLISH's reply, read after the timing
+            if i >= 20:
+                samples.append((t1 - t0) * 1000)
+        sub.close()
+        pub.close()
+        samples.sort()
+        res = {"rounds": rounds, "median_ms": statistics.median(samples), "p99_ms": percentile(samples, 99)}
+        log(f"  pub/sub floor: median {res['median_ms']:.3f} ms, p99 {res['p99_ms']:.3f} ms")
+        self.results["pubsub_floor"] = res
+        return res
+
     # -- 9. scale: 200 standbys on one key ----------------------------------------------
     def scale(self, n=200, rounds=None, herd_rounds=None, window=None, store="scale"):
         rounds = rounds or (4 if self.quick else 40)
