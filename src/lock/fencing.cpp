@@ -41,8 +41,6 @@ std::vector<bool> nodes_to_raise(const std::vector<std::uint64_t>& node_tokens, 
   return raise;
 }
 
-std::uint64_t proposal_us(std::uint64_t wall_us, std::uint64_t lead_us) { return wall_us + lead_us; }
-
 std::uint64_t next_lead_us(std::uint64_t lead_us, std::uint64_t sent_wall_us,
                            const std::vector<std::uint64_t>& node_tokens) {
   const auto token = quorum_token(node_tokens);

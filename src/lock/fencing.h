@@ -25,7 +25,7 @@
 /// The raise costs a round trip, and with the TIME floor alone nearly every multi-node
 /// acquisition needed it: each node floors the token at its own clock, so the nodes hand
 /// out different tokens (1,977 of 2,000 cycles on 3 nodes). So the holder proposes a token,
-/// its own wall clock plus a lead (proposal_us), and a node issues it where it is above
+/// its own wall clock plus a lead, and a node issues it where it is above
 /// both max(counter + 1, TIME) and at most 25 ms ahead of that node's TIME (the scripts'
 /// issue()). Nodes whose counters agree then issue the same token and nothing needs
 /// raising; the rule above is unchanged, the raise is only needed less often. A proposal
@@ -86,9 +86,6 @@ std::vector<bool> nodes_to_raise(const std::vector<std::uint64_t>& node_tokens, 
 /// 25 ms ahead of a node's own TIME).
 inline constexpr std::uint64_t kInitialLeadUs = 5'000;
 inline constexpr std::uint64_t kMaxLeadUs = 15'000;
-
-/// The token to propose (multi-node acquisitions only): the wall clock in µs plus `lead_us`.
-std::uint64_t proposal_us(std::uint64_t wall_us, std::uint64_t lead_us);
 
 /// The lead for the next proposal, after an acquisition that proposed `sent_wall_us` +
 /// `lead_us` and got `node_tokens` (0 = did not grant). Unchanged unless the granting nodes

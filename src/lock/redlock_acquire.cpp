@@ -118,7 +118,7 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   std::vector<std::string> args{options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
   // Several nodes: a token proposed to all, so that they issue one and need no raise.
   proposed_at_us_ = nodes_.size() > 1 ? static_cast<std::uint64_t>(wall_us()) : 0;
-  const std::string proposal = proposed_at_us_ > 0 ? std::to_string(proposal_us(proposed_at_us_, lead_us_)) : "";
+  const std::string proposal = proposed_at_us_ > 0 ? std::to_string(proposed_at_us_ + lead_us_) : "";
   if (!options_.fair) {
     args.push_back(proposal);
     return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);

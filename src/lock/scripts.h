@@ -66,14 +66,19 @@ local function uptime_s()
 end
 )lua";
 
-/// A lease key that holds another type (written by something else: a hash, a list): a clear
-/// error naming it, instead of the raw WRONGTYPE of a GET in the middle of a script (attack
-/// round, issue 19). Shared by the acquire scripts and inspect.
+/// The lease key's value (false: absent), or nil and an error reply naming the key and its
+/// type when it holds another type (written by something else: a hash, a list), instead of
+/// the raw WRONGTYPE of a GET in the middle of a script (attack round, issue 19). Shared by
+/// the acquire scripts and inspect.
 inline const std::string kNotALeaseFunction = R"lua(
-local function not_a_lease(key)
+local function lease_value(key)
+  local v = redis.pcall('GET', key)
+  if type(v) ~= 'table' then
+    return v
+  end
   local t = redis.pcall('TYPE', key)
   local name = type(t) == 'table' and t.ok or 'other'
-  return redis.error_reply('lease key ' .. key .. ' holds a ' .. name .. ', not a lease (something else wrote it): delete it or choose another key')
+  return nil, redis.error_reply('lease key ' .. key .. ' holds a ' .. name .. ', not a lease (something else wrote it): delete it or choose another key')
 end
 )lua";
 
@@ -141,9 +146,9 @@ end
 
 inline const std::string kAcquireSource = kFenceFunctions + R"lua(
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local holder = redis.pcall('GET', KEYS[1])
-  if type(holder) == 'table' then
-    return not_a_lease(KEYS[1])
+  local holder, wrong = lease_value(KEYS[1])
+  if wrong then
+    return wrong
   end
   return {0, holder or '', redis.call('PTTL', KEYS[1])}
 end
@@ -284,9 +289,9 @@ return 1
 /// closed. A fence counter of another type (a hash set by hand) is reported, not an error:
 /// the node's lease is still read, and `status` can say what blocks acquisitions there.
 inline const std::string kInspectSource = kUptimeFunction + kNotALeaseFunction + R"lua(
-local holder = redis.pcall('GET', KEYS[1])
-if type(holder) == 'table' then
-  return not_a_lease(KEYS[1])
+local holder, wrong = lease_value(KEYS[1])
+if wrong then
+  return wrong
 end
 local exists = 1
 if not holder then
@@ -539,9 +544,9 @@ end
 /// bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
-local held = redis.pcall('GET', KEYS[1])
-if type(held) == 'table' then
-  return not_a_lease(KEYS[1])
+local held, wrong = lease_value(KEYS[1])
+if wrong then
+  return wrong
 end
 local noinfo, headed = false, false
 if held == TURN .. me then

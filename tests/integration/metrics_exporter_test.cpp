@@ -855,6 +855,19 @@ TEST(MetricsExporter, AFifoWhereTheTempFileUsedToBeDoesNotBlockTheWriter) {
 
 // ---- What the stop does with the textfile (issue 22 item 3)
 
+namespace {
+/// A textfile removed at the stop and not rewritten meanwhile (so that what another process
+/// writes there stays until the stop looks at it).
+ExporterOptions removed_at_stop_unrewritten(const std::string& path) {
+  ExporterOptions o;
+  o.textfile = path;
+  o.textfile_min_interval = 1h;
+  o.textfile_refresh = 1h;
+  o.at_stop = ExporterOptions::AtStop::kRemove;
+  return o;
+}
+}  // namespace
+
 TEST(MetricsExporter, AStopCanRemoveTheTextfile) {
   TempDir dir;
   Metrics m("k", {});
@@ -874,12 +887,7 @@ TEST(MetricsExporter, AStopLeavesATextfileThatAnotherProcessWrote) {
   TempDir dir;
   Metrics m("k", {});
   const std::string path = dir.path() + "/m.prom";
-  ExporterOptions o;
-  o.textfile = path;
-  o.textfile_min_interval = 1h;  // no rewrite of ours in between
-  o.textfile_refresh = 1h;
-  o.at_stop = ExporterOptions::AtStop::kRemove;
-  Exporter e(m, o);
+  Exporter e(m, removed_at_stop_unrewritten(path));
   const std::string theirs = dir.path() + "/theirs";
   {
     std::ofstream(theirs) << "redisgo_task_leader{key=\"other\"} 1\n";
@@ -898,12 +906,7 @@ TEST(MetricsExporter, AStopLeavesATextfileAnotherProcessWroteInPlace) {
   TempDir dir;
   Metrics m("k", {});
   const std::string path = dir.path() + "/m.prom";
-  ExporterOptions o;
-  o.textfile = path;
-  o.textfile_min_interval = 1h;
-  o.textfile_refresh = 1h;
-  o.at_stop = ExporterOptions::AtStop::kRemove;
-  Exporter e(m, o);
+  Exporter e(m, removed_at_stop_unrewritten(path));
   struct stat before {};
   ASSERT_EQ(::stat(path.c_str(), &before), 0);
   {
