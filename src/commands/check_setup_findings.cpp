@@ -2,7 +2,6 @@
 // and how many nodes answered against the quorum.
 #include "commands/check_findings.h"
 
-
 #include "util/duration.h"
 #include "util/rounding.h"
 

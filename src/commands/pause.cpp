@@ -19,7 +19,6 @@ namespace redisgo::commands {
 
 namespace {
 
-
 /// "alice@ops1": who paused (the sudo caller rather than root, when there is one).
 std::string operator_name() {
   std::string user;

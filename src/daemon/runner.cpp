@@ -25,7 +25,6 @@ std::vector<std::string> node_names(const lock::LeaseOptions& o) {
   return names;
 }
 
-
 }  // namespace
 
 std::string cause_key(const lock::NodeError& e) { return e.node.empty() ? redis::to_string(e.fault) : e.node; }
