@@ -539,15 +539,26 @@ end
 /// free with others ahead, whose head is then woken) the caller joins the line if it may:
 /// {0, holder or "\1turn:<holder>", pttl, position (0: not in line), ticket or "", line
 /// length (0: not read; only a join reads it)}. Guarded: {2, ms left, position, ticket,
-/// length}. A miss of a waiter already in line costs four commands (EVALSHA, GET, PTTL, ZRANK),
+/// length}. A miss of a waiter already in line costs four commands (EVALSHA, MGET, PTTL, ZRANK),
 /// as kAcquire's does (the ticket's ZADD XX GT only until the node holds it): the storm
 /// bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local me = ARGV[1]
-local held, wrong = lease_value(KEYS[1])
-if wrong then
-  return wrong
+-- The key and the fence counter in one MGET (they share the key's hash slot): a head taking its
+-- turn reads nothing else (issue 19's herd budget). MGET answers nil for a key of another type
+-- where GET fails: a nil lease is read again by lease_value when the SET NX below finds the key
+-- there, and a nil fence by GET where it is needed (an absent counter: the first acquisition).
+-- A user refused MGET (an older ACL recipe) reads them one by one.
+local got = redis.pcall('MGET', KEYS[1], KEYS[2])
+if type(got) ~= 'table' or got.err then
+  got = {false, false}
+  local v, wrong = lease_value(KEYS[1])
+  if wrong then
+    return wrong
+  end
+  got[1] = v
 end
+local held, fence = got[1], got[2]
 local noinfo, headed = false, false
 if held == TURN .. me then
   -- Our turn, but paused meanwhile: back in line (at the tail), the turn left to expire.
@@ -564,7 +575,11 @@ else
   -- Free. SET first, as kAcquire does (a user refused SET learns it here, every time), then
   -- the guard: a free key is given to nobody, not even as a turn, while the restart guard
   -- holds it (a turn is taken without the guard). Then the line.
-  redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2])
+  if not redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
+    -- MGET's nil was a key of another type: named, as GET's error would have been.
+    local _, wrong = lease_value(KEYS[1])
+    return wrong or redis.error_reply('lease key ' .. KEYS[1] .. ' changed during the script')
+  end
   local left = guard_left(tonumber(ARGV[4]) or 0)
   if left > 0 then
     redis.call('DEL', KEYS[1])
@@ -599,7 +614,9 @@ end
 if held ~= me then
   redis.call('SET', KEYS[1], me, 'PX', ARGV[2])
 end
-local fence = redis.pcall('GET', KEYS[2])
+if not fence then
+  fence = redis.pcall('GET', KEYS[2])
+end
 if bad_fence(fence) then
   redis.call('DEL', KEYS[1])
   return fence_error(KEYS[2])
@@ -741,26 +758,29 @@ inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 
 /// Release with the waiting line. KEYS: lease (or slot) key, line. ARGV: holder, turn
 /// window in ms, release channel. Compare-and-release: the freed key goes to the first
-/// waiter that listens as its turn (kLineFunctions wake), else it is deleted. The release
-/// channel is published too, for waiters that do not use the line (fair = false, or an older
+/// waiter that listens as its turn (kLineFunctions wake), else it is deleted and the release
+/// channel published, for waiters that do not use the line (fair = false, or an older
 /// version): {1 (2: a PUBLISH was refused, ACL; 3: the line is not a sorted set, so the key
-/// was only deleted), how many such waiters heard it}. Not ours: 0.
+/// was only deleted), how many such waiters heard it}. Not ours: 0. A key handed to the line's
+/// head as its turn publishes nothing there: no waiter outside the line could take it, and the
+/// herd's budget counts that PUBLISH (issue 19); they come at their own timers.
 inline const std::string kReleaseFairSource = kLineFunctions + R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
-end
-local unfair = redis.pcall('PUBLISH', ARGV[3], ARGV[1])
-local refused = type(unfair) ~= 'number'
-if refused then
-  unfair = 0
 end
 -- A line that is not a sorted set (set by hand) must not keep the lease: released plainly.
 local ok, kind = pcall(wake, KEYS[2], KEYS[1], ARGV[2], '')
 if not ok then
   kind = 'broken'
 end
+local unfair, refused = 0, false
 if kind ~= 'woke' then
   redis.call('DEL', KEYS[1])
+  unfair = redis.pcall('PUBLISH', ARGV[3], ARGV[1])
+  refused = type(unfair) ~= 'number'
+  if refused then
+    unfair = 0
+  end
 end
 if kind == 'broken' then
   return {3, unfair}
