@@ -71,10 +71,17 @@ end
 /// the raw WRONGTYPE of a GET in the middle of a script (attack round, issue 19). Shared by
 /// the acquire scripts and inspect.
 inline const std::string kNotALeaseFunction = R"lua(
+local function refusal(r)
+  return type(r) == 'table' and type(r.err) == 'string' and
+         (string.find(r.err, "can't", 1, true) or string.find(r.err, 'NOPERM', 1, true)) ~= nil
+end
 local function lease_value(key)
   local v = redis.pcall('GET', key)
   if type(v) ~= 'table' then
     return v
+  end
+  if refusal(v) then
+    return nil, redis.error_reply(v.err)
   end
   local t = redis.pcall('TYPE', key)
   local name = type(t) == 'table' and t.ok or 'other'
@@ -106,8 +113,27 @@ inline const std::string kFenceFunctions = kGuardFunctions + kNotALeaseFunction 
 local function bad_fence(fence)
   return type(fence) == 'table' or (fence and (not string.match(fence, '^%d+$') or #fence > 16 or tonumber(fence) >= 9007199254740991))
 end
-local function fence_error(key)
+local function fence_error(key, fence)
+  if refusal(fence) then
+    return redis.error_reply(fence.err)
+  end
   return redis.error_reply('fence counter ' .. key .. ' is not an integer below 2^53-1 (fix or delete it)')
+end
+-- An acquire script's body, run so that a command refused halfway (an ACL user without one
+-- of the rights it needs: Lua rolls nothing back) leaves no key set for us: each lease or slot
+-- key from KEYS[first] to KEYS[last] that holds `me` is deleted, and the refusal is answered as
+-- it came (attack round, issue 19: a user without +pttl kept a lease for its whole TTL).
+local function undoing(main, first, last, me)
+  local ok, res = pcall(main)
+  if ok then
+    return res
+  end
+  for i = first, last do
+    if redis.pcall('GET', KEYS[i]) == me then
+      redis.pcall('DEL', KEYS[i])
+    end
+  end
+  return redis.error_reply(type(res) == 'table' and tostring(res.err) or tostring(res))
 end
 local function issue(key, fence, ttl, proposal)
   local t = redis.call('TIME')
@@ -145,32 +171,35 @@ end
 )lua";
 
 inline const std::string kAcquireSource = kFenceFunctions + R"lua(
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local holder, wrong = lease_value(KEYS[1])
-  if wrong then
-    return wrong
+local function main()
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    local holder, wrong = lease_value(KEYS[1])
+    if wrong then
+      return wrong
+    end
+    return {0, holder or '', redis.call('PTTL', KEYS[1])}
   end
-  return {0, holder or '', redis.call('PTTL', KEYS[1])}
+  local marker, pause_ttl = paused(KEYS[3])
+  if marker then
+    redis.call('DEL', KEYS[1])
+    return {0, marker, pause_ttl}
+  end
+  local left = guard_left(tonumber(ARGV[4]) or 0)
+  if left > 0 then
+    redis.call('DEL', KEYS[1])
+    return {2, left}
+  end
+  local fence = redis.pcall('GET', KEYS[2])
+  if bad_fence(fence) then
+    redis.call('DEL', KEYS[1])
+    return fence_error(KEYS[2], fence)
+  end
+  if left < 0 then
+    return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5]), '', 'noinfo'}
+  end
+  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5])}
 end
-local marker, pause_ttl = paused(KEYS[3])
-if marker then
-  redis.call('DEL', KEYS[1])
-  return {0, marker, pause_ttl}
-end
-local left = guard_left(tonumber(ARGV[4]) or 0)
-if left > 0 then
-  redis.call('DEL', KEYS[1])
-  return {2, left}
-end
-local fence = redis.pcall('GET', KEYS[2])
-if bad_fence(fence) then
-  redis.call('DEL', KEYS[1])
-  return fence_error(KEYS[2])
-end
-if left < 0 then
-  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5]), '', 'noinfo'}
-end
-return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5])}
+return undoing(main, 1, 1, ARGV[1])
 )lua";
 inline const Script kAcquire{kAcquireSource};
 
@@ -324,34 +353,37 @@ inline const Script kInspect{kInspectSource};
 /// A waiter holds no slot (it released before contending), so there is no re-entrancy
 /// check; a leftover slot of ours whose release did not arrive only expires.
 inline const std::string kAcquireSlotSource = kFenceFunctions + R"lua(
-local fence = redis.pcall('GET', KEYS[1])
-if bad_fence(fence) then
-  return fence_error(KEYS[1])
-end
-local first, best = 2, -1
-for i = 2, #KEYS - 1 do
-  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    local marker, pause_ttl = paused(KEYS[#KEYS])
-    if marker then
-      redis.call('DEL', KEYS[i])
-      return {0, marker, pause_ttl}
-    end
-    local left = guard_left(tonumber(ARGV[4]) or 0)
-    if left > 0 then
-      redis.call('DEL', KEYS[i])
-      return {2, left}
-    end
-    if left < 0 then
-      return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i], 'noinfo'}
-    end
-    return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i]}
+local function main()
+  local fence = redis.pcall('GET', KEYS[1])
+  if bad_fence(fence) then
+    return fence_error(KEYS[1], fence)
   end
-  local ttl = redis.call('PTTL', KEYS[i])
-  if ttl >= 0 and (best < 0 or ttl < best) then
-    first, best = i, ttl
+  local first, best = 2, -1
+  for i = 2, #KEYS - 1 do
+    if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+      local marker, pause_ttl = paused(KEYS[#KEYS])
+      if marker then
+        redis.call('DEL', KEYS[i])
+        return {0, marker, pause_ttl}
+      end
+      local left = guard_left(tonumber(ARGV[4]) or 0)
+      if left > 0 then
+        redis.call('DEL', KEYS[i])
+        return {2, left}
+      end
+      if left < 0 then
+        return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i], 'noinfo'}
+      end
+      return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i]}
+    end
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl >= 0 and (best < 0 or ttl < best) then
+      first, best = i, ttl
+    end
   end
+  return {0, redis.call('GET', KEYS[first]) or '', best}
 end
-return {0, redis.call('GET', KEYS[first]) or '', best}
+return undoing(main, 2, #KEYS - 1, ARGV[1])
 )lua";
 inline const Script kAcquireSlot{kAcquireSlotSource};
 
@@ -543,91 +575,94 @@ end
 /// as kAcquire's does (the ticket's ZADD XX GT only until the node holds it): the storm
 /// bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
-local me = ARGV[1]
--- The key and the fence counter in one MGET (they share the key's hash slot): a head taking its
--- turn reads nothing else (issue 19's herd budget). MGET answers nil for a key of another type
--- where GET fails: a nil lease is read again by lease_value when the SET NX below finds the key
--- there, and a nil fence by GET where it is needed (an absent counter: the first acquisition).
--- A user refused MGET (an older ACL recipe) reads them one by one.
-local got = redis.pcall('MGET', KEYS[1], KEYS[2])
-if type(got) ~= 'table' or got.err then
-  got = {false, false}
-  local v, wrong = lease_value(KEYS[1])
-  if wrong then
-    return wrong
+local function main()
+  local me = ARGV[1]
+  -- The key and the fence counter in one MGET (they share the key's hash slot): a head taking its
+  -- turn reads nothing else (issue 19's herd budget). MGET answers nil for a key of another type
+  -- where GET fails: a nil lease is read again by lease_value when the SET NX below finds the key
+  -- there, and a nil fence by GET where it is needed (an absent counter: the first acquisition).
+  -- A user refused MGET (an older ACL recipe) reads them one by one.
+  local got = redis.pcall('MGET', KEYS[1], KEYS[2])
+  if type(got) ~= 'table' or got.err then
+    got = {false, false}
+    local v, wrong = lease_value(KEYS[1])
+    if wrong then
+      return wrong
+    end
+    got[1] = v
   end
-  got[1] = v
-end
-local held, fence = got[1], got[2]
-local noinfo, headed = false, false
-if held == TURN .. me then
-  -- Our turn, but paused meanwhile: back in line (at the tail), the turn left to expire.
-  local marker, pause_ttl = paused(KEYS[4])
-  if marker then
+  local held, fence = got[1], got[2]
+  local noinfo, headed = false, false
+  if held == TURN .. me then
+    -- Our turn, but paused meanwhile: back in line (at the tail), the turn left to expire.
+    local marker, pause_ttl = paused(KEYS[4])
+    if marker then
+      local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+      return {0, marker, pause_ttl, l[1], l[2], l[3]}
+    end
+  elseif held then
+    local pttl = redis.call('PTTL', KEYS[1])
     local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
-    return {0, marker, pause_ttl, l[1], l[2], l[3]}
-  end
-elseif held then
-  local pttl = redis.call('PTTL', KEYS[1])
-  local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
-  return {0, held, pttl, l[1], l[2], l[3]}
-else
-  -- Free. SET first, as kAcquire does (a user refused SET learns it here, every time), then
-  -- the guard: a free key is given to nobody, not even as a turn, while the restart guard
-  -- holds it (a turn is taken without the guard). Then the line.
-  if not redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
-    -- MGET's nil was a key of another type: named, as GET's error would have been.
-    local _, wrong = lease_value(KEYS[1])
-    return wrong or redis.error_reply('lease key ' .. KEYS[1] .. ' changed during the script')
-  end
-  local left = guard_left(tonumber(ARGV[4]) or 0)
-  if left > 0 then
-    redis.call('DEL', KEYS[1])
-    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
-    return {2, left, l[1], l[2], l[3]}
-  end
-  noinfo = left < 0
-  local marker, pause_ttl = paused(KEYS[4])
-  if marker then
-    redis.call('DEL', KEYS[1])
-    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
-    return {0, marker, pause_ttl, l[1], l[2], l[3]}
-  end
-  local ok, kind, woken = pcall(wake, KEYS[3], KEYS[1], ARGV[8], me)
-  if not ok then
-    redis.call('DEL', KEYS[1])
-    return redis.error_reply(kind)
-  end
-  if kind ~= 'empty' and kind ~= 'self' then
-    if kind ~= 'woke' then
+    return {0, held, pttl, l[1], l[2], l[3]}
+  else
+    -- Free. SET first, as kAcquire does (a user refused SET learns it here, every time), then
+    -- the guard: a free key is given to nobody, not even as a turn, while the restart guard
+    -- holds it (a turn is taken without the guard). Then the line.
+    if not redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
+      -- MGET's nil was a key of another type: named, as GET's error would have been.
+      local _, wrong = lease_value(KEYS[1])
+      return wrong or redis.error_reply('lease key ' .. KEYS[1] .. ' changed during the script')
+    end
+    local left = guard_left(tonumber(ARGV[4]) or 0)
+    if left > 0 then
       redis.call('DEL', KEYS[1])
+      local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+      return {2, left, l[1], l[2], l[3]}
     end
-    local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
-    if kind == 'woke' then
-      return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
+    noinfo = left < 0
+    local marker, pause_ttl = paused(KEYS[4])
+    if marker then
+      redis.call('DEL', KEYS[1])
+      local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+      return {0, marker, pause_ttl, l[1], l[2], l[3]}
     end
-    return {0, '', -2, l[1], l[2], l[3]}
+    local ok, kind, woken = pcall(wake, KEYS[3], KEYS[1], ARGV[8], me)
+    if not ok then
+      redis.call('DEL', KEYS[1])
+      return redis.error_reply(kind)
+    end
+    if kind ~= 'empty' and kind ~= 'self' then
+      if kind ~= 'woke' then
+        redis.call('DEL', KEYS[1])
+      end
+      local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+      if kind == 'woke' then
+        return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
+      end
+      return {0, '', -2, l[1], l[2], l[3]}
+    end
+    headed = kind == 'self'
+    held = me
   end
-  headed = kind == 'self'
-  held = me
+  if held ~= me then
+    redis.call('SET', KEYS[1], me, 'PX', ARGV[2])
+  end
+  if not fence then
+    fence = redis.pcall('GET', KEYS[2])
+  end
+  if bad_fence(fence) then
+    redis.call('DEL', KEYS[1])
+    return fence_error(KEYS[2], fence)
+  end
+  if headed then
+    redis.call('ZREM', KEYS[3], me)  -- a turn's waiter left the line when it was woken
+  end
+  if noinfo then
+    return {1, issue(KEYS[2], fence, ARGV[3], ARGV[9]), '', 'noinfo'}
+  end
+  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[9])}
 end
-if held ~= me then
-  redis.call('SET', KEYS[1], me, 'PX', ARGV[2])
-end
-if not fence then
-  fence = redis.pcall('GET', KEYS[2])
-end
-if bad_fence(fence) then
-  redis.call('DEL', KEYS[1])
-  return fence_error(KEYS[2])
-end
-if headed then
-  redis.call('ZREM', KEYS[3], me)  -- a turn's waiter left the line when it was woken
-end
-if noinfo then
-  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[9]), '', 'noinfo'}
-end
-return {1, issue(KEYS[2], fence, ARGV[3], ARGV[9])}
+return undoing(main, 1, 1, ARGV[1])
 )lua";
 inline const Script kAcquireFair{kAcquireFairSource};
 
@@ -639,120 +674,123 @@ inline const Script kAcquireFair{kAcquireFairSource};
 /// are read in one MGET, the fence only where a slot is to be granted, the slots' PTTLs only on
 /// a miss (a taken turn reads none): issue 19's commands per job.
 inline const std::string kAcquireSlotFairSource = kFenceFunctions + kLineFunctions + R"lua(
-local me = ARGV[1]
-local last = #KEYS - 1
--- Every slot in one MGET (they share the key's hash slot); a user refused MGET (an older ACL
--- recipe) reads them one by one. MGET answers nil for a key of another type, where GET would
--- fail: the SET NX below then fails, and that is refused as GET's error was.
-local got = redis.pcall('MGET', unpack(KEYS, 3, last))
-if type(got) ~= 'table' or got.err then
-  got = {}
-  for i = 3, last do
-    got[i - 2] = redis.call('GET', KEYS[i])
+local function main()
+  local me = ARGV[1]
+  local last = #KEYS - 1
+  -- Every slot in one MGET (they share the key's hash slot); a user refused MGET (an older ACL
+  -- recipe) reads them one by one. MGET answers nil for a key of another type, where GET would
+  -- fail: the SET NX below then fails, and that is refused as GET's error was.
+  local got = redis.pcall('MGET', unpack(KEYS, 3, last))
+  if type(got) ~= 'table' or got.err then
+    got = {}
+    for i = 3, last do
+      got[i - 2] = redis.call('GET', KEYS[i])
+    end
   end
-end
-local mine = nil
-local values, frees = {}, {}
-for i = 3, last do
-  local v = got[i - 2]
-  values[i] = v
-  if v == TURN .. me then
-    mine = KEYS[i]
-  elseif not v then
-    frees[#frees + 1] = KEYS[i]
-  end
-end
-local free, other = frees[1], frees[2]
--- Nothing for us: in line, told of the held slot that frees first (its PTTL: only here, so
--- that a turn taken or a slot granted reads none).
-local function miss()
-  local first, best = 3, -1
+  local mine = nil
+  local values, frees = {}, {}
   for i = 3, last do
-    if values[i] then
-      local ttl = redis.call('PTTL', KEYS[i])
-      if ttl >= 0 and (best < 0 or ttl < best) then
-        first, best = i, ttl
+    local v = got[i - 2]
+    values[i] = v
+    if v == TURN .. me then
+      mine = KEYS[i]
+    elseif not v then
+      frees[#frees + 1] = KEYS[i]
+    end
+  end
+  local free, other = frees[1], frees[2]
+  -- Nothing for us: in line, told of the held slot that frees first (its PTTL: only here, so
+  -- that a turn taken or a slot granted reads none).
+  local function miss()
+    local first, best = 3, -1
+    for i = 3, last do
+      if values[i] then
+        local ttl = redis.call('PTTL', KEYS[i])
+        if ttl >= 0 and (best < 0 or ttl < best) then
+          first, best = i, ttl
+        end
       end
     end
-  end
-  local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-  return {0, values[first] or '', best, l[1], l[2], l[3]}
-end
-local slot = mine
-local left = 0
-local fence = nil
-if mine or free then
-  -- Something to grant: the pause first, then the fence it would raise.
-  local marker, pause_ttl = paused(KEYS[#KEYS])
-  if marker then
     local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-    return {0, marker, pause_ttl, l[1], l[2], l[3]}
+    return {0, values[first] or '', best, l[1], l[2], l[3]}
   end
-  fence = redis.pcall('GET', KEYS[1])
-  if bad_fence(fence) then
-    return fence_error(KEYS[1])
-  end
-end
-if not slot and free then
-  -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
-  -- A SET NX that fails found a key of another type (MGET's nil): the next free one is tried,
-  -- and with none left the attempt is an error that names the key.
-  free = nil
-  for j, k in ipairs(frees) do
-    if redis.call('SET', k, me, 'NX', 'PX', ARGV[2]) then
-      free, other = k, frees[j + 1]
-      break
+  local slot = mine
+  local left = 0
+  local fence = nil
+  if mine or free then
+    -- Something to grant: the pause first, then the fence it would raise.
+    local marker, pause_ttl = paused(KEYS[#KEYS])
+    if marker then
+      local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+      return {0, marker, pause_ttl, l[1], l[2], l[3]}
+    end
+    fence = redis.pcall('GET', KEYS[1])
+    if bad_fence(fence) then
+      return fence_error(KEYS[1], fence)
     end
   end
-  if not free then
-    return redis.error_reply('slot key ' .. frees[1] .. ' holds a ' .. redis.call('TYPE', frees[1]).ok ..
-                             ', not a lease: delete it')
+  if not slot and free then
+    -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
+    -- A SET NX that fails found a key of another type (MGET's nil): the next free one is tried,
+    -- and with none left the attempt is an error that names the key.
+    free = nil
+    for j, k in ipairs(frees) do
+      if redis.call('SET', k, me, 'NX', 'PX', ARGV[2]) then
+        free, other = k, frees[j + 1]
+        break
+      end
+    end
+    if not free then
+      return redis.error_reply('slot key ' .. frees[1] .. ' holds a ' .. redis.call('TYPE', frees[1]).ok ..
+                               ', not a lease: delete it')
+    end
+    left = guard_left(tonumber(ARGV[4]) or 0)
+    if left > 0 then
+      redis.call('DEL', free)
+      local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+      return {2, left, l[1], l[2], l[3]}
+    end
+    local ok, kind, woken = pcall(wake, KEYS[2], free, ARGV[8], me)
+    if not ok then
+      redis.call('DEL', free)
+      return redis.error_reply(kind)
+    end
+    if kind == 'self' then
+      redis.call('ZREM', KEYS[2], me)  -- a turn's waiter left the line when it was woken
+    end
+    if kind == 'empty' or kind == 'self' then
+      slot = free
+    elseif kind == 'woke' then
+      local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+      return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
+    else
+      redis.call('DEL', free)
+      local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+      return {0, '', -1, l[1], l[2], l[3]}
+    end
   end
-  left = guard_left(tonumber(ARGV[4]) or 0)
-  if left > 0 then
-    redis.call('DEL', free)
-    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-    return {2, left, l[1], l[2], l[3]}
+  if not slot then
+    return miss()
   end
-  local ok, kind, woken = pcall(wake, KEYS[2], free, ARGV[8], me)
-  if not ok then
-    redis.call('DEL', free)
-    return redis.error_reply(kind)
+  if mine then
+    redis.call('SET', slot, me, 'PX', ARGV[2])
+    other = other or free
   end
-  if kind == 'self' then
-    redis.call('ZREM', KEYS[2], me)  -- a turn's waiter left the line when it was woken
+  -- Another slot is free (a turn that expired unused, a release that woke nobody): its turn goes
+  -- to the line's head now, or it would stay out of service until the next release. Only where
+  -- nothing is there (MGET's nil may be a key of another type; EXISTS through pcall, so that a
+  -- user refused it does not fail the script after its SET) and where the restart guard lets a
+  -- free key be given (the free path asked it already): after an empty restart that slot may be
+  -- a holder's that has not renewed yet, whose child still runs.
+  if other and redis.pcall('EXISTS', other) == 0 and (not mine or guard_left(tonumber(ARGV[4]) or 0) <= 0) then
+    pcall(wake, KEYS[2], other, ARGV[8], me)
   end
-  if kind == 'empty' or kind == 'self' then
-    slot = free
-  elseif kind == 'woke' then
-    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-    return {0, TURN .. woken, tonumber(ARGV[8]), l[1], l[2], l[3]}
-  else
-    redis.call('DEL', free)
-    local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
-    return {0, '', -1, l[1], l[2], l[3]}
+  if left < 0 then
+    return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot, 'noinfo'}
   end
+  return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot}
 end
-if not slot then
-  return miss()
-end
-if mine then
-  redis.call('SET', slot, me, 'PX', ARGV[2])
-  other = other or free
-end
--- Another slot is free (a turn that expired unused, a release that woke nobody): its turn goes
--- to the line's head now, or it would stay out of service until the next release. Only where
--- nothing is there (MGET's nil may be a key of another type; EXISTS through pcall, so that a
--- user refused it does not fail the script after its SET) and where the restart guard lets a
--- free key be given (the free path asked it already): after an empty restart that slot may be
--- a holder's that has not renewed yet, whose child still runs.
-if other and redis.pcall('EXISTS', other) == 0 and (not mine or guard_left(tonumber(ARGV[4]) or 0) <= 0) then
-  pcall(wake, KEYS[2], other, ARGV[8], me)
-end
-if left < 0 then
-  return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot, 'noinfo'}
-end
-return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot}
+return undoing(main, 3, #KEYS - 1, ARGV[1])
 )lua";
 inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 

@@ -669,6 +669,32 @@ TEST_F(CliAttackRegressions, AnAclRefusalInsideTheScriptIs77) {
   EXPECT_EQ(r.code, 77) << r.err;
 }
 
+// An ACL user without one of the rights the acquire script needs, after its SET NX has
+// succeeded (+pttl for the pause, +time for the token's floor) or where a read is made through
+// pcall (+get on the fence counter): 77 naming the refusal, and no lease left behind for its
+// TTL (attack round, issue 19: -pttl kept every other host out for `expire`; -get read as a
+// corrupt fence counter and exited 69). Fair and not, one slot and a semaphore.
+TEST_F(CliAttackRegressions, ARightMissingHalfwayIs77AndLeavesNoLeaseBehind) {
+  for (const char* right : {"pttl", "time", "get"}) {
+    for (const char* fair : {"true", "false"}) {
+      for (int limit : {1, 3}) {
+        SCOPED_TRACE(std::string(right) + " fair=" + fair + " limit=" + std::to_string(limit));
+        RedisServer redis(with_acl_user(std::string("user ro on >rpw ~* &* +@all -") + right));
+        const auto cfg = dir_.write(std::string("half-") + right + fair + std::to_string(limit) + ".toml",
+                                    "[redis]\nhost = \"" + redis.address() +
+                                        "\"\nkey = \"k\"\nexpire = \"30s\"\nusername = \"ro\"\npassword_env = \"RGT_PW\"\n"
+                                        "restart_guard = false\nfair = " + fair + "\n[task]\ncommand = [\"/bin/true\"]\nlimit = " +
+                                        std::to_string(limit) + "\n");
+        auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PW", "rpw"}});
+        EXPECT_EQ(r.code, 77) << r.err;
+        EXPECT_NE(r.err.find("can't run this command"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("is not an integer"), std::string::npos) << r.err;
+        EXPECT_EQ(redis.cli({"EXISTS", "k", "{k}:slot:1", "{k}:slot:2"}), "0");
+      }
+    }
+  }
+}
+
 // A report that cannot be written is not success.
 TEST_F(CliAttackRegressions, AReportThatCannotBeWrittenIsAnError) {
   RedisServer redis;
