@@ -1,7 +1,7 @@
 #pragma once
 /// Fencing tokens (docs/DESIGN.md, invariant 4; issue 4 "Fencing across quorums").
 ///
-/// On one node the acquire script (lock/scripts.h kAcquire) issues
+/// On one node the acquire script (lock/scripts.h kAcquireFair) issues
 /// token = max(counter + 1, server TIME in µs) atomically with SET NX PX, so tokens on
 /// that node strictly increase, also across a restart that lost the counter (as long as
 /// the server clock does not step back).

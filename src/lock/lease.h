@@ -130,7 +130,7 @@ struct LeaseOptions {
   /// (the node restarted empty) writes it again with this start and the token. 0 = never.
   std::int64_t claim_start_ms = 0;
   /// The restart guard: a node where the key is absent and that has been up for less than
-  /// this grants nothing to a new holder (kAcquire). The daemon passes `expire`
+  /// this grants nothing to a new holder (kAcquireFair). The daemon passes `expire`
   /// (restart_guard = true) or 0 (off). A busy lease seen with more TTL left than this
   /// (another daemon of the key runs a longer `expire`) raises it to that TTL for the
   /// rest of the process: the guard must outlast the longest lease.

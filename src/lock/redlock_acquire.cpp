@@ -104,13 +104,15 @@ struct RedlockBackend::Ballot {
 };
 
 std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
-  // One slot: the plain lease script. A semaphore: the slot script, with the slot keys in
-  // this attempt's order (the same on every node, so that they agree on the first free one).
-  std::vector<std::string> keys{keys_.key, keys_.fence};
-  if (options_.fair) keys.push_back(keys_.line);
+  // One slot: the lease script. A semaphore: the slot script, with the slot keys in this
+  // attempt's order (the same on every node, so that they agree on the first free one).
+  // Both are the line's scripts whatever `fair` says: fair = false only never joins the line,
+  // and still takes no free lease ahead of those in it, and wakes its head (attack round,
+  // issue 19: beside fair daemons, fair = false ones took every freed lease and the line
+  // starved, where the manual says they get one only when nobody waits in line).
+  std::vector<std::string> keys{keys_.key, keys_.fence, keys_.line};
   if (semaphore) {
-    keys = {keys_.fence};
-    if (options_.fair) keys.push_back(keys_.line);
+    keys = {keys_.fence, keys_.line};
     const std::size_t first = rotation_++ % slot_keys_.size();
     for (std::size_t j = 0; j < slot_keys_.size(); ++j) keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
   }
@@ -119,17 +121,13 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   // Several nodes: a token proposed to all, so that they issue one and need no raise.
   proposed_at_us_ = nodes_.size() > 1 ? static_cast<std::uint64_t>(wall_us()) : 0;
   const std::string proposal = proposed_at_us_ > 0 ? std::to_string(proposed_at_us_ + lead_us_) : "";
-  if (!options_.fair) {
-    args.push_back(proposal);
-    return send(semaphore ? kAcquireSlot : kAcquire, keys, args, {}, Send::kRespectBackoff);
-  }
   // The line: our ticket, whether we join on this node (we listen there), its TTL, the window.
   const std::string ticket = ticket_ > 0 ? std::to_string(ticket_) : "";
   written_.resize(nodes_.size(), 0);
   sent_tickets_.assign(nodes_.size(), 0);
   auto args_of = [&](std::size_t i) {
     auto a = args;
-    const bool join = i < listening_.size() && listening_[i];
+    const bool join = options_.fair && i < listening_.size() && listening_[i];
     // A node that has our ticket already is not sent it again (a miss costs a command less).
     const bool send_ticket = ticket_ > 0 && written_[i] != ticket_;
     if (send_ticket) sent_tickets_[i] = ticket_;

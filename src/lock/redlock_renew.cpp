@@ -169,12 +169,10 @@ Renewal RedlockBackend::renew() {
 }
 
 std::vector<CallPtr> RedlockBackend::send_release(const std::vector<bool>& only) {
-  // Fair: the freed key becomes the line head's turn (lock/scripts.h kReleaseFair).
-  if (options_.fair) {
-    return send(kReleaseFair, {held_key(), keys_.line}, {options_.holder, window_arg_, keys_.channel}, only,
-                Send::kAlways);
-  }
-  return send(kRelease, {held_key()}, {options_.holder, keys_.channel}, only, Send::kAlways);
+  // The freed key becomes the line head's turn (lock/scripts.h kReleaseFair), with fair =
+  // false too: a line formed by fair daemons of the key is served first (send_acquire).
+  return send(kReleaseFair, {held_key(), keys_.line}, {options_.holder, window_arg_, keys_.channel}, only,
+              Send::kAlways);
 }
 
 Release RedlockBackend::release() noexcept {
@@ -207,13 +205,13 @@ Release RedlockBackend::release() noexcept {
         if (again[i]) calls[i] = retried[i];
       }
     }
-    // Cluster, fair: while the slot migrates, a script that names the line (absent on the
+    // Cluster: while the slot migrates, a script that names the line (absent on the
     // source) is refused (TRYAGAIN, or a script that touched a "non local key"). The lease
     // must go all the same: released plainly there (the head wakes at its own timer).
     std::vector<bool> plain(calls.size(), false);
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const auto& c = calls[i];
-      plain[i] = options_.fair && c && c->state() == Call::State::kReplied && !c->ok() &&
+      plain[i] = c && c->state() == Call::State::kReplied && !c->ok() &&
                  (c->error().find("TRYAGAIN") != std::string::npos ||
                   c->error().find("non local key") != std::string::npos);
     }

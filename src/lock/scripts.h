@@ -12,7 +12,7 @@
 ///
 /// Each script runs as EVAL on its first use on a connection, by SHA after
 /// (redis::AsyncConnection); kLeaseScripts lists them. A Script keeps a view of its
-/// source, so a source built from shared Lua functions is a named string (kAcquireSource,
+/// source, so a source built from shared Lua functions is a named string (kAcquireFairSource,
 /// kInspectSource, ...) that lives as long as the Script. They are the lease's logic, so
 /// they live in `lock`; the transport only sends them.
 
@@ -25,24 +25,22 @@ namespace redisgo::lock {
 
 using redis::Script;
 
-/// Acquire. KEYS: lease key, fence counter, pause. ARGV: holder, ttl in ms, fence ttl in ms,
-/// restart guard in ms ("0": off), proposed token (several nodes; "" or absent: none).
-/// SET key holder NX PX ttl and, only if that succeeded, raise the fence counter to
-/// max(counter + 1, server TIME in µs), give it the fence TTL (docs/DESIGN.md "Keys": a
-/// retired key leaves nothing behind; the TIME floor keeps tokens increasing after it
-/// expires), and return {1, "<token>"}. Not acquired: {0, "<current holder>" or "", pttl},
-/// so a waiter learns how long the current lease has left. A miss costs the server four
-/// commands. A fence counter that is not a number (or not even a string) undoes the SET in
-/// the same script: a half-done acquisition must not hold the key for its TTL.
+/// The acquire scripts (kAcquireFair, kAcquireSlotFair), whatever `fair` says (fair = false
+/// only never joins the line: lock/redlock_acquire.cpp). A grant SETs the key NX PX ttl and,
+/// only then, raises the fence counter (issue, below), gives it the fence TTL (docs/DESIGN.md
+/// "Keys": a retired key leaves nothing behind; the TIME floor keeps tokens increasing after
+/// it expires) and answers {1, "<token>"}; a miss tells the holder (or the turn) and its pttl,
+/// so a waiter learns how long the current lease has left. A fence counter that is not a
+/// number (or not even a string) undoes the SET in the same script, and so does a command
+/// refused halfway (undoing): a half-done acquisition must not hold the key for its TTL.
 /// Restart guard: a key that was absent on a server up for less than the guard is not
 /// granted (the SET is undone in the same script, so nobody ever sees it): {2, ms left}.
 /// A guard that could not be read (INFO refused) grants as before, and says so:
-/// {1, "<token>", "", "noinfo"}. Only a SET that succeeded asks INFO: a miss still costs
-/// four commands, a grant one more.
+/// {1, "<token>", "", "noinfo"}. Only a SET that succeeded asks INFO.
 /// There is no re-entrancy: a holder that acquires a key it already holds gets 0 like
 /// anyone else (its lease is not silently extended, and no token is issued that the
 /// resource could confuse with the running one).
-/// The fence counter's rules, shared by both acquire scripts: a counter that is not a
+/// The fence counter's rules, shared by the acquire scripts: a counter that is not a
 /// decimal integer below 2^53 - 1 is refused (bad_fence, fence_error), and a token is
 /// issued as max(counter + 1, server TIME in µs), or the holder's proposal where that is
 /// higher and at most 25 ms ahead of this server's TIME (Redlock: lock/fencing.h), stored
@@ -170,39 +168,6 @@ local function paused(pause)
 end
 )lua";
 
-inline const std::string kAcquireSource = kFenceFunctions + R"lua(
-local function main()
-  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    local holder, wrong = lease_value(KEYS[1])
-    if wrong then
-      return wrong
-    end
-    return {0, holder or '', redis.call('PTTL', KEYS[1])}
-  end
-  local marker, pause_ttl = paused(KEYS[3])
-  if marker then
-    redis.call('DEL', KEYS[1])
-    return {0, marker, pause_ttl}
-  end
-  local left = guard_left(tonumber(ARGV[4]) or 0)
-  if left > 0 then
-    redis.call('DEL', KEYS[1])
-    return {2, left}
-  end
-  local fence = redis.pcall('GET', KEYS[2])
-  if bad_fence(fence) then
-    redis.call('DEL', KEYS[1])
-    return fence_error(KEYS[2], fence)
-  end
-  if left < 0 then
-    return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5]), '', 'noinfo'}
-  end
-  return {1, issue(KEYS[2], fence, ARGV[3], ARGV[5])}
-end
-return undoing(main, 1, 1, ARGV[1])
-)lua";
-inline const Script kAcquire{kAcquireSource};
-
 /// Renew. KEYS: lease key, fence counter [, once_per claim]. ARGV: holder, ttl in ms,
 /// token ("" = no repair), fence ttl in ms, claim ttl in ms ("" = no claim), claim start
 /// (ms since the epoch, "" = none), "1" when this is the only node and the only slot ("" otherwise:
@@ -254,7 +219,8 @@ return renewed
 )lua";
 inline const Script kRenew{kRenewSource};
 
-/// Release. KEYS: lease key. ARGV: holder, release channel. (A channel is not a key: listed
+/// Release without the line: only where a fair release was refused while a Cluster slot
+/// migrates (lock/redlock_renew.cpp). KEYS: lease key. ARGV: holder, release channel. (A channel is not a key: listed
 /// in KEYS it made Redis Cluster answer TRYAGAIN while the slot migrates, since the
 /// "key" never exists on either side.)
 /// Compare-and-DEL; on success PUBLISHes the holder id on the channel (wakes standbys,
@@ -338,54 +304,6 @@ end
 return {exists, holder, redis.call('PTTL', KEYS[1]), fence or '', up, fence_type}
 )lua";
 inline const Script kInspect{kInspectSource};
-
-/// Acquire one slot of a semaphore (limit > 1). KEYS: fence counter, then the slot keys in
-/// the order to try them (the caller rotates the order, the same for every node of one
-/// attempt), then the pause. ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms ("0": off),
-/// proposed token (as kAcquire).
-/// The first free slot is taken with SET NX PX and the fence raised as kAcquire does
-/// (one counter for every slot of the key): {1, "<token>", "<slot key>"}. Every slot
-/// busy: {0, "<holder of the slot that frees first>", its pttl}. The fence is checked
-/// before any SET, so a bad counter takes nothing. A miss costs 2 x slots + 2 commands.
-/// Restart guard, per slot key: a free slot on a server up for less than the guard is not
-/// taken (undone in the script); every free slot is then guarded alike: {2, ms left}. INFO
-/// refused: {1, "<token>", "<slot key>", "noinfo"}.
-/// A waiter holds no slot (it released before contending), so there is no re-entrancy
-/// check; a leftover slot of ours whose release did not arrive only expires.
-inline const std::string kAcquireSlotSource = kFenceFunctions + R"lua(
-local function main()
-  local fence = redis.pcall('GET', KEYS[1])
-  if bad_fence(fence) then
-    return fence_error(KEYS[1], fence)
-  end
-  local first, best = 2, -1
-  for i = 2, #KEYS - 1 do
-    if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-      local marker, pause_ttl = paused(KEYS[#KEYS])
-      if marker then
-        redis.call('DEL', KEYS[i])
-        return {0, marker, pause_ttl}
-      end
-      local left = guard_left(tonumber(ARGV[4]) or 0)
-      if left > 0 then
-        redis.call('DEL', KEYS[i])
-        return {2, left}
-      end
-      if left < 0 then
-        return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i], 'noinfo'}
-      end
-      return {1, issue(KEYS[1], fence, ARGV[3], ARGV[5]), KEYS[i]}
-    end
-    local ttl = redis.call('PTTL', KEYS[i])
-    if ttl >= 0 and (best < 0 or ttl < best) then
-      first, best = i, ttl
-    end
-  end
-  return {0, redis.call('GET', KEYS[first]) or '', best}
-end
-return undoing(main, 2, #KEYS - 1, ARGV[1])
-)lua";
-inline const Script kAcquireSlot{kAcquireSlotSource};
 
 /// Claim a once_per slot (redisgo_task(1), MODES), while holding the lease. KEYS: lease key, claim
 /// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms, the earliest time
@@ -565,14 +483,14 @@ end
 /// Acquire with the waiting line (fair = true). KEYS: lease key, fence counter, line, pause.
 /// ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms, ticket ("" none), join
 /// ("1": this waiter listens on its wake channel and waits; "" it only looks), line ttl in
-/// ms, turn window in ms, proposed token (as kAcquire).
-/// The lease is granted as kAcquire grants it when the key is free and nobody waits, when
+/// ms, turn window in ms, proposed token (several nodes; "" or absent: none).
+/// The lease is granted (above) when the key is free and nobody waits, when
 /// the key holds our turn, or when we head the line. Otherwise (held, another's turn, or
 /// free with others ahead, whose head is then woken) the caller joins the line if it may:
 /// {0, holder or "\1turn:<holder>", pttl, position (0: not in line), ticket or "", line
 /// length (0: not read; only a join reads it)}. Guarded: {2, ms left, position, ticket,
 /// length}. A miss of a waiter already in line costs four commands (EVALSHA, MGET, PTTL, ZRANK),
-/// as kAcquire's does (the ticket's ZADD XX GT only until the node holds it): the storm
+/// as a miss did before the line (the ticket's ZADD XX GT only until the node holds it): the storm
 /// bounds count commands.
 inline const std::string kAcquireFairSource = kFenceFunctions + kLineFunctions + R"lua(
 local function main()
@@ -605,7 +523,7 @@ local function main()
     local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
     return {0, held, pttl, l[1], l[2], l[3]}
   else
-    -- Free. SET first, as kAcquire does (a user refused SET learns it here, every time), then
+    -- Free. SET first (a user refused SET learns it here, every time), then
     -- the guard: a free key is given to nobody, not even as a turn, while the restart guard
     -- holds it (a turn is taken without the guard). Then the line.
     if not redis.call('SET', KEYS[1], me, 'NX', 'PX', ARGV[2]) then
@@ -1010,8 +928,8 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.cal
 )lua"};
 
 /// Every script above.
-inline const std::vector<const Script*> kLeaseScripts{&kAcquire, &kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
-                                                      &kAcquireSlot, &kClaim, &kFinishClaim, &kReadClaims,
+inline const std::vector<const Script*> kLeaseScripts{&kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
+                                                      &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
                                                       &kReleaseFair, &kReadLine, &kListKey, &kPause,
                                                       &kResume, &kReadPause, &kSlotsBeyond, &kCheckRights};

@@ -171,7 +171,8 @@ int connection(const std::uint8_t* data, std::size_t size) {
   o.connect_timeout = std::chrono::milliseconds(200);
   redis::AsyncConnection conn(o);
   std::vector<redis::CallPtr> calls;
-  calls.push_back(conn.eval(lock::kAcquire, {"k", "{k}:fence", "{k}:pause"}, {"h", "1000", "100000"}));
+  calls.push_back(conn.eval(lock::kAcquireFair, {"k", "{k}:fence", "{k}:line", "{k}:pause"},
+                            {"h", "1000", "100000", "0", "", "", "100000", "1000", ""}));
   calls.push_back(conn.send({"SUBSCRIBE", "chan"}));
   calls.push_back(conn.eval(lock::kRenew, {"k", "f"}, {"h", "1000", "", "1000"}));
   listener.drain();

@@ -243,7 +243,8 @@ std::uint64_t naive_acquire(const std::vector<const RedisServer*>& live, const L
   int votes = 0;
   for (const auto* s : live) {
     redis::AsyncConnection c(node(*s));
-    auto acquire = c.eval(lock::kAcquire, {keys.key, keys.fence, keys.pause()}, {holder, "10000", "600000"});
+    auto acquire = c.eval(lock::kAcquireFair, {keys.key, keys.fence, keys.line, keys.pause()},
+                          {holder, "10000", "600000", "0", "", "", "600000", "1000", ""});
     auto release = c.eval(lock::kRelease, {keys.key}, {holder, keys.channel});
     redis::drive({&c}, [&] { return release->done(); });
     const auto& r = acquire->reply();
@@ -338,7 +339,8 @@ TEST_F(LockRedlock, TheAcquireScriptTakesAProposalOnlyWithinItsBound) {
     return std::stoull(t.substr(0, nl)) * 1000000 + std::stoull(t.substr(nl + 1));
   };
   auto acquire = [&](const std::string& proposal) -> std::uint64_t {
-    auto call = c.eval(lock::kAcquire, {keys.key, keys.fence, keys.pause()}, {"h", "10000", "600000", "0", proposal});
+    auto call = c.eval(lock::kAcquireFair, {keys.key, keys.fence, keys.line, keys.pause()},
+                       {"h", "10000", "600000", "0", "", "", "600000", "1000", proposal});
     auto release = c.eval(lock::kUndo, {keys.key}, {"h"});
     redis::drive({&c}, [&] { return release->done(); });
     const auto& r = call->reply();
@@ -539,8 +541,8 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
       }
       seen.push_back(argv[0].substr(0, 4) + " " + what);
     }
-    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == lock::kAcquire.sha()) ||
-                         (argv[0] == "EVAL" && argv[1] == lock::kAcquire.source);
+    const bool acquire = (argv[0] == "EVALSHA" && argv[1] == lock::kAcquireFair.sha()) ||
+                         (argv[0] == "EVAL" && argv[1] == lock::kAcquireFair.source);
     if (acquire) return "*2\r\n:1\r\n$2\r\n42\r\n";
     if (argv[0] == "EVAL" || argv[0] == "EVALSHA") return ":1\r\n";
     return "+OK\r\n";

@@ -364,6 +364,32 @@ TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
   EXPECT_NE(c.err().find("outside the waiting line"), std::string::npos) << c.err();
 }
 
+// fair = false beside a line takes no freed lease ahead of it, whoever releases: a fair = false
+// holder's release wakes the line's head, and a fair = false waiter gets the lease only once
+// nobody waits in line (attack round, issue 19: fair = false daemons took every freed lease,
+// their releases woke only each other, and the fair ones starved in line).
+TEST_F(FairLine, FairFalseTakesNoFreedLeaseAheadOfTheLine) {
+  const auto unfair = config("oneshot", "fair = false\n");
+  const auto fair = config();
+  start("A", unfair, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  start("B", fair, "0.2");
+  ASSERT_TRUE(line_reaches(1));
+  start("C", fair, "0.2");
+  ASSERT_TRUE(line_reaches(2));
+  start("D", unfair, "0.2");
+  ASSERT_TRUE(wait_until([&] { return server_.cli({"PUBSUB", "NUMSUB", "{" + key_ + "}:released"}).find("\n1") != std::string::npos; }, 10s));
+  for (auto& p : procs_) EXPECT_EQ(p->wait_for(20s), 0);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[1].name, "B");
+  EXPECT_EQ(v[2].name, "C");
+  EXPECT_EQ(v[3].name, "D");
+  expect_no_overlap(v);
+  // The line's head took over from the fair = false holder by the release, not at a TTL.
+  EXPECT_LT(v[1].start - v[0].end, 500'000'000LL);
+}
+
 TEST_F(FairLine, ASemaphoresFreedSlotGoesToTheHeadOfTheLineInOrder) {
   const auto cfg = config("oneshot", "", "limit = 2\n");
   // The holders end 0.5 s apart (two slots freed at once would race their heads, a tie).
