@@ -8,7 +8,12 @@
 ///    message);
 ///  - when it succeeds again (the node answered), one info line says it recovered and
 ///    how many failures it had cost. A round where the node's answer is still pending
-///    is neither: a slow node must not flap between "failing" and "recovered".
+///    is neither: a slow node must not flap between "failing" and "recovered";
+///  - a cause that fails again within `interval` of its last line is flapping, not a new
+///    episode: its failures and recoveries are counted into the next summary, so that a
+///    cause failing every other attempt still costs at most two lines per `interval`
+///    (attack round, issue 19: a corrupt fence counter among waiters logged a warning and a
+///    recovery every 0.5 s).
 
 #include <chrono>
 #include <map>
@@ -35,14 +40,17 @@ class CauseLog {
   /// Forgets every cause without a word (the activity they belonged to is over).
   void clear() noexcept { causes_.clear(); }
   /// Causes currently failing.
-  std::size_t active() const noexcept { return causes_.size(); }
+  std::size_t active() const noexcept;
 
  private:
   struct State {
     std::uint64_t total = 0;        // failures since it started
     std::uint64_t unreported = 0;   // since the last line
+    std::uint64_t recoveries = 0;   // recoveries not said since the last line (flapping)
     Clock::time_point last_line{};
     std::string last_message;
+    bool failing = true;
+    bool recovery_said = false;     // a "recovered" line since the last warning
   };
   std::shared_ptr<spdlog::logger> logger_;
   std::string what_;

@@ -67,8 +67,33 @@ TEST(CauseLog, CausesAreIndependentAndRecoverOnSuccessOnly) {
   ASSERT_EQ(c.lines().size(), 3u);
   EXPECT_EQ(c.lines()[2], "info renew: a recovered after 2 failure(s)");
   EXPECT_EQ(log.active(), 1u);
-  log.failure("a", "a is down again");  // a new episode: logged at once
-  EXPECT_EQ(c.lines().size(), 4u);
+  clock.advance(30s);
+  log.failure("a", "a is down again");  // a new episode, an interval after its last line: at once
+  ASSERT_EQ(c.lines().size(), 4u);
+  EXPECT_EQ(c.lines()[3], "warning renew: a is down again");
   log.clear();
+  EXPECT_EQ(log.active(), 0u);
+}
+
+// A cause that fails every other attempt (attack round, issue 19: waiters meeting a corrupt
+// fence counter, then another's turn, logged a warning and a recovery every 0.5 s) costs at
+// most two lines per interval: its first failure and recovery, then lines an interval apart
+// that count the flaps in between.
+TEST(CauseLog, AFlappingCauseIsSummarisedNotLoggedAtEachFlap) {
+  Captured c;
+  FakeClock clock;
+  CauseLog log(c.logger, "acquire", 30s, clock);
+  for (int i = 0; i < 120; ++i) {  // 60 s of a failure and a recovery every 0.5 s
+    log.failure("n", "fence counter {k}:fence is not an integer, attempt " + std::to_string(i));
+    clock.advance(250ms);
+    log.success("n");
+    clock.advance(250ms);
+  }
+  const auto lines = c.lines();
+  ASSERT_LE(lines.size(), 4u) << c.out.str();
+  ASSERT_GE(lines.size(), 3u) << c.out.str();
+  EXPECT_EQ(lines[0], "warning acquire: fence counter {k}:fence is not an integer, attempt 0");
+  EXPECT_EQ(lines[1], "info acquire: n recovered after 1 failure(s)");
+  EXPECT_NE(lines[2].find(" time(s) in between)"), std::string::npos) << lines[2];
   EXPECT_EQ(log.active(), 0u);
 }
