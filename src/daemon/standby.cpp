@@ -208,6 +208,7 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   miss.subscribed = e.subscribed;
   miss.position = acq.position;
   miss.turn_window = s_.turn_window;
+  miss.turn = lock::turn_of(acq.holder).has_value();
   miss.backoff_max = s_.backoff_max;
   const AfterMiss next = after_miss(miss);
   if (next.give_up) {

@@ -19,7 +19,7 @@ AfterMiss after_miss(const MissContext& c) {
     // A bounded number of retries is spaced by the backoff, as the operator configured it.
     bool bounded = c.mode == config::Mode::kOneshot && !c.monitor_try_all;
     out.wait = c.subscribed && !bounded ? until_expiry : std::min(backoff, until_expiry);
-    if (c.subscribed && !bounded && c.position > 1) {
+    if (c.subscribed && !bounded && c.position > 1 && !c.turn) {
       out.wait = std::min(kLineSleepMax, until_expiry + c.turn_window * std::min<std::int64_t>(c.position - 1, 100'000));
     }
   } else {

@@ -68,6 +68,8 @@ struct MissContext {
   /// The waiting line: our place in it (1 = head, 0 = not in line), and a head's window.
   std::int64_t position = 0;
   Millis turn_window{1000};
+  /// The key holds a woken head's turn (holder_ttl_ms is what is left of its window).
+  bool turn = false;
 };
 
 /// oneshot: --no-wait tries once; monitor_try_all=false tries retries_count times; else
@@ -83,7 +85,10 @@ struct MissContext {
 /// window per waiter ahead, at most kLineSleepMax: the line wakes the waiters, and only the
 /// head need watch a holder that may die without releasing; the others are the fallback
 /// when those ahead are dead or frozen too, each one window later than the one before it
-/// (docs/DESIGN.md "The waiting line").
+/// (docs/DESIGN.md "The waiting line"). A turn is not a lease: when it ends unused (its head
+/// frozen, or gone without a FIN) somebody must wake the next head, so a waiter that met one
+/// tries again when it ends, whatever its place (attack round, issue 19: a chain of frozen
+/// heads cost each live waiter behind them a window per waiter ahead at every link).
 AfterMiss after_miss(const MissContext& c);
 inline constexpr Millis kLineSleepMax{3'600'000};
 

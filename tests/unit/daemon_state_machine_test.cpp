@@ -97,6 +97,21 @@ TEST(AfterMiss, SubscribedWaiterSleepsUntilTheLeaseCouldExpire) {
   EXPECT_EQ(after_miss(c).wait, 30ms);
 }
 
+// In line behind others, a waiter sleeps past the holder's TTL by a window per waiter ahead
+// (the fallback for heads that are dead or frozen too); a turn it met, it outwaits only:
+// when the turn ends unused, the next head must be woken by someone.
+TEST(AfterMiss, AWaiterInLineOutwaitsATurnOnlyNotAWindowPerWaiterAhead) {
+  auto c = miss(Mode::kSupervise, 1);
+  c.subscribed = true;
+  c.position = 5;
+  c.turn_window = 1000ms;
+  c.holder_ttl_ms = 4200;
+  EXPECT_EQ(after_miss(c).wait, 4201ms + 4 * 1000ms);
+  c.holder_ttl_ms = 800;
+  c.turn = true;
+  EXPECT_EQ(after_miss(c).wait, 801ms);
+}
+
 TEST(AfterExit, OneshotExitCodes) {
   ExitContext c;
   c.mode = Mode::kOneshot;
