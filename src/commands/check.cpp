@@ -47,6 +47,8 @@ struct Probe {
   std::string name;
   redis::AsyncConnection conn;
   CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause, subscribe;
+  /// The pause read again: by EVALSHA, as the daemon runs every script after its first use.
+  CallPtr by_sha;
   SteadyClock::time_point sent{};
   std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
   std::string peer;                                  ///< TLS certificate line, while it was open
@@ -205,6 +207,15 @@ Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
                     ": the daemon would acquire nothing",
                 "grant the keys " + keys.key + " and " + keys.base + ":* (the README's ACL recipe)");
   }
+  // The daemon sends a script by EVAL once per connection, then by EVALSHA: a user without
+  // +evalsha runs one acquisition and fails every call after it (attack round, issue 19:
+  // `check` passed it).
+  if (p.by_sha && p.by_sha->done() && !p.by_sha->ok() && check::acl_refused(why(p, p.by_sha))) {
+    return make(Level::kFail, "rights", p.name,
+                "this user may run EVAL but not EVALSHA: " + why(p, p.by_sha) +
+                    ": the daemon runs each script by EVALSHA after its first use on a connection",
+                "grant +evalsha (the README's ACL recipe)");
+  }
   const CallPtr& c = p.rights;
   if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 2) {
     const std::string e = why(p, c);
@@ -346,6 +357,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
                              {r.fair ? "1" : "", once_per ? "1" : "", publish_channel(r.fair, keys)});
     p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
+    p->by_sha = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});
     conns.push_back(&p->conn);
   }

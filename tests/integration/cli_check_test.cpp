@@ -144,6 +144,7 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {base + " -set", "SET"},
       {base + " -pexpire", "PEXPIRE"},
+      {base + " -evalsha", "not EVALSHA"},  // attack round, issue 19: check passed it
       {"~worker ~{worker}:fence ~{worker}:line &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time +info "
        "+zcard +zrange",
        "{worker}:pause"},
