@@ -377,6 +377,11 @@ void Runner::log_release(const lock::Release& r) {
   if (r.released > 0) {
     log_->info("released key={} on {} of {} node(s){}", cfg_.redis.key, r.released, backend_->node_count(),
                r.unanswered > 0 ? " (" + std::to_string(r.unanswered) + " more sent, not waited for)" : "");
+  } else if (!r.error.empty()) {
+    // Answered with an error (attack round, issue 19: a user without +del was logged as if the
+    // lease had expired): the lease stays until its TTL.
+    log_->warn("release deleted nothing for key={}: {}; the lease stays until its TTL runs out", cfg_.redis.key,
+               log::printable(r.error));
   } else {
     log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
                cfg_.redis.key);

@@ -229,6 +229,7 @@ struct Release {
   /// Fair: waiters outside the line (fair = false, an older version) that heard the release.
   long long unfair_listeners = 0;
   int line_broken = 0;  ///< nodes whose line is not a sorted set (released, nobody woken)
+  std::string error;    ///< the first error a node answered (a refused right: the lease stays to its TTL)
 };
 
 /// One waiter in the line, as `status` shows it.

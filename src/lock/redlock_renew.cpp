@@ -226,6 +226,7 @@ Release RedlockBackend::release() noexcept {
     Release out;
     for (const auto& c : calls) {
       if (c && !c->done()) ++out.unanswered;
+      if (c && c->done() && !c->ok() && out.error.empty()) out.error = c->error();
       if (!c || !c->ok()) continue;
       if (auto r = parse_release_reply(c->reply().get()); r && r->released) {
         ++out.released;

@@ -695,6 +695,20 @@ TEST_F(CliAttackRegressions, ARightMissingHalfwayIs77AndLeavesNoLeaseBehind) {
   }
 }
 
+// A user without +del runs its job but cannot release: the log says why, not that the lease
+// had expired (attack round, issue 19).
+TEST_F(CliAttackRegressions, AReleaseRefusedSaysWhy) {
+  RedisServer redis(with_acl_user("user ro on >rpw ~* &* +@all -del"));
+  const auto cfg = dir_.write("nodel.toml", "[redis]\nhost = \"" + redis.address() +
+                                                "\"\nkey = \"k\"\nrestart_guard = false\nusername = \"ro\"\n"
+                                                "password_env = \"RGT_PW\"\n[task]\ncommand = [\"/bin/true\"]\n");
+  auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PW", "rpw"}});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("release deleted nothing for key=k: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("can't run this command"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("had already expired"), std::string::npos) << r.err;
+}
+
 // A report that cannot be written is not success.
 TEST_F(CliAttackRegressions, AReportThatCannotBeWrittenIsAnError) {
   RedisServer redis;
