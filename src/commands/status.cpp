@@ -373,10 +373,16 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
     case State::kFree:
       out << "state:  free\n";
       break;
-    case State::kUnknown:
+    case State::kUnknown: {
+      // A node that answered with an error was reached: said apart (attack round, issue 19:
+      // a lease key of another type read as "0/1 nodes reachable").
+      const auto errors = std::count_if(s.nodes.begin(), s.nodes.end(), [](const lock::NodeView& n) {
+        return !n.reachable && n.fault == redis::Fault::kReply;
+      });
       out << "state:  unknown (" << q.reachable << "/" << s.nodes.size() << " nodes reachable, quorum " << s.quorum
-          << ")\n";
+          << (errors > 0 ? "; " + std::to_string(errors) + " answered with an error, below" : std::string()) << ")\n";
       break;
+    }
   }
   if (q.bad_fences > 0) {
     // Unreadable, never a made-up 0: and say what it blocks and what to do.
