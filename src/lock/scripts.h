@@ -453,6 +453,23 @@ local function wake(line, key, window, me)
   end
   return kind, woken
 end
+-- A woken head that finds the key paused when it comes to take its turn: the turn goes (the
+-- resume wakes the line's head for every free key) and the head goes back to the front of the
+-- line, ahead of the waiters that were behind it (attack round, issue 19: it was sent to the
+-- tail). Its ticket, written back later under Redlock, only raises it to where it was.
+local function back_at_front(line, key, me, join_it, line_ttl)
+  redis.call('DEL', key)
+  if join_it ~= '1' then
+    return {0, '', 0}
+  end
+  local first = line_call('ZRANGE', line, 0, 0, 'WITHSCORES')
+  if not first[2] then
+    return nil
+  end
+  redis.call('ZADD', line, 'NX', string.format('%.0f', tonumber(first[2]) - 1), me)
+  redis.call('PEXPIRE', line, line_ttl)
+  return {1, '', redis.call('ZCARD', line)}
+end
 local function in_line(line, me, join_it, ticket, line_ttl)
   if join_it ~= '1' then
     return {0, '', 0}
@@ -512,10 +529,10 @@ local function main()
   local held, fence = got[1], got[2]
   local noinfo, headed = false, false
   if held == TURN .. me then
-    -- Our turn, but paused meanwhile: back in line (at the tail), the turn left to expire.
+    -- Our turn, but paused meanwhile: back at the front of the line (back_at_front).
     local marker, pause_ttl = paused(KEYS[4])
     if marker then
-      local l = in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
+      local l = back_at_front(KEYS[3], KEYS[1], me, ARGV[6], ARGV[7]) or in_line(KEYS[3], me, ARGV[6], ARGV[5], ARGV[7])
       return {0, marker, pause_ttl, l[1], l[2], l[3]}
     end
   elseif held then
@@ -639,7 +656,7 @@ local function main()
     -- Something to grant: the pause first, then the fence it would raise.
     local marker, pause_ttl = paused(KEYS[#KEYS])
     if marker then
-      local l = in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
+      local l = mine and back_at_front(KEYS[2], mine, me, ARGV[6], ARGV[7]) or in_line(KEYS[2], me, ARGV[6], ARGV[5], ARGV[7])
       return {0, marker, pause_ttl, l[1], l[2], l[3]}
     end
     fence = redis.pcall('GET', KEYS[1])

@@ -390,6 +390,34 @@ TEST_F(FairLine, FairFalseTakesNoFreedLeaseAheadOfTheLine) {
   EXPECT_LT(v[1].start - v[0].end, 500'000'000LL);
 }
 
+// A head woken while the key is paused keeps its place: it goes back to the front of the line,
+// and the resume wakes it first (attack round, issue 19: it went to the tail, behind the
+// waiters that had come after it).
+TEST_F(FairLine, AHeadWokenDuringAPauseKeepsItsPlace) {
+  const auto cfg = config();
+  start("A", cfg, "1");
+  ASSERT_TRUE(jobs_reach(1, 10s));
+  auto& b = start("B", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(1));
+  start("C", cfg, "0.2");
+  ASSERT_TRUE(line_reaches(2));
+  ASSERT_EQ(run_task_binary({"pause", "--config", cfg, "--for", "30s"}, 10s).code, 0);
+  ASSERT_EQ(procs_[0]->wait_for(10s), 0);  // A's job ended and it released: B was woken, and met the pause
+  const std::string line = "{" + key_ + "}:line";
+  const std::string b_id = ":" + std::to_string(b.pid()) + ":";
+  ASSERT_TRUE(wait_until([&] {
+    return line_length() == 2 && server_.cli({"ZRANGE", line, "0", "0"}).find(b_id) != std::string::npos;
+  }, 5s)) << server_.cli({"ZRANGE", line, "0", "-1"});
+  EXPECT_EQ(server_.cli({"EXISTS", key_}), "0") << "the turn is gone, so that the resume wakes the head";
+  ASSERT_EQ(run_task_binary({"resume", "--config", cfg}, 10s).code, 0);
+  for (auto& p : procs_) EXPECT_EQ(p->wait_for(20s), 0);
+  const auto v = jobs();
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[1].name, "B");
+  EXPECT_EQ(v[2].name, "C");
+  expect_no_overlap(v);
+}
+
 TEST_F(FairLine, ASemaphoresFreedSlotGoesToTheHeadOfTheLineInOrder) {
   const auto cfg = config("oneshot", "", "limit = 2\n");
   // The holders end 0.5 s apart (two slots freed at once would race their heads, a tie).
