@@ -355,7 +355,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
     p->line = p->conn.eval(lock::kReadLine, {keys.line}, {"1", keys.channel});
     p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
-                             {r.fair ? "1" : "", once_per ? "1" : "", publish_channel(r.fair, keys)});
+                             {"1", once_per ? "1" : "", publish_channel(r.fair, keys)});
     p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     p->by_sha = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});

@@ -60,8 +60,9 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
     if (config.redis.fair) out << "line:   unknown (no node could be read)\n";
     return;
   }
-  if (line->outside > 0) {
-    // Mixed settings on one key (redisgo_task(1), The waiting line).
+  if (line->outside > 0 && (config.redis.fair || line->length > 0)) {
+    // Mixed settings on one key (redisgo_task(1), The waiting line). With fair = false and no
+    // line, the listeners are this config's own standbys (attack round: said to all-unfair keys).
     out << "note:   " << line->outside << " waiter(s) listen outside the waiting line (fair = false, or an older "
         << "version): they get a freed lease only when nobody waits in line\n";
   }

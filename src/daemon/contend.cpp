@@ -209,7 +209,7 @@ void Runner::note_line(const lock::Acquisition& acq) {
     return;
   }
   // fair = false beside daemons with the line: a freed lease goes to their line first.
-  if (!warned_line_ && lock::turn_of(acq.holder)) {
+  if (!warned_line_ && (lock::turn_of(acq.holder) || acq.line_length > 0)) {
     warned_line_ = true;
     log_->warn("key {} has a waiting line (daemons with fair = true wait their turn in it) but this daemon runs "
                "fair = false: a freed lease goes to the line first, so this daemon gets it only when nobody waits "

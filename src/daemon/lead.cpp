@@ -386,7 +386,9 @@ void Runner::log_release(const lock::Release& r) {
     log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
                cfg_.redis.key);
   }
-  if (r.unfair_listeners > 0 && !warned_unfair_) {
+  // fair = false releases through the line's script too: its listeners outside the line are its
+  // own kind, not mixed settings (attack round: every all-unfair key warned).
+  if (cfg_.redis.fair && r.unfair_listeners > 0 && !warned_unfair_) {
     warned_unfair_ = true;
     log_->warn("{} client(s) heard the release of key {} outside the waiting line: daemons with fair = false or a "
                "version without the line (they get the lease only when nobody waits in line), or a PSUBSCRIBE "

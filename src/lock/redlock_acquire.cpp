@@ -131,7 +131,9 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
     // A node that has our ticket already is not sent it again (a miss costs a command less).
     const bool send_ticket = ticket_ > 0 && written_[i] != ticket_;
     if (send_ticket) sent_tickets_[i] = ticket_;
-    a.insert(a.end(), {send_ticket ? ticket : "", join ? "1" : "", line_ttl_arg_, window_arg_, proposal});
+    // fair = false: "0", never joins, told the line's length (mixed settings are said).
+    a.insert(a.end(), {send_ticket ? ticket : "", join ? "1" : (options_.fair ? "" : "0"), line_ttl_arg_, window_arg_,
+                       proposal});
     return a;
   };
   return send_each(semaphore ? kAcquireSlotFair : kAcquireFair, keys, args_of, {}, Send::kRespectBackoff);

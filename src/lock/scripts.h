@@ -471,6 +471,12 @@ local function back_at_front(line, key, me, join_it, line_ttl)
   return {1, '', redis.call('ZCARD', line)}
 end
 local function in_line(line, me, join_it, ticket, line_ttl)
+  if join_it == '0' then
+    -- fair = false: never in line, but told its length, so that it can say that it shares the
+    -- key with a line (attack round, issue 19: neither side said so while they were mixed).
+    local n = redis.pcall('ZCARD', line)
+    return {0, '', type(n) == 'number' and n or 0}
+  end
   if join_it ~= '1' then
     return {0, '', 0}
   end
@@ -499,7 +505,8 @@ end
 
 /// Acquire with the waiting line (fair = true). KEYS: lease key, fence counter, line, pause.
 /// ARGV: holder, ttl in ms, fence ttl in ms, restart guard in ms, ticket ("" none), join
-/// ("1": this waiter listens on its wake channel and waits; "" it only looks), line ttl in
+/// ("1": this waiter listens on its wake channel and waits; "" it only looks; "0" fair = false:
+/// it only looks, and is told the line's length), line ttl in
 /// ms, turn window in ms, proposed token (several nodes; "" or absent: none).
 /// The lease is granted (above) when the key is free and nobody waits, when
 /// the key holds our turn, or when we head the line. Otherwise (held, another's turn, or
@@ -857,7 +864,8 @@ return {p, f[1] or '', f[2] or '', f[3] or '', f[4] or ''}
 
 /// `check`: whether this user may run what the daemon's scripts run, on scratch keys of the
 /// key's own namespace (nobody reads them; each lives at most 1 s and is deleted at once).
-/// KEYS: scratch, scratch line. ARGV: "1" to try the line's commands (fair), "1" to
+/// KEYS: scratch, scratch line. ARGV: "1" to try the line's commands (whatever `fair` says:
+/// fair = false runs the line's scripts too), "1" to
 /// try HSET (once_per). Every call through pcall: {"" , ""} when all ran, else {what was
 /// refused, the error}.
 inline const Script kCheckRights{R"lua(
@@ -886,7 +894,12 @@ local ok, refused = pcall(function()
     try('ZADD', 'ZADD', KEYS[2], '1', 'check')
     try('PEXPIRE', 'PEXPIRE', KEYS[2], '1000')
     try('ZRANK', 'ZRANK', KEYS[2], 'check')
+    try('ZCARD', 'ZCARD', KEYS[2])
     try('ZRANGE', 'ZRANGE', KEYS[2], 0, 0)
+    -- A head takes its place out of the line with ZREM (attack round, issue 19: a user without
+    -- it joined, then could never take the lease, and check said ok).
+    try('ZREM', 'ZREM', KEYS[2], 'check')
+    try('ZADD', 'ZADD', KEYS[2], '1', 'check')
     try('ZREMRANGEBYRANK', 'ZREMRANGEBYRANK', KEYS[2], 0, 0)
     try('DEL', 'DEL', KEYS[2])
   end

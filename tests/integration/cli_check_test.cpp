@@ -145,6 +145,7 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
       {base + " -set", "SET"},
       {base + " -pexpire", "PEXPIRE"},
       {base + " -evalsha", "not EVALSHA"},  // attack round, issue 19: check passed it
+      {base + " -zrem", "ZREM"},             // and this one
       {"~worker ~{worker}:fence ~{worker}:line &{worker}:* +eval +evalsha +get +set +del +pexpire +pttl +time +info "
        "+zcard +zrange",
        "{worker}:pause"},

@@ -344,6 +344,9 @@ TEST_F(FairLine, FairFalseRacesAsBeforeAndSaysSoWhenItMeetsALine) {
   ASSERT_TRUE(wait_until([&] { return server_.cli({"PUBSUB", "NUMSUB", "{" + key_ + "}:released"}).find("\n1") != std::string::npos; }, 10s));
   EXPECT_EQ(line_length(), 0);
   for (auto& p : procs_) EXPECT_EQ(p->wait_for(10s), 0);
+  // Every daemon with fair = false: nothing is mixed, nothing to say (attack round, issue 19:
+  // A's release, heard by B, warned of daemons outside the line).
+  for (auto& p : procs_) EXPECT_EQ(p->err().find("outside the waiting line"), std::string::npos) << p->err();
   // A fair holder releasing to a fair = false waiter warns (mixed settings on one key).
   const auto fair = config();
   auto& c = start("C", fair, "1");
@@ -388,6 +391,8 @@ TEST_F(FairLine, FairFalseTakesNoFreedLeaseAheadOfTheLine) {
   expect_no_overlap(v);
   // The line's head took over from the fair = false holder by the release, not at a TTL.
   EXPECT_LT(v[1].start - v[0].end, 500'000'000LL);
+  // D found a line at its first attempt and says so (mixed settings).
+  EXPECT_NE(procs_[3]->err().find("has a waiting line"), std::string::npos) << procs_[3]->err();
 }
 
 // A head woken while the key is paused keeps its place: it goes back to the front of the line,
