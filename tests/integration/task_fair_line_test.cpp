@@ -93,6 +93,18 @@ class FairLine : public ::testing::Test {
   bool line_reaches(long long n, std::chrono::milliseconds timeout = 10s) {
     return wait_until([&] { return line_length() == n; }, timeout);
   }
+  /// A holder "A" with a 1 s job, then `waiters` (0.2 s jobs) joining the line one by one:
+  /// procs_[1] is the line's head.
+  bool holder_and_line(const std::string& cfg, std::initializer_list<const char*> waiters) {
+    start("A", cfg, "1");
+    if (!jobs_reach(1, 10s)) return false;
+    long long n = 0;
+    for (const char* w : waiters) {
+      start(w, cfg, "0.2");
+      if (!line_reaches(++n)) return false;
+    }
+    return true;
+  }
   std::vector<Interval> jobs() const { return intervals(read_file(log_)); }
   bool jobs_reach(std::size_t n, std::chrono::milliseconds timeout) {
     return wait_until([&] { return jobs().size() >= n; }, timeout);
@@ -309,12 +321,8 @@ TEST_F(FairLine, KilledWaitersAtTheHeadCostTheNextLiveOneNothing) {
 
 TEST_F(FairLine, AFrozenHeadLosesItsTurnAfterTheWindowAndTheNextOneRuns) {
   const auto cfg = config();
-  start("A", cfg, "1");
-  ASSERT_TRUE(jobs_reach(1, 10s));
-  auto& b = start("B", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(1));
-  start("C", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(2));
+  ASSERT_TRUE(holder_and_line(cfg, {"B", "C"}));
+  auto& b = *procs_[1];
   b.signal(SIGSTOP);
   auto m = meter();
   const auto began = std::chrono::steady_clock::now();
@@ -400,12 +408,8 @@ TEST_F(FairLine, FairFalseTakesNoFreedLeaseAheadOfTheLine) {
 // waiters that had come after it).
 TEST_F(FairLine, AHeadWokenDuringAPauseKeepsItsPlace) {
   const auto cfg = config();
-  start("A", cfg, "1");
-  ASSERT_TRUE(jobs_reach(1, 10s));
-  auto& b = start("B", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(1));
-  start("C", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(2));
+  ASSERT_TRUE(holder_and_line(cfg, {"B", "C"}));
+  auto& b = *procs_[1];
   ASSERT_EQ(run_task_binary({"pause", "--config", cfg, "--for", "30s"}, 10s).code, 0);
   ASSERT_EQ(procs_[0]->wait_for(10s), 0);  // A's job ended and it released: B was woken, and met the pause
   const std::string line = "{" + key_ + "}:line";
@@ -484,14 +488,8 @@ TEST_F(FairLine, WaitersWhoseConnectionsWereCutAreSkippedAndRejoin) {
 // window per waiter ahead, so it runs a few windows after the release.
 TEST_F(FairLine, TwoFrozenWaitersAtTheHeadCostTheNextOnlyAFewWindows) {
   const auto cfg = config();
-  start("A", cfg, "1");
-  ASSERT_TRUE(jobs_reach(1, 10s));
-  auto& b = start("B", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(1));
-  auto& c = start("C", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(2));
-  auto& d = start("D", cfg, "0.2");
-  ASSERT_TRUE(line_reaches(3));
+  ASSERT_TRUE(holder_and_line(cfg, {"B", "C", "D"}));
+  auto &b = *procs_[1], &c = *procs_[2], &d = *procs_[3];
   b.signal(SIGSTOP);
   c.signal(SIGSTOP);
   auto m = meter();
