@@ -133,8 +133,8 @@ std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& ac
       o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);
       return deps_.make_backend(o, clock_);
     };
-    // A node that fails while we lead is reported once per cause, then summarised.
-    renew_log_.clear();
+    // A node that fails while we lead is reported once per cause, then summarised, across
+    // leads too (attack round, issue 19: a minority node's fault was said afresh at each lead).
     auto observe = [this](const lock::Renewal& r) {
       for (const auto& node : r.answered) renew_log_.success(node);
       for (const auto& e : r.errors) {

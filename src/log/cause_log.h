@@ -37,8 +37,6 @@ class CauseLog {
   void failure(const std::string& cause, const std::string& message);
   /// `cause` worked: if it was failing, report it recovered and forget it.
   void success(const std::string& cause);
-  /// Forgets every cause without a word (the activity they belonged to is over).
-  void clear() noexcept { causes_.clear(); }
   /// Causes currently failing.
   std::size_t active() const noexcept;
 
