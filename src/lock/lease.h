@@ -138,7 +138,9 @@ struct LeaseOptions {
   Millis node_retry_initial{100};
   Millis node_retry_max{2000};
   /// The waiting line (docs/DESIGN.md "The waiting line", invariant 11): acquire and release
-  /// use the fair scripts. turn_window: how long a woken head has to take its turn.
+  /// always run the line's scripts; `fair` says whether this holder joins the line (false:
+  /// it never does, and takes a free lease only when nobody waits). turn_window: how long a
+  /// woken head has to take its turn.
   bool fair = false;
   Millis turn_window{1000};
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its

@@ -31,6 +31,15 @@ class TaskRedlock : public ::testing::Test {
     spec.key = test_key();
     return dir_.write("task-" + std::to_string(++configs_) + ".toml", make_config(spec));
   }
+  /// A supervise leader renewing every 200 ms of a 2 s lease, logging at info.
+  static ConfigSpec supervise_spec() {
+    ConfigSpec spec;
+    spec.mode = "supervise";
+    spec.expire = "2s";
+    spec.cron = "200ms";
+    spec.log_level = "info";
+    return spec;
+  }
   std::vector<std::string> task(const std::string& cfg, const std::string& script) {
     return {"task", "--config", cfg, "--", "/bin/sh", "-c", script};
   }
@@ -146,11 +155,7 @@ namespace {
 // leader renews on the other two. The leader keeps its quorum (no lease lost, no second
 // child), says so once, naming the node, and its next renewal sets the key there again.
 TEST_F(TaskRedlock, ALeaseGoneFromOneNodeIsSaidOnceAndSetAgain) {
-  ConfigSpec spec;
-  spec.mode = "supervise";
-  spec.expire = "2s";
-  spec.cron = "200ms";
-  spec.log_level = "info";
+  ConfigSpec spec = supervise_spec();
   auto cfg = config(spec);
   TaskProcess a(dir_.path(), "a", task(cfg, "exec sleep 60"));
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
@@ -174,11 +179,7 @@ TEST_F(TaskRedlock, ALeaseGoneFromOneNodeIsSaidOnceAndSetAgain) {
 // 19: ~50 warnings a minute with short jobs; invariant 7).
 TEST_F(TaskRedlock, AMinorityNodesLastingFaultIsSaidOnceAcrossLeads) {
   nodes_[2]->cli({"SET", "{" + test_key() + "}:fence", "junk"});
-  ConfigSpec spec;
-  spec.mode = "supervise";
-  spec.expire = "2s";
-  spec.cron = "200ms";
-  spec.log_level = "info";
+  ConfigSpec spec = supervise_spec();
   spec.extra_task = "restart = \"never\"\nrestart_delay = \"100ms\"\n";
   auto cfg = config(spec);
   TaskProcess a(dir_.path(), "a", task(cfg, "sleep 0.2"));
