@@ -116,11 +116,12 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
 
 std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& acquired) {
   try {
-    auto make = [this, slot = acquired.slot, token = acquired.token](int cancel_fd) {
+    auto make = [this, slot = acquired.slot, token = acquired.token, granted = acquired.granted](int cancel_fd) {
       lock::LeaseOptions o = lease_opts_;
       o.cancel_fd = cancel_fd;
       o.slot = slot;
       o.token = token;
+      o.granted_on = granted;
       if (once_key_) {
         o.claim_key = *once_key_;
         o.claim_ttl = claim_ttl();

@@ -122,6 +122,10 @@ struct LeaseOptions {
   /// it). With several nodes, a renewal that finds the key gone from a node sets it there
   /// again and raises that node's fence to this token (kRenew). 0 = never repair.
   std::uint64_t token = 0;
+  /// Per node, whether the acquisition was granted there (the renewal thread's backend is told
+  /// it; empty = every node). A renewal says nothing of a node that never had the lease: its
+  /// key there was another contender's at that instant, an ordinary split under contention.
+  std::vector<bool> granted_on;
   /// once_per: a claim of this holder's that every renewal keeps for claim_ttl from then
   /// (empty = none).
   std::string claim_key;
@@ -183,6 +187,9 @@ struct Acquisition {
   /// Per node, in LeaseOptions::nodes order: the token that node's acquire script
   /// returned (before the quorum raise), 0 where it did not grant.
   std::vector<std::uint64_t> node_tokens;
+  /// Per node, in LeaseOptions::nodes order: whether it granted the lease won, or did not
+  /// answer in time (it may have granted it as well) (acquired only).
+  std::vector<bool> granted;
   /// Restart guard: nodes where the key was free but whose server has been up for less
   /// than the guard (they granted nothing), with how long each must still stay up.
   struct Guarded {

@@ -155,6 +155,8 @@ class RedlockBackend final : public LeaseBackend {
                                     const std::vector<std::string>& args, bool cancellable);
   /// renew(): node i's report that our key was gone there and is set again.
   NodeError set_again_error(std::size_t i) const;
+  /// renew(): whether the lease has been ours on node i (ours_).
+  bool was_ours(std::size_t i) const { return i >= ours_.size() || ours_[i]; }
   /// A script's keys and arguments.
   struct ScriptCall {
     std::vector<std::string> keys;
@@ -191,6 +193,12 @@ class RedlockBackend final : public LeaseBackend {
   std::map<const redis::Call*, Sent> sent_;
   /// renew(): the calls of the last round still unanswered when it was decided.
   std::vector<redis::CallPtr> late_renewals_;
+  /// Per node, whether the lease has been ours there (granted with the quorum, renewed or set
+  /// since). A node the grant missed (another contender's key or turn there at that instant:
+  /// ordinary under contention) is no fault when a renewal finds it not ours or sets it: only a
+  /// node that had our key and lost it is said (a healthy cluster logged 5-15 such warnings a
+  /// minute under contention).
+  std::vector<bool> ours_;
   /// The waiting line (fair): per node, whether we listen on our wake channel there (join
   /// the line) and the ticket to write back (the largest any node gave us; 0 = none yet).
   std::vector<bool> listening_;

@@ -357,6 +357,13 @@ Acquisition RedlockBackend::acquire() {
   }
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
   holding_ = true;
+  // Ours, or maybe ours: a node that has not answered (or failed) may have granted it too.
+  a.granted = t.granted;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const auto& c = ballot.calls[i];
+    if (!(c && c->done() && c->ok())) a.granted[i] = true;
+  }
+  ours_ = a.granted;
   // The grant took us out of the line where it was granted. Where it was not (another's turn
   // there, a node that answered late or not at all) our entry would stay, and a release there
   // would hand that node's turn to us while we lead, and later to a process gone: that node

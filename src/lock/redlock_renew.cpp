@@ -50,7 +50,8 @@ void RedlockBackend::report_late_renewals(Renewal& rn) {
   for (std::size_t i = 0; i < late_renewals_.size() && i < nodes_.size(); ++i) {
     const auto& c = late_renewals_[i];
     if (c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 2) {
-      rn.errors.push_back(set_again_error(i));
+      if (was_ours(i)) rn.errors.push_back(set_again_error(i));
+      ours_[i] = true;
     }
   }
   late_renewals_.assign(nodes_.size(), nullptr);
@@ -86,18 +87,25 @@ int RedlockBackend::count_renewals(const std::vector<CallPtr>& calls, Renewal& r
     if (v >= 0) rn.answered.push_back(nodes_[i].name);  // reachable again, if it was not
     if (v == 2) {
       // Our key was gone from this node and is set again. Said once per cause like any
-      // node's fault: the node lost data (or never had the lease), and an operator wants
-      // to know, but the lease holds on every node again.
+      // node's fault: the node lost data, and an operator wants to know, but the lease
+      // holds on every node again. Where the grant had missed this node, it is simply ours
+      // now (ours_).
       ++rn.votes;
-      ++rn.repaired;
-      rn.errors.push_back(set_again_error(i));
+      if (was_ours(i)) {
+        ++rn.repaired;
+        rn.errors.push_back(set_again_error(i));
+      }
+      ours_[i] = true;
     } else if (v == 1) {
       ++rn.votes;
+      ours_[i] = true;
     } else if (v == 0) {
       ++not_ours;
       // Said once (a cause of its own, apart from the node's reachability), even while a
       // quorum still holds: one more such node loses the lease. With several nodes a key
-      // that was merely gone has been set again (2), so this is another holder's.
+      // that was merely gone has been set again (2), so this is another holder's. Not said
+      // of a node the grant missed: another contender's key there is no news.
+      if (!was_ours(i)) continue;
       rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
                            nodes_[i].conn.describe() +
                                (repair ? ": another holder has the key on this node, or was granted it since ours"
@@ -120,6 +128,10 @@ Renewal RedlockBackend::renew() {
   const int q = quorum();
   Renewal rn;
   const auto start = clock_.now();
+  if (ours_.size() != n) {
+    // A lease this backend did not acquire (the renewal thread's): as the acquisition said.
+    ours_ = options_.granted_on.size() == n ? options_.granted_on : std::vector<bool>(n, true);
+  }
   report_late_renewals(rn);
   const ScriptCall request = renew_call();
   auto calls = send(kRenew, request.keys, request.args, {}, Send::kRespectBackoff);

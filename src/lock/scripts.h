@@ -172,11 +172,13 @@ end
 /// token ("" = no repair), fence ttl in ms, claim ttl in ms ("" = no claim), claim start
 /// (ms since the epoch, "" = none), "1" when this is the only node and the only slot ("" otherwise:
 /// a semaphore's slots share one fence counter).
-/// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's
-/// (nothing changed). A key that is gone from this node (deleted, evicted, the node
+/// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's, or a
+/// key of another type (nothing changed: the lease is not ours there, and a leader on one node
+/// stops its child at once instead of at its deadline). A key that is gone from this node (deleted, evicted, the node
 /// restarted empty, or never set: a waiter woken by a release can win a quorum while the
-/// release has not yet reached this node) is set again for this holder with the ttl when
-/// a token is given, and the node's fence raised to at least that token: 2. With several
+/// release has not yet reached this node), or that holds our own turn (a release there
+/// handed it to us while the quorum's grant missed that node), is set again for this holder
+/// with the ttl when a token is given, and the node's fence raised to at least that token: 2. With several
 /// nodes that is an acquisition of this one node (SET NX) made while a quorum still holds
 /// the lease, so it takes nothing from anyone; without it a leader left on a bare quorum
 /// loses its lease to the next single node that fails. On the only node the restart
@@ -189,7 +191,16 @@ end
 /// claim that is gone (the node restarted empty) is written again for this run, as the
 /// lease is: a host that fires later in the slot must find it.
 inline const std::string kRenewSource = kFenceFunctions + R"lua(
-local held = redis.call('GET', KEYS[1])
+local held = redis.pcall('GET', KEYS[1])
+if type(held) == 'table' then
+  if refusal(held) then
+    return redis.error_reply(held.err)
+  end
+  return 0  -- a key of another type: something else wrote over our lease
+end
+if held == '\1turn:' .. ARGV[1] then
+  held = false  -- our own turn, on a node the quorum's grant missed: taken as the lease
+end
 local renewed
 if held == ARGV[1] then
   renewed = redis.call('PEXPIRE', KEYS[1], ARGV[2])
