@@ -163,6 +163,7 @@ void LeaderMachine::check_lease(Clock::time_point now, const LeaseView& lease, A
   const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
   const auto soon = std::min(sched.kill_at, now + s_.kill_grace);
   if (lease.lost) {
+    refused_ = lease.refused;
     begin_stop(StopCause::kLeaseLost, s_.kill_signal, soon, lease.lost_reason, now, out);
   } else if (now >= sched.term_at) {
     begin_stop(StopCause::kDeadline, s_.kill_signal, sched.kill_at,
@@ -274,7 +275,7 @@ void LeaderMachine::on(const ChildExited& e, Clock::time_point now, const LeaseV
 }
 
 void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView& lease, Actions& out) {
-  ExitContext ec{s_.mode, s_.restart, s_.restart_delay, code, cause_};
+  ExitContext ec{s_.mode, s_.restart, s_.restart_delay, code, cause_, refused_};
   if (stop_requested_ && cause_ == StopCause::kNone) ec.cause = StopCause::kShutdown;
   AfterExit next = after_exit(ec);
   if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {

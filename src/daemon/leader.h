@@ -36,6 +36,7 @@ namespace redisgo::daemon {
 struct LeaseView {
   Clock::time_point valid_until{};
   bool lost = false;
+  bool refused = false;  ///< lost because Redis refused the renewal (ACL): exit 77, not 75
   std::string lost_reason;
 };
 
@@ -181,6 +182,7 @@ class LeaderMachine {
   pid_t pid_ = -1;
   pid_t keeper_ = -1;
   StopCause cause_ = StopCause::kNone;
+  bool refused_ = false;  ///< the lease was lost to refused renewals (LeaseView::refused)
   Clock::time_point stop_kill_at_{};  ///< latest SIGKILL time of the stop in progress
   Clock::time_point stop_began_{};
   Clock::time_point sigkill_at_{};

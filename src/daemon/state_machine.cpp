@@ -33,7 +33,7 @@ AfterExit after_exit(const ExitContext& c) {
   if (c.mode == config::Mode::kOneshot) {
     switch (c.cause) {
       case StopCause::kLeaseLost:
-      case StopCause::kDeadline: return {Kind::kExit, kExitTempFail, Millis(0)};
+      case StopCause::kDeadline: return {Kind::kExit, c.refused ? kExitNoPerm : kExitTempFail, Millis(0)};
       case StopCause::kTimeout: return {Kind::kExit, kExitTimeout, Millis(0)};
       case StopCause::kStepDown:
       case StopCause::kShutdown:

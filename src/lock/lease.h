@@ -225,6 +225,10 @@ struct Renewal {
   Clock::time_point valid_until{};      ///< confirmed only: new local deadline
   int votes = 0;
   int repaired = 0;                     ///< of the votes, nodes where the key was gone and is set again
+  /// Nodes that refused the renewal (an ACL user without a right the renew script needs). With
+  /// enough of them that no quorum can confirm, the lease is `lost` at once: no later round
+  /// would be let through, and waiting for the deadline only runs the child on borrowed time.
+  int refused = 0;
   std::vector<NodeError> errors;
   std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
   Clock::duration took{};               ///< from sending the round to its outcome (metrics)

@@ -195,6 +195,10 @@ NodeError RedlockBackend::error_of(std::size_t i, const CallPtr& call) const {
     return {node.name, node.last_fault, node.last_error + " (not retried until its retry time)"};
   }
   if (!call->done()) return {node.name, Fault::kTimeout, node.conn.describe() + ": no reply yet"};
+  // Redis does not say which command of a script the ACL refused: `check` tries each one.
+  if (call->fault() == Fault::kAuth && call->error().find("executing the script can't") != std::string::npos) {
+    return {node.name, call->fault(), call->error() + " (`redisgo_task check` names the right the ACL user lacks)"};
+  }
   return {node.name, call->fault(), call->error()};
 }
 

@@ -116,6 +116,7 @@ int RedlockBackend::count_renewals(const std::vector<CallPtr>& calls, Renewal& r
         rn.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the renew script"});
       } else {
         rn.errors.push_back(error_of(i, calls[i]));
+        if (redis::is_refusal(rn.errors.back().fault)) ++rn.refused;
       }
     }
   }
@@ -166,7 +167,7 @@ Renewal RedlockBackend::renew() {
   if (!finished) rn.errors.push_back({"", Fault::kCancelled, "renewal cancelled"});
   // Only nodes that answered "not yours" prove anything: an unreachable node may still
   // hold our key. Lost once fewer than a quorum could possibly still confirm.
-  rn.lost = not_ours > node_count() - q;
+  rn.lost = not_ours + rn.refused > node_count() - q;
   if (!rn.lost && rn.votes >= q) {
     auto until_ = validity_deadline(start, options_.ttl, options_.drift_factor, options_.drift_fixed);
     if (until_ > clock_.now()) {

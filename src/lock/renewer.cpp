@@ -104,8 +104,12 @@ void Renewer::run() {
       continue;
     }
     if (r.lost) {
-      std::string why = "the key is no longer ours on enough nodes for a quorum (" + std::to_string(r.votes) +
-                        " node(s) renewed it)";
+      std::string why = r.refused > 0 ? "Redis refused the renewal on " + std::to_string(r.refused) +
+                                            " node(s), so no quorum can confirm it (" + std::to_string(r.votes) +
+                                            " node(s) renewed it)"
+                                      : "the key is no longer ours on enough nodes for a quorum (" +
+                                            std::to_string(r.votes) + " node(s) renewed it)";
+      refused_.store(r.refused > 0);
       if (!r.errors.empty()) why += "; " + describe_errors(r.errors);
       declare_lost(std::move(why));
       return;

@@ -49,6 +49,8 @@ class Renewer {
 
   Clock::time_point valid_until() const noexcept;
   bool lost() const noexcept { return lost_.load(); }
+  /// Lost because the nodes refused the renewal (ACL): the cause is our credentials' rights.
+  bool refused() const noexcept { return refused_.load(); }
   std::string lost_reason() const;
   /// Renewals confirmed so far.
   std::uint64_t renewals() const noexcept { return renewals_.load(); }
@@ -74,6 +76,7 @@ class Renewer {
   Observer observer_;
   std::atomic<Clock::duration::rep> valid_until_ns_;
   std::atomic<bool> lost_{false};
+  std::atomic<bool> refused_{false};
   std::atomic<std::uint64_t> renewals_{0};
   std::atomic<std::uint64_t> rounds_{0};
   mutable std::mutex mu_;

@@ -127,6 +127,10 @@ TEST(AfterExit, OneshotExitCodes) {
   c.cause = StopCause::kShutdown;
   c.child_code = 143;
   EXPECT_EQ(after_exit(c).exit_code, 143);
+  // Lost because Redis refused the renewal (ACL): our credentials' rights, loud (77).
+  c.cause = StopCause::kLeaseLost;
+  c.refused = true;
+  EXPECT_EQ(after_exit(c).exit_code, kExitNoPerm);
 }
 
 TEST(AfterExit, SuperviseRestartPolicy) {
