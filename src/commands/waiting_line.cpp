@@ -57,7 +57,15 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
     return;
   }
   if (!line) {
-    if (config.redis.fair) out << "line:   unknown (no node could be read)\n";
+    // Why, as the first node said it (a line key of another type, a right the ACL user lacks).
+    std::string why = "no node could be read";
+    for (const auto& l : lines) {
+      if (!l.error.empty()) {
+        why += ": " + log::printable(l.error);
+        break;
+      }
+    }
+    if (config.redis.fair || !lines.empty()) out << "line:   unknown (" << why << ")\n";
     return;
   }
   if (line->outside > 0 && (config.redis.fair || line->length > 0)) {

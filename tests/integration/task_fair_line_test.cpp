@@ -280,6 +280,17 @@ TEST_F(FairLine, NoWaitFindsTheLineBusyAndDoesNotJoinIt) {
   EXPECT_NE(js.out.find("\"position\":1,"), std::string::npos) << js.out;
 }
 
+// A line that cannot be read is not "empty": status says why (attack round, issue 19).
+TEST_F(FairLine, StatusSaysWhyTheLineCannotBeRead) {
+  const auto cfg = config();
+  server_.cli({"SET", "{" + key_ + "}:line", "not-a-line"});
+  const auto st = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(st.code, 0) << st.err;
+  EXPECT_EQ(st.out.find("line:   empty"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("line:   unknown (no node could be read: "), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("WRONGTYPE"), std::string::npos) << st.out;
+}
+
 TEST_F(FairLine, AWaiterThatStopsOrGivesUpLeavesTheLineAtOnce) {
   const auto cfg = config();
   start("A", cfg, "5");
