@@ -47,6 +47,7 @@ struct Probe {
   std::string name;
   redis::AsyncConnection conn;
   CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause, subscribe;
+  CallPtr subscribe_control;  ///< SUBSCRIBE to the control channel, as a supervise leader does
   /// The pause read again: by EVALSHA, as the daemon runs every script after its first use.
   CallPtr by_sha;
   SteadyClock::time_point sent{};
@@ -183,7 +184,16 @@ Finding subscribe_finding(const Probe& p, bool fair, const lock::LeaseKeys& keys
   const std::string channel = subscribe_channel(fair, keys);
   const CallPtr& c = p.subscribe;
   if (c && c->ok()) {
-    return make(Level::kOk, "subscribe", p.name, "this user may SUBSCRIBE to " + channel);
+    // A narrower grant (the wake channels only) leaves a supervise leader deaf to `handover`.
+    const CallPtr& k = p.subscribe_control;
+    if (k && !k->ok() && check::acl_refused(why(p, k))) {
+      return make(Level::kWarn, "subscribe", p.name,
+                  "this user may SUBSCRIBE to " + channel + " but not to " + keys.control + ": " + why(p, k) +
+                      ": a supervise leader does not hear `handover`",
+                  "grant the channels &" + keys.base + ":* (the README's ACL recipe)");
+    }
+    return make(Level::kOk, "subscribe", p.name,
+                "this user may SUBSCRIBE to " + channel + (k && k->ok() ? " and " + keys.control : std::string()));
   }
   const std::string e = why(p, c);
   if (check::acl_refused(e)) {
@@ -425,6 +435,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
   for (auto& p : probes) {
     if (!p->usable || !p->conn.connected()) continue;
     p->subscribe = p->conn.send({"SUBSCRIBE", subscribe_channel(r.fair, keys)});
+    p->subscribe_control = p->conn.send({"SUBSCRIBE", keys.control});
     live.push_back(&p->conn);
   }
   if (live.empty()) return;
@@ -432,6 +443,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
   redis::drive(live, [&] {
     for (auto& p : probes) {
       if (p->subscribe && !p->subscribe->done()) return false;
+      if (p->subscribe_control && !p->subscribe_control->done()) return false;
     }
     return true;
   }, o);

@@ -180,6 +180,14 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
            [&](const RedisServer& s, const RunResult& r) {
              EXPECT_NE(line_of(r.out, "warn", "subscribe", s.address()), "") << r.out;
            });
+  // And one that grants the wake channels only: a supervise leader would not hear `handover`
+  // (attack round, issue 19: check said ok).
+  check_as("~worker ~{worker}:* &{worker}:wake:*" + base.substr(base.find(" +eval")),
+           [&](const RedisServer& s, const RunResult& r) {
+             const auto line = line_of(r.out, "warn", "subscribe", s.address());
+             EXPECT_NE(line.find("but not to {worker}:control"), std::string::npos) << r.out;
+             EXPECT_NE(line.find("does not hear `handover`"), std::string::npos) << line;
+           });
 }
 
 TEST_F(CliCheck, EvictingPolicyWarns) {
