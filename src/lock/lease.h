@@ -187,8 +187,8 @@ struct Acquisition {
   /// Per node, in LeaseOptions::nodes order: the token that node's acquire script
   /// returned (before the quorum raise), 0 where it did not grant.
   std::vector<std::uint64_t> node_tokens;
-  /// Per node, in LeaseOptions::nodes order: whether it granted the lease won, or did not
-  /// answer in time (it may have granted it as well) (acquired only).
+  /// Per node, in LeaseOptions::nodes order: whether its grant of the lease won had come when
+  /// the quorum decided (acquired only).
   std::vector<bool> granted;
   /// Restart guard: nodes where the key was free but whose server has been up for less
   /// than the guard (they granted nothing), with how long each must still stay up.

@@ -357,12 +357,11 @@ Acquisition RedlockBackend::acquire() {
   }
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
   holding_ = true;
-  // Ours, or maybe ours: a node that has not answered (or failed) may have granted it too.
+  // Where a node's answer had not come when the quorum decided, it is most often another
+  // contender's key there (a late "busy"): counted as not ours, so that its key set by a later
+  // renewal is no alarm. (A late grant lost again before the first renewal goes unsaid; the
+  // renewal sets it all the same.)
   a.granted = t.granted;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const auto& c = ballot.calls[i];
-    if (!(c && c->done() && c->ok())) a.granted[i] = true;
-  }
   ours_ = a.granted;
   // The grant took us out of the line where it was granted. Where it was not (another's turn
   // there, a node that answered late or not at all) our entry would stay, and a release there

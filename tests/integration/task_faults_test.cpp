@@ -419,6 +419,7 @@ TEST_F(TaskFaults, ADeadNodeIsLoggedOnceThenSummarised) {
   ASSERT_TRUE(leader.wait_for_log("child started", 10s)) << leader.err();
   TaskProcess waiter(dir_.path(), "waiter", task(cfg, "exec sleep 60"));
   ASSERT_TRUE(waiter.wait_for_log("contending", 5s));
+  ASSERT_TRUE(wait_renewed(c, test_key(), 5s)) << leader.err();  // ours there, as the leader knows
   c.kill();
   ASSERT_TRUE(leader.wait_for_log("renew: redis " + c.address(), 5s)) << leader.err();
   StormMeter meter({&a, &b, &c}, {err_path("leader"), err_path("waiter")}, 2);

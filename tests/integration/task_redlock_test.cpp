@@ -160,6 +160,7 @@ TEST_F(TaskRedlock, ALeaseGoneFromOneNodeIsSaidOnceAndSetAgain) {
   TaskProcess a(dir_.path(), "a", task(cfg, "exec sleep 60"));
   ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
   const std::string holder = nodes_[1]->cli({"GET", test_key()});
+  ASSERT_TRUE(wait_renewed(*nodes_[0], test_key(), 5s)) << a.err();  // ours there, as the daemon knows
   nodes_[0]->cli({"DEL", test_key()});
   ASSERT_TRUE(a.wait_for_log("the lease was gone from this node", 5s)) << a.err();
   EXPECT_EQ(nodes_[0]->cli({"GET", test_key()}), holder);

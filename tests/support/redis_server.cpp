@@ -176,6 +176,18 @@ std::string test_key(const std::string& suffix) {
   return "rgt:" + name + ":" + suffix;
 }
 
+bool wait_renewed(RedisServer& server, const std::string& key, std::chrono::milliseconds timeout) {
+  auto pttl = [&] {
+    try {
+      return std::stoll(server.cli({"PTTL", key}));
+    } catch (...) {
+      return -2LL;
+    }
+  };
+  const long long first = pttl();
+  return first > 0 && wait_until([&] { return pttl() > first; }, timeout, std::chrono::milliseconds(20));
+}
+
 long long script_calls(RedisServer& server) {
   long long n = 0;
   std::istringstream in(server.cli({"INFO", "commandstats"}));

@@ -109,6 +109,11 @@ template <class Pred>
 bool wait_until(Pred pred, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds every = std::chrono::milliseconds(2));
 
+/// Waits until a renewal has extended `key` on `server` (its PTTL rose): the holder has seen the
+/// lease as its own there. A daemon reports a node as having lost the key only if the lease was
+/// ours there, and a grant that came after the quorum decided counts only from a renewal on.
+bool wait_renewed(RedisServer& server, const std::string& key, std::chrono::milliseconds timeout);
+
 /// A per-test key prefix ("rgt:<suite>.<test>:") so tests never share keys.
 std::string test_key(const std::string& suffix = "lock");
 
