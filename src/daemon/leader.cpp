@@ -96,6 +96,7 @@ LeaderOutcome LeaderMachine::step_down() const {
 
 void LeaderMachine::start(Clock::time_point now, const LeaseView& lease, Actions& out) {
   cause_ = StopCause::kNone;
+  refused_ = false;
   restart_at_.reset();
   // The deadline first, every time (the first start too): a pause between the
   // acquisition and here may have let the lease run out, and another host may hold it.
@@ -280,6 +281,15 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
   AfterExit next = after_exit(ec);
   if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {
     finish(step_down());
+    return;
+  }
+  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kLeaseLost && refused_) {
+    // No lease of this config can be kept until the rights are granted: stepping down, with a
+    // hold that grows with each one (attack round: it took the lease back every 2 s, and
+    // never said it less often).
+    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0),
+                         "Redis refused the renewal (an ACL right is missing: `redisgo_task check` names it)",
+                         "renewal_refused"});
     return;
   }
   if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone && code == 0 &&

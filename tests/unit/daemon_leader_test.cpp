@@ -236,6 +236,30 @@ TEST(Leader, ALostLeaseStopsTheChildWithinKillGrace) {
   }
 }
 
+// Lost because Redis refused the renewals (ACL): a oneshot exits 77, and a supervise leader
+// steps down (a hold that grows) instead of taking the lease back every restart_delay
+// (attack round: a lease and a killed child every 2 s, forever).
+TEST(Leader, ALeaseLostToRefusedRenewalsIs77OrAStepDown) {
+  for (Mode mode : {Mode::kOneshot, Mode::kSupervise}) {
+    Rig r(settings(mode));
+    r.run_child();
+    r.lease.lost = true;
+    r.lease.refused = true;
+    r.lease.lost_reason = "Redis refused the renewal on 1 node(s)";
+    r.step(Woke{});
+    EXPECT_EQ(signals(r.last), (std::vector<int>{SIGTERM, SIGCONT}));
+    r.step(ChildExited{143});
+    ASSERT_TRUE(r.machine.done());
+    if (mode == Mode::kOneshot) {
+      EXPECT_EQ(r.machine.outcome()->exit_code, redisgo::kExitNoPerm);
+    } else {
+      EXPECT_EQ(r.machine.outcome()->kind, AfterExit::Kind::kRecontend);
+      EXPECT_EQ(r.machine.outcome()->cause, "renewal_refused");
+      EXPECT_NE(r.machine.outcome()->step_down.find("refused the renewal"), std::string::npos);
+    }
+  }
+}
+
 TEST(Leader, OneshotPassesTheChildsStatusOnAndStopsItAtItsTimeout) {
   for (int code : {0, 1, 42, 143}) {
     Rig r(settings(Mode::kOneshot));

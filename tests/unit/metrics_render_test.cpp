@@ -163,6 +163,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"handover\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"health\"} 0\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"renewal_refused\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"restart_limit\"} 0\n"
       "# HELP redisgo_task_node_up 1 if the Redis node answered the last request, else 0.\n"
       "# TYPE redisgo_task_node_up gauge\n"
