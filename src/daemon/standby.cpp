@@ -1,6 +1,7 @@
 #include "daemon/standby.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "util/duration.h"
@@ -38,6 +39,12 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
 
 std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum) {
   if (acq.acquired || acq.answered.size() >= quorum) return std::nullopt;
+  // Only nodes that failed prove anything: an attempt is decided as soon as its outcome is
+  // known, and a node whose answer had not come by then is no fault (attack round: standbys
+  // said "no quorum answered" with one node of three down while the leader renewed on two).
+  std::set<std::string> failed;
+  for (const auto& e : acq.errors) failed.insert(e.node);
+  if (failed.size() + quorum <= nodes) return std::nullopt;
   const lock::NodeError* refusal = nullptr;
   const lock::NodeError* reply = nullptr;
   const lock::NodeError* other = nullptr;

@@ -490,6 +490,9 @@ TEST(Standby, BlockedNamesTheCauseAnOperatorMustFixFirst) {
   Acquisition two_of_three = failed_on({Fault::kAuth});
   two_of_three.answered = {"b", "c"};
   EXPECT_EQ(blocked_by(two_of_three, 3, 2), std::nullopt) << "two good nodes are a quorum";
+  Acquisition one_down = failed_on({Fault::kConnect});
+  one_down.answered = {"b"};  // the third node's answer had not come when the attempt was decided
+  EXPECT_EQ(blocked_by(one_down, 3, 2), std::nullopt) << "one node down of three blocks nothing";
 
   auto refused = blocked_by(failed_on({Fault::kTimeout, Fault::kAuth}), 3, 2);
   ASSERT_TRUE(refused);
