@@ -82,7 +82,17 @@ Finding line_finding(const std::string& node, bool fair, std::optional<std::int6
                      const std::string& line_key, const std::string& channel, const std::string& why) {
   const std::string same = "set [redis] fair the same on every daemon of this key (and run one version)";
   Finding f;
-  if (!length) {
+  if (!length && why.find("WRONGTYPE") != std::string::npos) {
+    // Every acquisition reads the line: a key of another type there fails them all.
+    f = make(Level::kFail, "line", node, "the waiting line " + line_key + " is not a sorted set: " + why +
+                                          ": every acquisition of this key fails",
+             "delete " + line_key + " (something else wrote it)");
+  } else if (!length && acl_refused(why)) {
+    // A key pattern or a right that leaves the line out: the acquire scripts touch it every time.
+    f = make(Level::kFail, "line", node, "this user may not read the waiting line " + line_key + ": " + why +
+                                          ": every acquisition of this key is refused (exit 77)",
+             "grant the keys ~" + line_key.substr(0, line_key.size() - 4) + "* and the commands the README's ACL recipe lists");
+  } else if (!length) {
     f = make(Level::kWarn, "line", node, "could not read the waiting line " + line_key + ": " + why,
              "grant this user ZCARD and ZRANGE on " + line_key + " (the README's ACL recipe)");
   } else if (fair && outside > 0) {

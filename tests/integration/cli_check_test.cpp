@@ -188,6 +188,27 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
              EXPECT_NE(line.find("but not to {worker}:control"), std::string::npos) << r.out;
              EXPECT_NE(line.find("does not hear `handover`"), std::string::npos) << line;
            });
+  // A key pattern that leaves out the waiting line: every acquisition is refused, so a fail
+  // (attack round, issue 19: "ok" scripts, "ok" rights and only a warn on the line).
+  check_as("~worker ~{worker}:fence ~{worker}:pause ~{worker}:check* &{worker}:*" + base.substr(base.find(" +eval")),
+           [&](const RedisServer& s, const RunResult& r) {
+             EXPECT_EQ(r.code, 1) << r.out;
+             const auto line = line_of(r.out, "fail", "line", s.address());
+             EXPECT_NE(line.find("may not read the waiting line {worker}:line"), std::string::npos) << r.out;
+           });
+}
+
+// A waiting line of another type fails every acquisition: a fail that says to delete it, not
+// an ACL hint (attack round, issue 19).
+TEST_F(CliCheck, AWaitingLineOfAnotherTypeFails) {
+  RedisServer s;
+  s.cli({"SET", "{worker}:line", "x"});
+  const auto cfg = dir_.write("wrongline.toml", "[redis]\nhost = \"" + s.address() + "\"\nkey = \"worker\"\n");
+  const auto r = run_task_binary({"check", "--config", cfg}, 20s);
+  EXPECT_EQ(r.code, 1) << r.out;
+  const auto line = line_of(r.out, "fail", "line", s.address());
+  EXPECT_NE(line.find("is not a sorted set"), std::string::npos) << r.out;
+  EXPECT_NE(line.find("delete {worker}:line"), std::string::npos) << line;
 }
 
 TEST_F(CliCheck, EvictingPolicyWarns) {
