@@ -22,12 +22,17 @@ NodeError RedlockBackend::set_again_error(std::size_t i) const {
 
 namespace {
 
-// A renewal's reply: 1 renewed, 2 set again (gone from the node), 0 not ours, -1 no
-// answer or a failure.
+// A renewal's reply: 1 renewed, 2 set again (gone from the node), 0 not ours (3: a key of
+// another type there, counted as 0), -1 no answer or a failure.
 int renew_vote(const CallPtr& c) {
   if (!c || !c->done() || !c->ok()) return -1;
   auto v = redis::as_integer(c->reply().get());
+  if (v && *v == 3) return 0;
   return v && *v >= 0 && *v <= 2 ? static_cast<int>(*v) : -1;
+}
+
+bool other_type(const CallPtr& c) {
+  return c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 3;
 }
 
 // The calls that failed because the server closed the connection just as we used it (its
@@ -108,7 +113,9 @@ int RedlockBackend::count_renewals(const std::vector<CallPtr>& calls, Renewal& r
       if (!was_ours(i)) continue;
       rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
                            nodes_[i].conn.describe() +
-                               (repair ? ": another holder has the key on this node, or was granted it since ours"
+                               (other_type(calls[i]) ? ": the lease key holds another type on this node now (something "
+                                                       "else wrote over it): not ours"
+                                : repair ? ": another holder has the key on this node, or was granted it since ours"
                                        : ": the lease is no longer ours on this node (key deleted, evicted or "
                                          "taken, or the node restarted empty)")});
     } else if (!calls[i] || calls[i]->done()) {

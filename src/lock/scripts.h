@@ -172,9 +172,9 @@ end
 /// token ("" = no repair), fence ttl in ms, claim ttl in ms ("" = no claim), claim start
 /// (ms since the epoch, "" = none), "1" when this is the only node and the only slot ("" otherwise:
 /// a semaphore's slots share one fence counter).
-/// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's, or a
-/// key of another type (nothing changed: the lease is not ours there, and a leader on one node
-/// stops its child at once instead of at its deadline). A key that is gone from this node (deleted, evicted, the node
+/// Compare-and-PEXPIRE: 1 if the key is ours and was extended; 0 if another holder's; 3 if a
+/// key of another type (nothing changed: the lease is not ours there either, and a leader on
+/// one node stops its child at once instead of at its deadline). A key that is gone from this node (deleted, evicted, the node
 /// restarted empty, or never set: a waiter woken by a release can win a quorum while the
 /// release has not yet reached this node), or that holds our own turn (a release there
 /// handed it to us while the quorum's grant missed that node), is set again for this holder
@@ -196,7 +196,7 @@ if type(held) == 'table' then
   if refusal(held) then
     return redis.error_reply(held.err)
   end
-  return 0  -- a key of another type: something else wrote over our lease
+  return 3  -- a key of another type: something else wrote over our lease (not ours)
 end
 if held == '\1turn:' .. ARGV[1] then
   held = false  -- our own turn, on a node the quorum's grant missed: taken as the lease
@@ -756,7 +756,14 @@ inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 /// head as its turn publishes nothing there: no waiter outside the line could take it, and the
 /// herd's budget counts that PUBLISH (issue 19); they come at their own timers.
 inline const std::string kReleaseFairSource = kLineFunctions + R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local held = redis.pcall('GET', KEYS[1])
+if type(held) == 'table' and held.err and string.find(held.err, 'WRONGTYPE', 1, true) then
+  return 0  -- a key of another type (something else wrote over it): not ours, left alone
+end
+if type(held) == 'table' and held.err then
+  return held
+end
+if held ~= ARGV[1] then
   return 0
 end
 -- A line that is not a sorted set (set by hand) must not keep the lease: released plainly.

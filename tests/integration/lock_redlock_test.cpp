@@ -314,6 +314,13 @@ TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsSetAgainWithItsFenceButAnothersKey
   r = a->renew();
   EXPECT_TRUE(r.lost);
   EXPECT_FALSE(r.confirmed);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].message.find("holds another type on this node now"), std::string::npos) << r.errors[0].message;
+  EXPECT_EQ(server.cli({"TYPE", test_key()}), "hash");
+  // Its release deletes nothing and says no error: that key is not ours.
+  const auto rel = a->release();
+  EXPECT_EQ(rel.released, 0);
+  EXPECT_EQ(rel.error, "");
   EXPECT_EQ(server.cli({"TYPE", test_key()}), "hash");
 }
 
