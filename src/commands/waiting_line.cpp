@@ -39,8 +39,23 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   auto waited_ms = [&](const lock::LineEntry& e) {
     return e.ticket > 0 && static_cast<std::int64_t>(e.ticket) < now ? (now - static_cast<std::int64_t>(e.ticket)) / 1000 : 0;
   };
+  // Nodes whose line could not be read, while another's could (attack round, issue 19: a line
+  // of another type on one node of three was shown as "empty", without a word).
+  std::vector<const lock::LineView*> unread;
+  for (const auto& l : lines) {
+    if (!l.reachable && !l.error.empty()) unread.push_back(&l);
+  }
   if (json) {
-    out << ",\"fair\":" << (config.redis.fair ? "true" : "false") << ",\"line\":";
+    out << ",\"fair\":" << (config.redis.fair ? "true" : "false");
+    if (!unread.empty()) {
+      out << ",\"line_errors\":[";
+      for (std::size_t i = 0; i < unread.size(); ++i) {
+        out << (i ? "," : "") << "{\"node\":" << log::json_quoted(unread[i]->node)
+            << ",\"error\":" << log::json_quoted(unread[i]->error) << "}";
+      }
+      out << "]";
+    }
+    out << ",\"line\":";
     if (!line) {
       out << "null";
       return;
@@ -67,6 +82,10 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
     }
     if (config.redis.fair || !lines.empty()) out << "line:   unknown (" << why << ")\n";
     return;
+  }
+  for (const auto* l : unread) {
+    out << "note:   the waiting line on " << log::printable(l->node) << " could not be read: " << log::printable(l->error)
+        << "\n";
   }
   if (line->outside > 0 && (config.redis.fair || line->length > 0)) {
     // Mixed settings on one key (redisgo_task(1), The waiting line). With fair = false and no
