@@ -18,7 +18,7 @@ LeaseView view(const lock::Renewer& r) {
   v.valid_until = r.valid_until();
   v.lost = r.lost();
   if (v.lost) v.lost_reason = r.lost_reason();
-  v.refused = v.lost && r.refused();
+  v.refused = r.refused();
   return v;
 }
 

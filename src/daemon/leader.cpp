@@ -167,8 +167,11 @@ void LeaderMachine::check_lease(Clock::time_point now, const LeaseView& lease, A
     refused_ = lease.refused;
     begin_stop(StopCause::kLeaseLost, s_.kill_signal, soon, lease.lost_reason, now, out);
   } else if (now >= sched.term_at) {
+    refused_ = lease.refused;
     begin_stop(StopCause::kDeadline, s_.kill_signal, sched.kill_at,
-               "no confirmed renewal; lease deadline in " + format_duration(until(lease.valid_until, now)), now, out);
+               std::string(lease.refused ? "Redis refuses the renewal" : "no confirmed renewal") + "; lease deadline in " +
+                   format_duration(until(lease.valid_until, now)),
+               now, out);
   } else if (timeout_at_ && now >= *timeout_at_) {
     begin_stop(StopCause::kTimeout, s_.kill_signal, soon, "ran past timeout " + format_duration(*s_.timeout), now,
                out);
@@ -283,12 +286,14 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
     finish(step_down());
     return;
   }
-  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kLeaseLost && refused_) {
+  if (s_.mode == Mode::kSupervise && (ec.cause == StopCause::kLeaseLost || ec.cause == StopCause::kDeadline) &&
+      refused_) {
     // No lease of this config can be kept until the rights are granted: stepping down, with a
     // hold that grows with each one (attack round: it took the lease back every 2 s, and
     // never said it less often).
     finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0),
-                         "Redis refused the renewal (an ACL right is missing: `redisgo_task check` names it)",
+                         "Redis refused the renewal (credentials, or a right the ACL user lacks: `redisgo_task "
+                         "check` says which)",
                          "renewal_refused"});
     return;
   }

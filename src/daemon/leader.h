@@ -36,7 +36,7 @@ namespace redisgo::daemon {
 struct LeaseView {
   Clock::time_point valid_until{};
   bool lost = false;
-  bool refused = false;  ///< lost because Redis refused the renewal (ACL): exit 77, not 75
+  bool refused = false;  ///< the renewals are refused (credentials, ACL): a lease that ends so is 77, not 75
   std::string lost_reason;
 };
 

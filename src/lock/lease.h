@@ -225,10 +225,13 @@ struct Renewal {
   Clock::time_point valid_until{};      ///< confirmed only: new local deadline
   int votes = 0;
   int repaired = 0;                     ///< of the votes, nodes where the key was gone and is set again
-  /// Nodes that refused the renewal (an ACL user without a right the renew script needs). With
-  /// enough of them that no quorum can confirm, the lease is `lost` at once: no later round
-  /// would be let through, and waiting for the deadline only runs the child on borrowed time.
+  /// Nodes that refused the renewal (credentials, or an ACL user without a right the renew
+  /// script needs), and whether so many did that no quorum could confirm it. Not a loss by
+  /// itself: a password rotated on the server before the daemon's file, or an ACL being edited,
+  /// may be put right before the deadline; a lease that reaches its deadline this way is lost to
+  /// a refusal (exit 77, a supervise leader steps down).
   int refused = 0;
+  bool refused_quorum = false;
   std::vector<NodeError> errors;
   std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
   Clock::duration took{};               ///< from sending the round to its outcome (metrics)

@@ -174,7 +174,8 @@ Renewal RedlockBackend::renew() {
   if (!finished) rn.errors.push_back({"", Fault::kCancelled, "renewal cancelled"});
   // Only nodes that answered "not yours" prove anything: an unreachable node may still
   // hold our key. Lost once fewer than a quorum could possibly still confirm.
-  rn.lost = not_ours + rn.refused > node_count() - q;
+  rn.lost = not_ours > node_count() - q;
+  rn.refused_quorum = rn.refused > node_count() - q;
   if (!rn.lost && rn.votes >= q) {
     auto until_ = validity_deadline(start, options_.ttl, options_.drift_factor, options_.drift_fixed);
     if (until_ > clock_.now()) {

@@ -68,12 +68,22 @@ void Renewer::run() {
     lost_.store(true);
     wake_.trigger();
   };
+  Renewal last;  // the last round, unconfirmed: what the deadline is said to have ended on
+  // Refused up to the end (credentials, or a right the ACL user lacks): the cause is ours to fix,
+  // and no run of this config would keep its lease (exit 77; a supervise leader steps down).
+  auto deadline_passed = [&] {
+    std::string why = last.refused_quorum ? "lease deadline passed: Redis refused the renewal on " +
+                                                std::to_string(last.refused) + " node(s)"
+                                          : "lease deadline passed without a confirmed renewal";
+    if (!last.errors.empty()) why += " (" + describe_errors(last.errors) + ")";
+    declare_lost(std::move(why));
+  };
   for (;;) {
     if (stop_.wait_for(until(next, clock_.now()))) return;
     // After a pause (SIGSTOP, a stalled VM) the deadline is checked before anything
     // else: a renewal that succeeds now would not undo the time the lease was unguarded.
     if (clock_.now() >= valid_until()) {
-      declare_lost("lease deadline passed without a confirmed renewal");
+      deadline_passed();
       return;
     }
     const auto round_start = clock_.now();
@@ -95,7 +105,9 @@ void Renewer::run() {
       } catch (...) {  // a logging failure must not end the renewals
       }
     }
+    refused_.store(!r.confirmed && r.refused_quorum);
     if (r.confirmed) {
+      last = Renewal{};
       // Never move the deadline backwards (a slow round confirmed after a faster one).
       if (r.valid_until > valid_until()) valid_until_ns_.store(r.valid_until.time_since_epoch().count());
       renewals_.fetch_add(1);
@@ -104,21 +116,16 @@ void Renewer::run() {
       continue;
     }
     if (r.lost) {
-      std::string why = r.refused > 0 ? "Redis refused the renewal on " + std::to_string(r.refused) +
-                                            " node(s), so no quorum can confirm it (" + std::to_string(r.votes) +
-                                            " node(s) renewed it)"
-                                      : "the key is no longer ours on enough nodes for a quorum (" +
-                                            std::to_string(r.votes) + " node(s) renewed it)";
-      refused_.store(r.refused > 0);
+      std::string why = "the key is no longer ours on enough nodes for a quorum (" + std::to_string(r.votes) +
+                        " node(s) renewed it)";
       if (!r.errors.empty()) why += "; " + describe_errors(r.errors);
       declare_lost(std::move(why));
       return;
     }
+    last = r;
     const auto now = clock_.now();
     if (now >= valid_until()) {
-      std::string why = "lease deadline passed without a confirmed renewal";
-      if (!r.errors.empty()) why += " (" + describe_errors(r.errors) + ")";
-      declare_lost(std::move(why));
+      deadline_passed();
       return;
     }
     // Retry soon, but wake at the deadline at the latest to report it.

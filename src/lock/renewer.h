@@ -49,7 +49,8 @@ class Renewer {
 
   Clock::time_point valid_until() const noexcept;
   bool lost() const noexcept { return lost_.load(); }
-  /// Lost because the nodes refused the renewal (ACL): the cause is our credentials' rights.
+  /// The last round was refused by so many nodes (credentials or ACL rights) that no quorum
+  /// could confirm it: a lease that ends so is lost to a refusal (exit 77, a step-down).
   bool refused() const noexcept { return refused_.load(); }
   std::string lost_reason() const;
   /// Renewals confirmed so far.

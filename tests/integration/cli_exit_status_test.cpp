@@ -697,20 +697,20 @@ TEST_F(CliAttackRegressions, ARightMissingHalfwayIs77AndLeavesNoLeaseBehind) {
 }
 
 // A user without +pexpire takes the lease (the acquire script needs no PEXPIRE) and its child
-// starts, but no renewal can ever be confirmed: the child is stopped at the first refused
-// renewal, not at the lease's deadline, and the run exits 77 (our credentials' rights), not 75
-// (attack round, issue 19: it exited 75 after the whole TTL).
-TEST_F(CliAttackRegressions, ARenewalRefusedStopsTheChildAtOnceAndIs77) {
+// starts, but no renewal can ever be confirmed: the child is stopped before the deadline as for
+// any failed renewal (a refusal may be put right meanwhile: a password rotated on the server
+// before the daemon's file), and the run exits 77 (our credentials' rights), not 75 (attack
+// round, issue 19).
+TEST_F(CliAttackRegressions, ARenewalRefusedToTheDeadlineIs77) {
   RedisServer redis(with_acl_user("user ro on >rpw ~* &* +@all -pexpire"));
   const auto cfg = dir_.write("nopexpire.toml", "[redis]\nhost = \"" + redis.address() +
-                                                    "\"\nkey = \"k\"\nexpire = \"10s\"\ncron = \"1s\"\n"
+                                                    "\"\nkey = \"k\"\nexpire = \"4s\"\ncron = \"1s\"\n"
                                                     "restart_guard = false\nusername = \"ro\"\n"
-                                                    "password_env = \"RGT_PW\"\n[task]\ncommand = \"sleep 30\"\n");
-  const auto t0 = std::chrono::steady_clock::now();
+                                                    "password_env = \"RGT_PW\"\n[task]\ncommand = \"sleep 30\"\n"
+                                                    "kill_grace = \"500ms\"\n");
   auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 20s, {{"RGT_PW", "rpw"}});
   EXPECT_EQ(r.code, 77) << r.err;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s) << "stopped at the deadline, not at the refusal: " << r.err;
-  EXPECT_NE(r.err.find("refused the renewal"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Redis refuses the renewal; lease deadline in"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("can't run this command"), std::string::npos) << r.err;
 }
 

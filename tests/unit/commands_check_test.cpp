@@ -294,9 +294,18 @@ TEST(CheckLine, MixedFairSettingsAreWarned) {
   EXPECT_EQ(unfair.level, Level::kWarn);
   EXPECT_NE(unfair.message.find("2 waiter(s) in the waiting line {k}:line"), std::string::npos);
   EXPECT_EQ(line_finding("n", false, 0, 4, line, channel, "").level, Level::kOk);  // its own kind, outside
-  auto unread = line_finding("n", true, std::nullopt, -1, line, channel, "NOPERM no permissions");
+  // A key the user may not touch, or a line of another type: every acquisition fails (a fail).
+  auto refused = line_finding("n", true, std::nullopt, -1, line, channel, "NOPERM no permissions");
+  EXPECT_EQ(refused.level, Level::kFail);
+  EXPECT_NE(refused.message.find("may not read the waiting line {k}:line: NOPERM"), std::string::npos);
+  EXPECT_NE(refused.hint.find("~{k}:*"), std::string::npos) << refused.hint;
+  auto wrong = line_finding("n", true, std::nullopt, -1, line, channel, "WRONGTYPE Operation");
+  EXPECT_EQ(wrong.level, Level::kFail);
+  EXPECT_NE(wrong.hint.find("delete {k}:line"), std::string::npos);
+  // A command refused inside the script: the rights to grant.
+  auto unread = line_finding("n", true, std::nullopt, -1, line, channel, "ERR The user executing the script can't run");
   EXPECT_EQ(unread.level, Level::kWarn);
-  EXPECT_NE(unread.message.find("could not read the waiting line {k}:line: NOPERM"), std::string::npos);
+  EXPECT_NE(unread.message.find("could not read the waiting line {k}:line: ERR"), std::string::npos);
   EXPECT_NE(unread.hint.find("ZCARD and ZRANGE"), std::string::npos);
 }
 
