@@ -18,11 +18,19 @@ std::optional<int> Runner::contend() {
     WaitReporter& w;
     const StandbyMachine& m;
     lock::LeaseBackend& backend;
+    spdlog::logger& log;
     ~ClearLine() {
       w.done();
-      if (m.state() != StandbyState::kLeading) backend.leave_line();
+      if (m.state() == StandbyState::kLeading) return;
+      if (const std::string why = backend.leave_line(); !why.empty()) {
+        try {
+          log.warn("could not leave the waiting line ({}); the next release drops our entry, as nobody listens for it",
+                   why);
+        } catch (...) {  // a destructor: a logging failure must not end the process
+        }
+      }
     }
-  } clear_line{waiting_, machine, *backend_};
+  } clear_line{waiting_, machine, *backend_, *log_};
   Actions actions = machine.step(Begin{}, clock_.now());
   for (;;) {
     Actions next;

@@ -365,8 +365,9 @@ class LeaseBackend {
   /// elsewhere they only look (a waiter that cannot be woken must not hold up the line).
   virtual void line_listening(const std::vector<bool>& per_node) { (void)per_node; }
   /// Leaves the line on every node and forgets the ticket (stopped, gave up, exiting).
-  /// Bounded by the nodes' timeouts; never throws.
-  virtual void leave_line() noexcept {}
+  /// Bounded by the nodes' timeouts; never throws. Returns why a node kept our entry (the
+  /// error it answered: an ACL user without +zrem), or "" (left, or nothing was sent there).
+  virtual std::string leave_line() noexcept { return {}; }
   /// The line on each node, its first `limit` entries.
   virtual std::vector<LineView> read_line(int limit) {
     (void)limit;

@@ -81,7 +81,7 @@ class RedlockBackend final : public LeaseBackend {
   std::optional<PauseRecord> read_pause() override;
   int slots_beyond_limit() override;
   void line_listening(const std::vector<bool>& per_node) override { listening_ = per_node; }
-  void leave_line() noexcept override;
+  std::string leave_line() noexcept override;
   std::vector<LineView> read_line(int limit) override;
 
   const LeaseKeys& keys() const { return keys_; }

@@ -8,11 +8,11 @@ namespace redisgo::lock {
 
 using redis::CallPtr;
 
-void RedlockBackend::leave_line() noexcept {
+std::string RedlockBackend::leave_line() noexcept {
   const bool had_ticket = ticket_ > 0;
   ticket_ = 0;
   written_.assign(nodes_.size(), 0);
-  if (!options_.fair || !had_ticket) return;
+  if (!options_.fair || !had_ticket) return {};
   try {
     sweep();
     // Only nodes already connected: leaving must not cost a stopping daemon a connect
@@ -27,9 +27,17 @@ void RedlockBackend::leave_line() noexcept {
     }
     wait(calls, nullptr, false);
     sweep();
+    // A node that answered with an error (attack round, issue 19: a user without +zrem left its
+    // entry without a word). One that did not answer in time is not said: a stopping daemon.
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      if (calls[i] && calls[i]->done() && !calls[i]->ok() && calls[i]->fault() != redis::Fault::kClosed) {
+        return error_of(i, calls[i]).message;
+      }
+    }
   } catch (...) {
     // Never throws: a waiter that could not say it left is skipped by the next wake.
   }
+  return {};
 }
 
 std::vector<LineView> RedlockBackend::read_line(int limit) {

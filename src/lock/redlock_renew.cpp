@@ -54,10 +54,9 @@ void RedlockBackend::report_late_renewals(Renewal& rn) {
   // says the key was set again there is reported now (not a vote: that round is over).
   for (std::size_t i = 0; i < late_renewals_.size() && i < nodes_.size(); ++i) {
     const auto& c = late_renewals_[i];
-    if (c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 2) {
-      if (was_ours(i)) rn.errors.push_back(set_again_error(i));
-      ours_[i] = true;
-    }
+    const int v = renew_vote(c);
+    if (v == 2 && was_ours(i)) rn.errors.push_back(set_again_error(i));
+    if (v >= 1) ours_[i] = true;  // renewed or set there: ours from now on, late or not
   }
   late_renewals_.assign(nodes_.size(), nullptr);
 }
