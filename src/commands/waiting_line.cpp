@@ -74,12 +74,7 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   if (!line) {
     // Why, as the first node said it (a line key of another type, a right the ACL user lacks).
     std::string why = "no node could be read";
-    for (const auto& l : lines) {
-      if (!l.error.empty()) {
-        why += ": " + log::printable(l.error);
-        break;
-      }
-    }
+    if (!unread.empty()) why += ": " + log::printable(unread.front()->error);
     if (config.redis.fair || !lines.empty()) out << "line:   unknown (" << why << ")\n";
     return;
   }

@@ -96,7 +96,6 @@ LeaderOutcome LeaderMachine::step_down() const {
 
 void LeaderMachine::start(Clock::time_point now, const LeaseView& lease, Actions& out) {
   cause_ = StopCause::kNone;
-  refused_ = false;
   restart_at_.reset();
   // The deadline first, every time (the first start too): a pause between the
   // acquisition and here may have let the lease run out, and another host may hold it.
@@ -164,10 +163,8 @@ void LeaderMachine::check_lease(Clock::time_point now, const LeaseView& lease, A
   const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
   const auto soon = std::min(sched.kill_at, now + s_.kill_grace);
   if (lease.lost) {
-    refused_ = lease.refused;
     begin_stop(StopCause::kLeaseLost, s_.kill_signal, soon, lease.lost_reason, now, out);
   } else if (now >= sched.term_at) {
-    refused_ = lease.refused;
     begin_stop(StopCause::kDeadline, s_.kill_signal, sched.kill_at,
                std::string(lease.refused ? "Redis refuses the renewal" : "no confirmed renewal") + "; lease deadline in " +
                    format_duration(until(lease.valid_until, now)),
@@ -279,7 +276,9 @@ void LeaderMachine::on(const ChildExited& e, Clock::time_point now, const LeaseV
 }
 
 void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView& lease, Actions& out) {
-  ExitContext ec{s_.mode, s_.restart, s_.restart_delay, code, cause_, refused_};
+  // Whether the renewals were refused is the renewal thread's to say (LeaseView::refused): it
+  // keeps its last round's answer once the lease is lost.
+  ExitContext ec{s_.mode, s_.restart, s_.restart_delay, code, cause_, lease.refused};
   if (stop_requested_ && cause_ == StopCause::kNone) ec.cause = StopCause::kShutdown;
   AfterExit next = after_exit(ec);
   if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {
@@ -287,7 +286,7 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
     return;
   }
   if (s_.mode == Mode::kSupervise && (ec.cause == StopCause::kLeaseLost || ec.cause == StopCause::kDeadline) &&
-      refused_) {
+      ec.refused) {
     // No lease of this config can be kept until the rights are granted: stepping down, with a
     // hold that grows with each one (attack round: it took the lease back every 2 s, and
     // never said it less often).

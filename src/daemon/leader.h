@@ -182,7 +182,6 @@ class LeaderMachine {
   pid_t pid_ = -1;
   pid_t keeper_ = -1;
   StopCause cause_ = StopCause::kNone;
-  bool refused_ = false;  ///< the lease was lost to refused renewals (LeaseView::refused)
   Clock::time_point stop_kill_at_{};  ///< latest SIGKILL time of the stop in progress
   Clock::time_point stop_began_{};
   Clock::time_point sigkill_at_{};

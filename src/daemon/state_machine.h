@@ -145,7 +145,7 @@ struct ExitContext {
   Millis restart_delay{1000};
   int child_code = 0;    ///< exit code (128+N for signal N)
   StopCause cause = StopCause::kNone;
-  bool refused = false;  ///< the lease was lost because Redis refused its renewal (ACL)
+  bool refused = false;  ///< the renewals were refused (credentials or ACL): a lost lease is 77
 };
 
 /// oneshot: the child's code, 75 when the lease was lost/deadline, 124 on timeout, the
