@@ -518,6 +518,18 @@ namespace {
 // Found by the attack round on the operator contract (issue 11); each was a defect.
 class CliAttackRegressions : public ::testing::Test {
  protected:
+  /// A config for the ACL user "ro" (its password in RGT_PW) on key "k": `redis_extra` ends
+  /// the [redis] section, `task` is the [task] section.
+  std::string ro_config(const std::string& name, const RedisServer& redis, const std::string& redis_extra,
+                        const std::string& task) {
+    return dir_.write(name, "[redis]\nhost = \"" + redis.address() +
+                                "\"\nkey = \"k\"\nusername = \"ro\"\npassword_env = \"RGT_PW\"\n" + redis_extra +
+                                "[task]\n" + task);
+  }
+  /// `task --no-wait` as "ro".
+  static RunResult run_as_ro(const std::string& cfg, std::chrono::milliseconds timeout = 10s) {
+    return run_task_binary({"task", "--config", cfg, "--no-wait"}, timeout, {{"RGT_PW", "rpw"}});
+  }
   TempDir dir_;
 };
 
@@ -663,10 +675,7 @@ TEST_F(CliAttackRegressions, ALeaseKeyOfAnotherTypeIsNamedWithItsType) {
 // not an unreachable node (69).
 TEST_F(CliAttackRegressions, AnAclRefusalInsideTheScriptIs77) {
   RedisServer redis(with_acl_user("user ro on >rpw ~* &* +@all -set"));
-  const auto cfg = dir_.write("acl.toml", "[redis]\nhost = \"" + redis.address() +
-                                              "\"\nkey = \"k\"\nusername = \"ro\"\npassword_env = \"RGT_PW\"\n"
-                                              "[task]\ncommand = [\"/bin/true\"]\n");
-  auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PW", "rpw"}});
+  auto r = run_as_ro(ro_config("acl.toml", redis, "", "command = [\"/bin/true\"]\n"));
   EXPECT_EQ(r.code, 77) << r.err;
 }
 
@@ -681,12 +690,9 @@ TEST_F(CliAttackRegressions, ARightMissingHalfwayIs77AndLeavesNoLeaseBehind) {
       for (int limit : {1, 3}) {
         SCOPED_TRACE(std::string(right) + " fair=" + fair + " limit=" + std::to_string(limit));
         RedisServer redis(with_acl_user(std::string("user ro on >rpw ~* &* +@all -") + right));
-        const auto cfg = dir_.write(std::string("half-") + right + fair + std::to_string(limit) + ".toml",
-                                    "[redis]\nhost = \"" + redis.address() +
-                                        "\"\nkey = \"k\"\nexpire = \"30s\"\nusername = \"ro\"\npassword_env = \"RGT_PW\"\n"
-                                        "restart_guard = false\nfair = " + fair + "\n[task]\ncommand = [\"/bin/true\"]\nlimit = " +
-                                        std::to_string(limit) + "\n");
-        auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PW", "rpw"}});
+        auto r = run_as_ro(ro_config(std::string("half-") + right + fair + std::to_string(limit) + ".toml", redis,
+                                     std::string("expire = \"30s\"\nrestart_guard = false\nfair = ") + fair + "\n",
+                                     "command = [\"/bin/true\"]\nlimit = " + std::to_string(limit) + "\n"));
         EXPECT_EQ(r.code, 77) << r.err;
         EXPECT_NE(r.err.find("can't run this command"), std::string::npos) << r.err;
         EXPECT_EQ(r.err.find("is not an integer"), std::string::npos) << r.err;
@@ -703,12 +709,9 @@ TEST_F(CliAttackRegressions, ARightMissingHalfwayIs77AndLeavesNoLeaseBehind) {
 // round, issue 19).
 TEST_F(CliAttackRegressions, ARenewalRefusedToTheDeadlineIs77) {
   RedisServer redis(with_acl_user("user ro on >rpw ~* &* +@all -pexpire"));
-  const auto cfg = dir_.write("nopexpire.toml", "[redis]\nhost = \"" + redis.address() +
-                                                    "\"\nkey = \"k\"\nexpire = \"4s\"\ncron = \"1s\"\n"
-                                                    "restart_guard = false\nusername = \"ro\"\n"
-                                                    "password_env = \"RGT_PW\"\n[task]\ncommand = \"sleep 30\"\n"
-                                                    "kill_grace = \"500ms\"\n");
-  auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 20s, {{"RGT_PW", "rpw"}});
+  auto r = run_as_ro(ro_config("nopexpire.toml", redis, "expire = \"4s\"\ncron = \"1s\"\nrestart_guard = false\n",
+                               "command = \"sleep 30\"\nkill_grace = \"500ms\"\n"),
+                     20s);
   EXPECT_EQ(r.code, 77) << r.err;
   EXPECT_NE(r.err.find("Redis refuses the renewal; lease deadline in"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("can't run this command"), std::string::npos) << r.err;
@@ -737,10 +740,7 @@ TEST_F(CliAttackRegressions, AWaiterThatCannotLeaveTheLineSaysSo) {
 // had expired (attack round, issue 19).
 TEST_F(CliAttackRegressions, AReleaseRefusedSaysWhy) {
   RedisServer redis(with_acl_user("user ro on >rpw ~* &* +@all -del"));
-  const auto cfg = dir_.write("nodel.toml", "[redis]\nhost = \"" + redis.address() +
-                                                "\"\nkey = \"k\"\nrestart_guard = false\nusername = \"ro\"\n"
-                                                "password_env = \"RGT_PW\"\n[task]\ncommand = [\"/bin/true\"]\n");
-  auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s, {{"RGT_PW", "rpw"}});
+  auto r = run_as_ro(ro_config("nodel.toml", redis, "restart_guard = false\n", "command = [\"/bin/true\"]\n"));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("release deleted nothing for key=k: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("can't run this command"), std::string::npos) << r.err;

@@ -57,6 +57,14 @@ class LockRedlock : public ::testing::Test {
     return o;
   }
   std::string get(std::size_t i, const std::string& key) { return servers_[i].cli({"GET", key}); }
+  /// holder-a's renewal as the daemon runs it: a backend of its own, told the lease's token and
+  /// where the acquisition was granted.
+  std::unique_ptr<LeaseBackend> renewer(const Acquisition& got, std::vector<bool> granted_on) {
+    auto o = options("holder-a");
+    o.token = got.token;
+    o.granted_on = std::move(granted_on);
+    return make_redis_backend(o);
+  }
   std::string first_error(const std::vector<NodeError>& errors) { return describe_errors(errors); }
 
   std::array<RedisServer, 3> servers_;
@@ -156,10 +164,7 @@ TEST_F(LockRedlock, ARenewalSetsAGoneKeyAgainWithItsFenceAndLeavesOthersKeysAlon
   ASSERT_TRUE(acq.acquired);
   // Renewed as the daemon does, by a backend told the token and that every node granted (a
   // grant that came after the quorum decided is not counted as ours: the acquisition's view).
-  auto o = options("holder-a");
-  o.token = acq.token;
-  o.granted_on = {true, true, true};
-  auto a = make_redis_backend(o);
+  auto a = renewer(acq, {true, true, true});
   const std::string fence = LeaseKeys::derive(test_key()).fence;
   servers_[0].cli({"DEL", test_key(), fence});
   servers_[1].cli({"SET", test_key(), "someone-else"});
@@ -194,10 +199,7 @@ TEST_F(LockRedlock, ANodeTheGrantMissedIsNoFaultOfTheRenewal) {
   EXPECT_TRUE(got.granted[0] && got.granted[1]);  // node 2 is false once its "busy" came in time
   // The daemon renews through a backend of its own, told the token and where it was granted
   // (here as node 2's answer said, whether or not it came before the quorum decided).
-  auto o = options("holder-a");
-  o.token = got.token;
-  o.granted_on = {true, true, false};
-  auto a = make_redis_backend(o);
+  auto a = renewer(got, {true, true, false});
   auto said = [](const Renewal& r) {
     std::string all;
     for (const auto& e : r.errors) all += e.message + "\n";
@@ -229,10 +231,7 @@ TEST_F(LockRedlock, OurOwnTurnOnANodeIsTakenAsTheLease) {
   servers_[2].cli({"SET", test_key(), "someone-else", "PX", "60000"});
   const auto got = make_redis_backend(options("holder-a"))->acquire();
   ASSERT_TRUE(got.acquired);
-  auto o = options("holder-a");
-  o.token = got.token;
-  o.granted_on = {true, true, false};
-  auto a = make_redis_backend(o);
+  auto a = renewer(got, {true, true, false});
   servers_[2].cli({"SET", test_key(), std::string("\1turn:") + "holder-a", "PX", "60000"});
   for (int round = 0; round < 2; ++round) {
     const auto r = a->renew();
