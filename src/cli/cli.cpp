@@ -255,7 +255,17 @@ int guarded(const std::string& what, const std::string& config_path, Outcome on_
 std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override,
                                    config::Scope scope, bool starts) {
   config::LoadResult loaded = config::load_file(path, config::process_env(), scope);
-  print_diagnostics(loaded);
+  if (loaded.config) {
+    // The warnings of a config that loads go through the logger, set up from that config
+    // first: under journald they carry their priority, and in the JSON format they are
+    // JSON lines like the rest of the run. (validate, for a person at a terminal, prints
+    // them plainly.)
+    log::setup(loaded.config->log.level, loaded.config->log.format);
+    const auto logger = log::get("config");
+    for (const auto& w : loaded.warnings) logger->warn("{}", w.str());
+  } else {
+    print_diagnostics(loaded);
+  }
   if (!loaded.config) {
     std::cerr << "redisgo_task: " << path << ": " << loaded.errors.size() << " error(s)"
               << (starts ? "; nothing was started" : "") << "\n";

@@ -511,6 +511,35 @@ TEST(CliLogs, JournaldPriorityPrefixOnlyWhenStderrIsTheJournalStream) {
   for (const auto& l : split_lines(other)) EXPECT_NE(l[0], '<') << l;
 }
 
+// A warning about the config (a key of the other mode, ignored) is a log line like any
+// other: under journald it carries its priority, in the JSON format it is a JSON line.
+// It was written to stderr before the logger existed, which journald filed at info.
+TEST(CliLogs, ConfigWarningsGoThroughTheLogger) {
+  TempDir dir;
+  const std::string err = dir.path() + "/stderr";
+  const std::string bin = task_binary();
+  auto run = [&](const std::string& format) {
+    const auto cfg = dir.write("w-" + format + ".toml",
+                               "[redis]\nhost = \"127.0.0.1:1\"\nkey = \"rgt:w\"\nconnect_timeout = \"300ms\"\n"
+                               "io_timeout = \"300ms\"\n[task]\ncommand = [\"/bin/true\"]\nrestart_limit = 3\n"
+                               "[log]\nformat = \"" + format + "\"\n");
+    const std::string cmd = "exec 2>'" + err + "'; JOURNAL_STREAM=$(stat -c %d:%i '" + err + "') exec '" + bin +
+                            "' task --config '" + cfg + "' --no-wait";
+    const int rc = std::system(("timeout 20 /bin/sh -c " + shell_quote(cmd)).c_str());
+    EXPECT_NE(rc, -1);
+    for (const auto& l : split_lines(read_file(err))) {
+      if (l.find("restart_limit") != std::string::npos) return l;
+    }
+    return std::string();
+  };
+  const std::string text = run("text");
+  EXPECT_EQ(text.rfind("<4>warn", 0), 0u) << text;
+  EXPECT_NE(text.find("w-text.toml:8:"), std::string::npos) << text;
+  const std::string json = run("json");
+  EXPECT_EQ(json.rfind("{", 0), 0u) << json;
+  EXPECT_NE(json.find("\"level\":\"warn\""), std::string::npos) << json;
+}
+
 }  // namespace
 
 namespace {
