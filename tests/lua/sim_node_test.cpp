@@ -97,5 +97,20 @@ TEST(SimNode, AclRefusalsDirectAndInsideAScript) {
             Resp::error("ERR The user executing the script can't publish to the channel mentioned in the command"));
 }
 
+TEST(SimNode, AclRefusalTextsOfRedis72AndLater) {
+  NodeOptions o;
+  o.version = "8.0.2";
+  Node n(kStart, o);
+  n.set_user(User{"ro", "pw", {"get"}, false, {}});
+  auto c = n.connect();
+  ASSERT_EQ(run(n, c, {"AUTH", "ro", "pw"}), Resp::ok());
+  EXPECT_EQ(run(n, c, {"GET", "k"}), Resp::error("NOPERM User ro has no permissions to run the 'get' command"));
+  EXPECT_EQ(run(n, c, {"PUBLISH", "ch", "m"}), Resp::error("NOPERM No permissions to access a channel"));
+  EXPECT_EQ(run(n, c, {"EVAL", "return redis.pcall('GET', 'k')", "0"}),
+            Resp::error("ERR ACL failure in script: User ro has no permissions to run the 'get' command"));
+  EXPECT_EQ(run(n, c, {"EVAL", "return redis.pcall('PUBLISH', 'ch', 'm')", "0"}),
+            Resp::error("ERR ACL failure in script: No permissions to access a channel"));
+}
+
 }  // namespace
 }  // namespace redisgo::sim

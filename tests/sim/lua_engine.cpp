@@ -396,6 +396,7 @@ void LuaEngine::close() {
   if (L_) lua_close(L_);
   L_ = nullptr;
   shas_.clear();
+  by_body_.clear();
 }
 
 void LuaEngine::flush() {
@@ -404,6 +405,7 @@ void LuaEngine::flush() {
 }
 
 std::optional<std::string> LuaEngine::load(const std::string& body, std::string* error) {
+  if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
   std::string sha = sha1_hex(body);
   if (shas_.count(sha)) return sha;
   if (luaL_loadbuffer(L_, body.data(), body.size(), "@user_script") != 0) {
@@ -413,6 +415,7 @@ std::optional<std::string> LuaEngine::load(const std::string& body, std::string*
   }
   lua_setfield(L_, LUA_REGISTRYINDEX, ("f_" + sha).c_str());
   shas_.insert(sha);
+  by_body_.emplace(body, sha);
   return sha;
 }
 

@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/resp.h"
@@ -59,6 +60,9 @@ class LuaEngine {
   void close();
   lua_State* L_ = nullptr;
   std::set<std::string> shas_;
+  /// Bodies already loaded, by text: a simulation sends the same scripts millions of times,
+  /// and hashing a 12 KB script with SHA-1 at every EVAL was most of a call's cost.
+  std::unordered_map<std::string, std::string> by_body_;
   const Call* call_ = nullptr;
 };
 

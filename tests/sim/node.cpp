@@ -101,6 +101,27 @@ std::string Node::State::acl_denial(const std::string& user, const Command& cmd,
   return "";
 }
 
+bool Node::State::redis72() const {
+  int major = 0, minor = 0;
+  std::sscanf(options.version.c_str(), "%d.%d", &major, &minor);
+  return major > 7 || (major == 7 && minor >= 2);
+}
+
+std::string Node::State::acl_text(const std::string& denial, const std::string& user, const Command& cmd,
+                                  bool from_script) const {
+  if (redis72()) {
+    const std::string msg = denial == "cmd" ? "User " + user + " has no permissions to run the '" + cmd.fullname + "' command"
+                                            : "No permissions to access a channel";
+    return from_script ? "ACL failure in script: " + msg : "NOPERM " + msg;
+  }
+  if (from_script) {
+    return denial == "cmd" ? "The user executing the script can't run this command or subcommand"
+                           : "The user executing the script can't publish to the channel mentioned in the command";
+  }
+  return denial == "cmd" ? "NOPERM this user has no permissions to run the '" + cmd.fullname + "' command"
+                         : "NOPERM this user has no permissions to access one of the channels used as arguments";
+}
+
 Resp Node::State::dispatch(Client& c, const Argv& argv) {
   if (argv.empty()) return Resp::error("ERR empty command");
   const Command* cmd = lookup(argv);
@@ -122,10 +143,7 @@ Resp Node::State::dispatch(Client& c, const Argv& argv) {
     return Resp::error("ERR wrong number of arguments for '" + cmd->fullname + "' command");
   }
   const std::string denial = acl_denial(c.user, *cmd, argv);
-  if (denial == "cmd") return Resp::error("NOPERM this user has no permissions to run the '" + cmd->fullname + "' command");
-  if (denial == "channel") {
-    return Resp::error("NOPERM this user has no permissions to access one of the channels used as arguments");
-  }
+  if (!denial.empty()) return Resp::error(acl_text(denial, c.user, *cmd, false));
   if (!c.channels.empty() && !(cmd->flags & kSubscribed)) {
     return Resp::error("ERR Can't execute '" + cmd->fullname +
                        "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context");
@@ -146,8 +164,7 @@ Resp Node::State::script_call(Client& caller, const Argv& argv, std::string* ref
   }
   const std::string denial = acl_denial(caller.user, *cmd, argv);
   if (!denial.empty()) {
-    *refused = denial == "cmd" ? "The user executing the script can't run this command or subcommand"
-                               : "The user executing the script can't publish to the channel mentioned in the command";
+    *refused = acl_text(denial, caller.user, *cmd, true);
     return {};
   }
   ++calls[cmd->fullname];
@@ -184,8 +201,9 @@ Resp Node::State::eval(Client& c, const Argv& argv, bool by_sha) {
     return Resp::error("ERR Number of keys can't be greater than number of args");
   }
   if (*numkeys < 0) return Resp::error("ERR Number of keys can't be negative");
-  std::string sha = lower(argv[1]);
+  std::string sha;
   if (by_sha) {
+    sha = lower(argv[1]);
     if (!lua->exists(sha)) return Resp::error(errors::kNoScript);
   } else {
     std::string error;
@@ -197,10 +215,7 @@ Resp Node::State::eval(Client& c, const Argv& argv, bool by_sha) {
   const Argv script_keys(argv.begin() + 3, first_arg), args(first_arg, argv.end());
   ++script_calls;
   const LuaEngine::Call call = [this, &c](const Argv& a, std::string* refused) { return script_call(c, a, refused); };
-  in_script = true;
-  Resp out = lua->run(sha, script_keys, args, call);
-  in_script = false;
-  return out;
+  return lua->run(sha, script_keys, args, call);
 }
 
 Node::Node(std::int64_t now_us, NodeOptions options) : state_(std::make_unique<State>()) {

@@ -7,7 +7,7 @@
 ///
 /// Fidelity: the commands the lease scripts and the daemon send, with Redis 7.0's replies and
 /// error texts (WRONGTYPE, NOPERM for a direct call, "The user executing the script can't ..."
-/// inside a script), EVAL/EVALSHA/SCRIPT in an embedded Lua 5.1 with Redis's conversions
+/// inside a script; 7.2's and later's ACL texts with NodeOptions::version), EVAL/EVALSHA/SCRIPT in an embedded Lua 5.1 with Redis's conversions
 /// (sim/lua_engine.h), and pub/sub with PUBLISH's receiver count. tests/lua runs the same table
 /// tests against it and a real redis-server. What it does not model is listed in
 /// tests/sim/README.md.
@@ -35,7 +35,9 @@ struct User {
 };
 
 struct NodeOptions {
-  std::string version = "7.0.15";  ///< INFO's redis_version
+  /// INFO's redis_version, and which ACL refusal texts: 7.0's ("can't run this command"), or
+  /// from 7.2 on ("User u has no permissions to run the 'get' command"; Debian 13's 8.0).
+  std::string version = "7.0.15";
   int port = 6379;                 ///< INFO's tcp_port
   std::uint64_t seed = 1;          ///< run_id's source (a new one at every restart)
 };

@@ -65,7 +65,6 @@ struct Node::State {
   std::unique_ptr<LuaEngine> lua;
   std::uint64_t script_calls = 0;
   std::map<std::string, std::uint64_t> calls;  ///< per command fullname (INFO commandstats)
-  bool in_script = false;
 
   std::int64_t now_ms() const { return now_us >= 0 ? now_us / 1000 : -((-now_us + 999) / 1000); }
   /// A direct command from a client: lookup, arity, ACL, subscribed context, then the handler.
@@ -78,6 +77,10 @@ struct Node::State {
   /// Empty when `user` may run `cmd` with these arguments; else what ACL denies: "cmd" or
   /// "channel".
   std::string acl_denial(const std::string& user, const Command& cmd, const Argv& argv) const;
+  /// The refusal's text: Redis 7.0's, or 7.2's and later's (options.version), for a direct call
+  /// (NOPERM ...) or inside a script (before redis.call adds "ERR ").
+  std::string acl_text(const std::string& denial, const std::string& user, const Command& cmd, bool from_script) const;
+  bool redis72() const;
   /// Delivers a message to the channel's subscribers; returns how many got it.
   std::int64_t publish(const std::string& channel, const std::string& message);
   void unsubscribe_all(Client& c);
