@@ -113,6 +113,12 @@ std::vector<Row> pause_rows() {
       {.name = "a pause key of another type: replaced (its PTTL -1 wakes the waiters)", .given = {str(kPause, "x")},
        .listeners = {kReleased}, .keys = kPauseKeys, .argv = pause(), .reply = A({I(1), I(1)}),
        .after = {new_pause()}, .heard = {{kReleased, {"resume"}}}},
+      {.name = "a longer pause replaced, a line of another type: the wake stops there, 1",
+       .given = {pause_key(120000), str(kLine, "x")}, .listeners = {kReleased}, .keys = kPauseKeys, .argv = pause(),
+       .reply = A({I(1), I(1)}), .after = {new_pause()}, .heard = {{kReleased, {"resume"}}}},
+      {.name = "a longer pause replaced, the lease key of another type: the script's WRONGTYPE after the pause",
+       .given = {pause_key(120000), hash(kKey, {{"f", "v"}})}, .listeners = {kReleased}, .keys = kPauseKeys,
+       .argv = pause(), .reply = Raised(kWrongType), .after = {new_pause()}, .heard = {{kReleased, {"resume"}}}},
       {.name = "ACL: HSET refused after the DEL: the script's error, the old pause is gone",
        .acl = {{"hset"}}, .given = {pause_key(120000)}, .keys = kPauseKeys, .argv = pause(),
        .reply = Raised(kRefused), .after = {gone(kPause)}},
@@ -150,6 +156,11 @@ std::vector<Row> resume_rows() {
        .argv = kResumeArgs, .reply = A({I(1), I(0)}), .after = {gone(kPause)}, .heard = {{kReleased, {"resume"}}}},
       {.name = "a line of another type: the pause dropped, 1", .given = {pause_key(), str(kLine, "x")},
        .keys = kPauseKeys, .argv = kResumeArgs, .reply = A({I(1), I(1)}), .after = {gone(kPause)}},
+      {.name = "a pause key of another type: dropped as a pause", .given = {str(kPause, "x")}, .keys = kPauseKeys,
+       .argv = kResumeArgs, .reply = A({I(1), I(1)}), .after = {gone(kPause)}},
+      {.name = "the lease key of another type: the script's WRONGTYPE, the pause already dropped",
+       .given = {pause_key(), list(kKey)}, .listeners = {kReleased}, .keys = kPauseKeys, .argv = kResumeArgs,
+       .reply = Raised(kWrongType), .after = {gone(kPause)}, .heard = {{kReleased, {"resume"}}}},
       {.name = "ACL: DEL refused (the first command): the script's error", .acl = {{"del"}}, .given = {pause_key()},
        .keys = kPauseKeys, .argv = kResumeArgs, .reply = Raised(kRefused)},
   };
@@ -184,6 +195,10 @@ std::vector<Row> list_key_rows() {
        .reply = A({S(""), I(-2), S(""), I(-1), In(58500, 60000), A({S(""), S(""), S(""), S("")}), A({})})},
       {.name = "the lease key of another type: the script's WRONGTYPE", .given = {hash(kKey, {{"f", "v"}})},
        .keys = kListKeys, .reply = Raised(kWrongType)},
+      {.name = "the fence counter of another type: the script's WRONGTYPE", .given = {hash(kFence, {{"f", "v"}})},
+       .keys = kListKeys, .reply = Raised(kWrongType)},
+      {.name = "another slot key of another type: the script's WRONGTYPE", .given = {list(kSlot2)},
+       .keys = kListKeys, .reply = Raised(kWrongType)},
   };
 }
 
@@ -191,6 +206,7 @@ std::vector<Row> slots_beyond_rows() {
   return {
       {.name = "none", .keys = {"k:3", "k:4"}, .reply = I(0)},
       {.name = "two held", .given = {str("k:3", "A"), str("k:4", "B")}, .keys = {"k:3", "k:4"}, .reply = I(2)},
+      {.name = "keys of any type count", .given = {hash("k:3", {{"f", "v"}})}, .keys = {"k:3", "k:4"}, .reply = I(1)},
       {.name = "ACL: EXISTS refused: -1", .acl = {{"exists"}}, .keys = {"k:3", "k:4"}, .reply = I(-1)},
   };
 }
@@ -210,6 +226,9 @@ std::vector<Row> check_rights_rows() {
        .reply = A({S("PUBLISH"), S(kChannelRefused)})},
       {.name = "no TIME: named first", .acl = {{"time", "set"}}, .keys = kScratch, .argv = {"1", "1", kReleased},
        .reply = A({S("TIME"), S(kRefused)})},
+      {.name = "a scratch key of another type: reported as GET's failure, the scratch keys deleted",
+       .given = {hash("k:check", {{"f", "v"}})}, .keys = kScratch, .argv = {"1", "1", kReleased},
+       .reply = A({S("GET"), S(kWrongType)}), .after = {gone("k:check")}},
       {.name = "no ZREMRANGEBYRANK: named, the scratch line deleted", .acl = {{"zremrangebyrank"}}, .keys = kScratch,
        .argv = {"1", "", ""}, .reply = A({S("ZREMRANGEBYRANK"), S(kRefused)})},
   };
