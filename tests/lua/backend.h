@@ -27,7 +27,7 @@ struct Acl {
 /// How long the server the row runs on has been up: the restart guard reads INFO's uptime.
 enum class Age {
   kAny,    ///< whatever is at hand (rows whose outcome does not depend on it)
-  kYoung,  ///< freshly (re)started: uptime_in_seconds 0 or 1
+  kYoung,  ///< freshly (re)started: uptime_in_seconds 0 or 1 as the row starts (2 at most by its end)
   kOld,    ///< up 2 s or more: a 1 s guard (guard_ms "1000") is over
 };
 

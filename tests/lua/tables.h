@@ -22,6 +22,10 @@ inline const std::string kChannelRefused =
 inline const std::string kWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline Pat Raised(const std::string& error) { return ErrStarts(error + " script: "); }
 
+/// A young server (Age::kYoung) is up 0 or 1 whole seconds when its row starts, and may reach 2
+/// during the row; a 60 s guard then has guard - (uptime - 1) s left.
+inline const Pat kGuardLeft60s = In(59000, 61000);
+
 Table acquire_fair_table();
 Table acquire_slot_fair_table();
 Table renew_table();

@@ -132,7 +132,7 @@ std::vector<Row> pauses_and_guard() {
        .after = {joined({{"A", Token()}})}},
       {.name = "restart guard, young server: not granted, ms left, joins the line",
        .age = Age::kYoung,
-       .keys = kKeys, .argv = args("60000"), .reply = A({I(2), In(60000, 61000), I(1), Token(), I(1)}),
+       .keys = kKeys, .argv = args("60000"), .reply = A({I(2), kGuardLeft60s, I(1), Token(), I(1)}),
        .after = {joined({{"A", Token()}})}},
       {.name = "restart guard, young server, held key: a plain miss",
        .age = Age::kYoung, .given = {str(kKey, "B", 5000)},

@@ -34,7 +34,7 @@ std::vector<Row> claim_rows() {
        .keys = kClaimKeys, .argv = claim(), .reply = A({I(0), S("(not a claim: string)"), S(""), S(""), S("")})},
       {.name = "restart guard, young server: not claimed, the latest start the server can have",
        .age = Age::kYoung, .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim("{now_ms-60000}"),
-       .reply = A({I(2), SIn("{now_ms}", "{t1_ms+1000}")})},
+       .reply = A({I(2), SIn("{now_ms-1000}", "{t1_ms+1000}")})},
       {.name = "restart guard, a run that cannot have started before the server: claimed",
        .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim("{now_ms+100000}"), .reply = A({I(1)}),
        .after = {our_claim()}},

@@ -160,7 +160,7 @@ std::vector<Row> inspect_rows() {
       {.name = "a turn", .given = {str(kKey, turn("B"), 2000)}, .keys = kLease,
        .reply = A({I(1), S(turn("B")), In(500, 2000), S(""), In(0, 1000000), S("")})},
       {.name = "young server: its uptime", .age = Age::kYoung, .keys = kLease,
-       .reply = A({I(0), S(""), I(-2), S(""), In(0, 1), S("")})},
+       .reply = A({I(0), S(""), I(-2), S(""), In(0, 2), S("")})},
       {.name = "INFO refused: uptime -1", .acl = {{"info"}}, .keys = kLease,
        .reply = A({I(0), S(""), I(-2), S(""), I(-1), S("")})},
       {.name = "the counter of another type: reported, not an error", .given = {hash(kFence, {{"f", "v"}})},

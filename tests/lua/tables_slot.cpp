@@ -74,7 +74,7 @@ std::vector<Row> slot_rows() {
        .after = {joined({{"A", Token()}})}},
       {.name = "restart guard, young server: no slot, ms left",
        .age = Age::kYoung,
-       .keys = kKeys, .argv = args("60000"), .reply = A({I(2), In(60000, 61000), I(1), Token(), I(1)}),
+       .keys = kKeys, .argv = args("60000"), .reply = A({I(2), kGuardLeft60s, I(1), Token(), I(1)}),
        .after = {joined({{"A", Token()}})}},
       {.name = "restart guard, young server, our turn: taken, the free slot's turn not given",
        .age = Age::kYoung, .given = {str(kSlot1, turn("A"), 2000), zset(kLine, {{"B", "100"}}, 30000)},
