@@ -1,0 +1,99 @@
+// once_per claims and the control message: kClaim, kFinishClaim, kReadClaims, kPublish
+// (lock/scripts.h). kClaim's rows are on their own (claim_rows) to be easy to change.
+
+#include "lock/scripts.h"
+#include "lua/tables.h"
+
+namespace redisgo::luatable {
+namespace {
+
+const std::vector<std::string> kClaimKeys{kKey, kClaim};
+
+/// kClaim's ARGV: holder, token, start (ms), claim ttl, earliest start of a run ("" no guard).
+std::vector<std::string> claim(std::string earliest = "") { return {"A", "500", "1000", "120000", earliest}; }
+
+Key claimed_by(const std::string& holder, std::string status = "") {
+  Key k = hash(kClaim, {{"holder", holder}, {"token", "5"}, {"start", "100"}}, 100000);
+  if (!status.empty()) k.fields.emplace_back("status", status);
+  return k;
+}
+Want our_claim() { return h(kClaim, {{"holder", S("A")}, {"token", S("500")}, {"start", S("1000")}}, ttl(120000)); }
+
+std::vector<Row> claim_rows() {
+  return {
+      {.name = "the lease not ours: {-1}", .given = {str(kKey, "B", 5000)}, .keys = kClaimKeys, .argv = claim(),
+       .reply = A({I(-1)})},
+      {.name = "the lease gone: {-1}", .keys = kClaimKeys, .argv = claim(), .reply = A({I(-1)})},
+      {.name = "ours, unclaimed: claimed", .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim(),
+       .reply = A({I(1)}), .after = {our_claim()}},
+      {.name = "ours, claimed by another: who and when", .given = {str(kKey, "A", 5000), claimed_by("B")},
+       .keys = kClaimKeys, .argv = claim(), .reply = A({I(0), S("B"), S("5"), S("100"), S("")})},
+      {.name = "ours, claimed and finished: with its status", .given = {str(kKey, "A", 5000), claimed_by("B", "0")},
+       .keys = kClaimKeys, .argv = claim(), .reply = A({I(0), S("B"), S("5"), S("100"), S("0")})},
+      {.name = "ours, a claim key of another type: counts as claimed", .given = {str(kKey, "A", 5000), str(kClaim, "x")},
+       .keys = kClaimKeys, .argv = claim(), .reply = A({I(0), S("(not a claim: string)"), S(""), S(""), S("")})},
+      {.name = "restart guard, young server: not claimed, the latest start the server can have",
+       .age = Age::kYoung, .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim("{now_ms-60000}"),
+       .reply = A({I(2), SIn("{now_ms-1000}", "{t1_ms+1000}")})},
+      {.name = "restart guard, a run that cannot have started before the server: claimed",
+       .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim("{now_ms+100000}"), .reply = A({I(1)}),
+       .after = {our_claim()}},
+      {.name = "restart guard, INFO refused: claimed", .age = Age::kYoung, .acl = {{"info"}},
+       .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim("{now_ms-60000}"), .reply = A({I(1)}),
+       .after = {our_claim()}},
+      {.name = "the lease key of another type: the script's WRONGTYPE", .given = {hash(kKey, {{"f", "v"}})},
+       .keys = kClaimKeys, .argv = claim(), .reply = Raised(kWrongType)},
+      {.name = "ACL: GET refused (the first command): the script's error", .acl = {{"get"}},
+       .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim(), .reply = Raised(kRefused)},
+      {.name = "ACL: HSET refused: the script's error, no claim", .acl = {{"hset"}}, .given = {str(kKey, "A", 5000)},
+       .keys = kClaimKeys, .argv = claim(), .reply = Raised(kRefused)},
+      {.name = "ACL: PEXPIRE refused after the HSET: the claim stays without expiry", .acl = {{"pexpire"}},
+       .given = {str(kKey, "A", 5000)}, .keys = kClaimKeys, .argv = claim(), .reply = Raised(kRefused),
+       .after = {h(kClaim, {{"holder", S("A")}, {"token", S("500")}, {"start", S("1000")}}, no_ttl())}},
+  };
+}
+
+std::vector<Row> finish_rows() {
+  const Want finished = h(kClaim, {{"holder", S("A")}, {"token", S("5")}, {"start", S("100")}, {"status", S("0")}},
+                          ttl(100000));
+  return {
+      {.name = "ours: the exit status recorded", .given = {claimed_by("A")}, .keys = {kClaim}, .argv = {"A", "0"},
+       .reply = I(1), .after = {finished}},
+      {.name = "ours, no status: the claim dropped", .given = {claimed_by("A")}, .keys = {kClaim}, .argv = {"A", ""},
+       .reply = I(1), .after = {gone(kClaim)}},
+      {.name = "another's: 0", .given = {claimed_by("B")}, .keys = {kClaim}, .argv = {"A", "0"}, .reply = I(0)},
+      {.name = "none: 0", .keys = {kClaim}, .argv = {"A", "0"}, .reply = I(0)},
+      {.name = "a claim key of another type: the script's WRONGTYPE", .given = {str(kClaim, "x")}, .keys = {kClaim},
+       .argv = {"A", "0"}, .reply = Raised(kWrongType)},
+      {.name = "ACL: HSET refused: the script's error", .acl = {{"hset"}}, .given = {claimed_by("A")},
+       .keys = {kClaim}, .argv = {"A", "0"}, .reply = Raised(kRefused)},
+  };
+}
+
+std::vector<Row> read_claims_rows() {
+  return {
+      {.name = "one claim, one none", .given = {claimed_by("A", "3")}, .keys = {kClaim, "k:claim:2"},
+       .reply = A({A({S("A"), S("5"), S("100"), S("3")}), A({S(""), S(""), S(""), S("")})})},
+      {.name = "a claim key of another type: the script's WRONGTYPE", .given = {list(kClaim)}, .keys = {kClaim},
+       .reply = Raised(kWrongType)},
+  };
+}
+
+std::vector<Row> publish_rows() {
+  return {
+      {.name = "two subscribers: 2", .listeners = {"k:control", "k:control"}, .argv = {"k:control", "handover"},
+       .reply = I(2), .heard = {{"k:control", {"handover"}}}},
+      {.name = "nobody: 0", .argv = {"k:control", "handover"}, .reply = I(0)},
+      {.name = "ACL: no channel: the script's error", .acl = {{}, false}, .listeners = {"k:control"},
+       .argv = {"k:control", "handover"}, .reply = Raised(kChannelRefused)},
+  };
+}
+
+}  // namespace
+
+Table claim_table() { return {"kClaim", lock::kClaimSource, claim_rows()}; }
+Table finish_claim_table() { return {"kFinishClaim", std::string(lock::kFinishClaim.source), finish_rows()}; }
+Table read_claims_table() { return {"kReadClaims", std::string(lock::kReadClaims.source), read_claims_rows()}; }
+Table publish_table() { return {"kPublish", std::string(lock::kPublish.source), publish_rows()}; }
+
+}  // namespace redisgo::luatable
