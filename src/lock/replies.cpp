@@ -2,6 +2,7 @@
 
 #include "lock/fencing.h"
 #include "redis/reply.h"
+#include "util/text.h"
 
 namespace redisgo::lock {
 namespace {
@@ -16,17 +17,6 @@ const redisReply* element(const redisReply* r, std::size_t i) {
 std::optional<std::string> text(const redisReply* e) {
   if (e && e->type == REDIS_REPLY_ERROR) return std::nullopt;
   return redis::as_string(e);
-}
-
-/// A holder id as shown in logs and `status`: ours are well under 300 bytes; a foreign
-/// value stored in the key (10 MB, say) is cut, with its size, so that one log line stays
-/// a line.
-std::string shown_holder(std::string h) {
-  constexpr std::size_t kShown = 256;
-  if (h.size() <= kShown) return h;
-  const std::size_t size = h.size();
-  h.resize(kShown);
-  return h + "... (" + std::to_string(size) + " bytes)";
 }
 
 /// The fair scripts' {position, ticket or "", line length} from element `at` on.
@@ -48,6 +38,14 @@ bool read_line(const redisReply* r, std::size_t at, AcquireReply& out) {
 }
 
 }  // namespace
+
+std::string shown_holder(std::string h) {
+  constexpr std::size_t kShown = 256;
+  if (h.size() <= kShown) return h;
+  const std::size_t size = h.size();
+  h.resize(kShown);
+  return h + "... (" + std::to_string(size) + " bytes)";
+}
 
 AcquireReply parse_acquire_reply(const redisReply* r) {
   AcquireReply out;
@@ -169,9 +167,9 @@ ClaimReply parse_claim_reply(const redisReply* r) {
     if (holder && token && start && status) {
       out.kind = ClaimReply::Kind::kTaken;
       out.holder = shown_holder(*holder);
-      out.token = *token;
-      out.start_ms = *start;
-      out.status = *status;
+      out.token = shown_text(*token);
+      out.start_ms = shown_text(*start);
+      out.status = shown_text(*status);
     }
   }
   return out;
@@ -189,9 +187,9 @@ std::optional<std::vector<ClaimReply>> parse_read_claims_reply(const redisReply*
     if (holder->empty()) continue;  // no claim
     out[i].kind = ClaimReply::Kind::kTaken;
     out[i].holder = shown_holder(*holder);
-    out[i].token = *token;
-    out[i].start_ms = *start;
-    out[i].status = *status;
+    out[i].token = shown_text(*token);
+    out[i].start_ms = shown_text(*start);
+    out[i].status = shown_text(*status);
   }
   return out;
 }

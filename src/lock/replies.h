@@ -12,6 +12,12 @@
 
 namespace redisgo::lock {
 
+/// A holder id as logs and `status` show it: ours are well under 300 bytes; a foreign value
+/// stored in a key (10 MB, say) is cut at 256 bytes, with its size, so that one log line stays
+/// a line. Not escaped: the id is still compared and its "\1turn:" or "\1pause:" head read
+/// (the log and printable() escape it where it is shown).
+std::string shown_holder(std::string holder);
+
 /// The acquire script: {1, "<token>"} (the slot script adds "<slot key>"; either adds
 /// "noinfo" after the slot key, "" for the plain script, when the restart guard could not
 /// apply), {0, "<holder>", pttl}, or {2, ms}: the key was free, but the restart guard

