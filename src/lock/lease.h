@@ -246,6 +246,17 @@ struct Release {
   long long unfair_listeners = 0;
   int line_broken = 0;  ///< nodes whose line is not a sorted set (released, nobody woken)
   std::string error;    ///< the first error a node answered (a refused right: the lease stays to its TTL)
+  /// Where another holder's lease stood in place of ours (a node where the lease had been
+  /// ours): it was lost while held (deleted, evicted or expired, or the node restarted empty)
+  /// and granted again, so two children may have run at once.
+  struct Taken {
+    std::string node;
+    std::string holder;  ///< as shown_holder() cuts it
+    std::string fence;   ///< the key's fence counter then: the other holder's token or a later one ("" = unread)
+  };
+  std::vector<Taken> taken;
+  /// A node where the key holds another type (something else wrote over it): "node: type".
+  std::string other_type;
 };
 
 /// One waiter in the line, as `status` shows it.

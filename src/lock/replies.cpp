@@ -37,6 +37,15 @@ bool read_line(const redisReply* r, std::size_t at, AcquireReply& out) {
   return true;
 }
 
+ReleaseReply released(bool published, long long unfair_listeners, bool line_broken) {
+  ReleaseReply out;
+  out.released = true;
+  out.published = published;
+  out.unfair_listeners = unfair_listeners;
+  out.line_broken = line_broken;
+  return out;
+}
+
 }  // namespace
 
 std::string shown_holder(std::string h) {
@@ -107,16 +116,28 @@ std::optional<bool> parse_flag_reply(const redisReply* r) {
 }
 
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
+  if (r && r->type == REDIS_REPLY_ARRAY && redis::as_integer(element(r, 0)) == 0) {
+    auto holder = text(element(r, 1));
+    auto fence = text(element(r, 2));
+    auto type = r->elements == 4 ? text(element(r, 3)) : std::optional<std::string>("");
+    if ((r->elements != 3 && r->elements != 4) || !holder || !fence || !type) return std::nullopt;
+    if (r->elements == 4 && (type->empty() || !holder->empty())) return std::nullopt;
+    ReleaseReply out;
+    out.holder = shown_holder(*holder);
+    out.fence = shown_text(*fence, 64);
+    out.other_type = shown_text(*type, 32);
+    return out;
+  }
   if (r && r->type == REDIS_REPLY_ARRAY) {
     auto flag = redis::as_integer(element(r, 0));
     auto unfair = redis::as_integer(element(r, 1));
     if (r->elements != 2 || !flag || !unfair || *unfair < 0 || *flag < 1 || *flag > 3) return std::nullopt;
-    return ReleaseReply{true, *flag != 2, *unfair, *flag == 3};
+    return released(*flag != 2, *unfair, *flag == 3);
   }
   auto v = redis::as_integer(r);
-  if (v == 0) return ReleaseReply{false, false};
-  if (v == 1) return ReleaseReply{true, true};
-  if (v == 2) return ReleaseReply{true, false};
+  if (v == 0) return ReleaseReply{};
+  if (v == 1) return released(true, 0, false);
+  if (v == 2) return released(false, 0, false);
   return std::nullopt;
 }
 

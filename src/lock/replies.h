@@ -51,12 +51,18 @@ AcquireReply parse_acquire_reply(const redisReply* r);
 std::optional<bool> parse_flag_reply(const redisReply* r);
 
 /// The release script: 1 released, 2 released but its PUBLISH refused, 0 not ours. The fair
-/// release answers {1 or 2, waiters outside the line that heard the release}.
+/// release answers {1 or 2, waiters outside the line that heard the release}, and when the
+/// key is not ours but there, {0, its value, the fence counter} or {0, "", "", its type}.
 struct ReleaseReply {
   bool released = false;
   bool published = false;
   long long unfair_listeners = 0;
   bool line_broken = false;  ///< 3: the line is not a sorted set; the key was only deleted
+  /// Not released: the value the key holds instead of ours ("" = gone), as shown_holder() cuts
+  /// it, and the fence counter then (shown, "" = none).
+  std::string holder;
+  std::string fence;
+  std::string other_type;  ///< not released: the key holds this type, not a lease ("" = a string or gone)
 };
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
 

@@ -747,24 +747,34 @@ return undoing(main, 3, #KEYS - 1, ARGV[1])
 )lua";
 inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 
-/// Release with the waiting line. KEYS: lease (or slot) key, line. ARGV: holder, turn
-/// window in ms, release channel. Compare-and-release: the freed key goes to the first
+/// Release with the waiting line. KEYS: lease (or slot) key, line, fence counter. ARGV: holder,
+/// turn window in ms, release channel. Compare-and-release: the freed key goes to the first
 /// waiter that listens as its turn (kLineFunctions wake), else it is deleted and the release
 /// channel published, for waiters that do not use the line (fair = false, or an older
 /// version): {1 (2: a PUBLISH was refused, ACL; 3: the line is not a sorted set, so the key
-/// was only deleted), how many such waiters heard it}. Not ours: 0. A key handed to the line's
-/// head as its turn publishes nothing there: no waiter outside the line could take it, and the
-/// herd's budget counts that PUBLISH (issue 19); they come at their own timers.
+/// was only deleted), how many such waiters heard it}. A key handed to the line's head as its
+/// turn publishes nothing there: no waiter outside the line could take it, and the herd's
+/// budget counts that PUBLISH (issue 19); they come at their own timers.
+/// Not ours, nothing changed: 0 when the key is gone; {0, what it holds, the fence counter or
+/// ""} when it holds another value (another holder's lease: ours was lost while held and
+/// taken, so two children may have run at once; or a waiter's turn), read here, in the
+/// same instant, so that the caller can name who; {0, "", "", type} when it holds a key of
+/// another type (something else wrote over it).
 inline const std::string kReleaseFairSource = kLineFunctions + R"lua(
 local held = redis.pcall('GET', KEYS[1])
 if type(held) == 'table' and held.err and string.find(held.err, 'WRONGTYPE', 1, true) then
-  return 0  -- a key of another type (something else wrote over it): not ours, left alone
+  local t = redis.pcall('TYPE', KEYS[1])
+  return {0, '', '', type(t) == 'table' and t.ok or 'other'}  -- left alone
 end
 if type(held) == 'table' and held.err then
   return held
 end
-if held ~= ARGV[1] then
+if not held then
   return 0
+end
+if held ~= ARGV[1] then
+  local fence = redis.pcall('GET', KEYS[3])
+  return {0, held, type(fence) == 'string' and fence or ''}
 end
 -- A line that is not a sorted set (set by hand) must not keep the lease: released plainly.
 local ok, kind = pcall(wake, KEYS[2], KEYS[1], ARGV[2], '')

@@ -76,7 +76,7 @@ constexpr long long kNoDeadline = std::numeric_limits<long long>::min();
 // The label values the daemon is documented to use start at 0, so rate() and increase()
 // see a series from the first scrape instead of missing the first event.
 constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
-constexpr const char* kLossCauses[] = {"deadline", "lost"};
+constexpr const char* kLossCauses[] = {"deadline", "lost", "taken"};
 constexpr const char* kBlockedCauses[] = {"credentials", "error", "tls", "unreachable"};
 constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "renewal_refused", "restart_limit"};
 /// redisgo_task_state's label values, in the order of State.

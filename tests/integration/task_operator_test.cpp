@@ -32,6 +32,54 @@ using namespace redisgo::testing;
 
 namespace {
 
+/// GET /metrics from 127.0.0.1:`port` (Connection: close); "" if it failed. Bounded.
+std::string scrape(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string raw;
+  const std::string req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    char buf[16384];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      raw.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  const auto body = raw.find("\r\n\r\n");
+  return body == std::string::npos ? "" : raw.substr(body + 4);
+}
+
+/// The value of `name{key="K",label}` in an exposition; nullopt when absent.
+std::optional<double> sample(const std::string& text, const std::string& name, const std::string& key,
+                             const std::string& label = "") {
+  const std::string head = name + "{key=\"" + key + "\"" + (label.empty() ? "" : "," + label) + "} ";
+  for (const auto& line : split_lines(text)) {
+    if (line.rfind(head, 0) == 0) return std::stod(line.substr(head.size()));
+  }
+  return std::nullopt;
+}
+
+/// A free loopback port for [metrics] listen.
+int metrics_port() { return free_port(); }
+
+/// Lines of `text` containing `needle`.
+std::size_t lines_with(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (const auto& l : split_lines(text)) n += l.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
 /// The longest line of `text`.
 std::size_t longest_line(const std::string& text) {
   std::size_t most = 0;
@@ -80,6 +128,82 @@ class TaskOperator : public ::testing::Test {
   TempDir dir_;
   int configs_ = 0;
 };
+
+// Item 6b: the key deleted or lost while the child ran and taken by another host; the child
+// ended before a renewal could notice. The release found another holder and said so at warn
+// only ("the lease had already expired or was taken"). Now: error, naming the holder and its
+// token, and the child's own exit status (it ran to its end).
+TEST_F(TaskOperator, AReleaseThatFindsAnotherHoldersLeaseIsAnErrorAndKeepsTheChildsStatus) {
+  const auto cfg = config(slow_renewals());
+  TaskProcess host(dir_.path(), "host", {"task", "--config", cfg, "--", "/bin/sh", "-c", waiting_child(3)});
+  ASSERT_TRUE(started(10s)) << host.err();
+  const std::string token = another_holder_takes_the_key("intruder:4242:0123456789abcdef");
+  go();
+  EXPECT_EQ(host.wait_for(10s), 3) << host.err();
+  const std::string err = host.err();
+  EXPECT_EQ(lines_with(err, " error "), 1u) << err;
+  EXPECT_EQ(lines_with(err, "at release the lease was another holder's"), 1u) << err;
+  EXPECT_NE(err.find("holder intruder:4242:0123456789abcdef (the key's fence counter is at token " + token + ")"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("two children may have run at once"), std::string::npos) << err;
+  EXPECT_EQ(err.find("release deleted nothing"), std::string::npos) << err;
+  EXPECT_EQ(redis_.cli({"GET", test_key()}), "intruder:4242:0123456789abcdef") << "another's lease is left alone";
+}
+
+// Redlock: the nodes answer the release differently (ours deleted on one, another holder's
+// lease on the others). One node with another holder, of those that were ours, is enough.
+TEST_F(TaskOperator, AReleaseThatFindsAnotherHolderOnSomeRedlockNodesIsAnError) {
+  RedisServer b, c;
+  auto spec = slow_renewals();
+  spec.nodes = "nodes = [\"" + redis_.address() + "\", \"" + b.address() + "\", \"" + c.address() + "\"]";
+  const auto cfg = config(spec);
+  TaskProcess host(dir_.path(), "host", {"task", "--config", cfg, "--", "/bin/sh", "-c", waiting_child(4)});
+  ASSERT_TRUE(started(10s)) << host.err();
+  // Two of the three: at least one of them had granted with the quorum.
+  for (const RedisServer* s : {&redis_, &b}) s->cli({"SET", test_key(), "intruder:7:00", "PX", "60000"});
+  go();
+  EXPECT_EQ(host.wait_for(10s), 4) << host.err();
+  EXPECT_EQ(lines_with(host.err(), "at release the lease was another holder's"), 1u) << host.err();
+  EXPECT_NE(host.err().find(": holder intruder:7:00"), std::string::npos) << host.err();
+  EXPECT_EQ(redis_.cli({"GET", test_key()}), "intruder:7:00");
+  EXPECT_EQ(b.cli({"GET", test_key()}), "intruder:7:00");
+}
+
+// A key merely gone at the release takes nothing from anybody: still a warning.
+TEST_F(TaskOperator, AReleaseThatFindsTheKeyGoneStaysAWarning) {
+  const auto cfg = config(slow_renewals());
+  TaskProcess host(dir_.path(), "host", {"task", "--config", cfg, "--", "/bin/sh", "-c", waiting_child(0)});
+  ASSERT_TRUE(started(10s)) << host.err();
+  redis_.cli({"DEL", test_key()});
+  go();
+  EXPECT_EQ(host.wait_for(10s), 0) << host.err();
+  EXPECT_EQ(lines_with(host.err(), " error "), 0u) << host.err();
+  EXPECT_EQ(lines_with(host.err(), "release deleted nothing for key=" + test_key() + ": the lease was already gone"), 1u)
+      << host.err();
+}
+
+// The same over HTTP, in a supervise leader that lives on: the loss counts under its own cause.
+TEST_F(TaskOperator, AReleaseThatFindsAnotherHoldersLeaseCountsALeaseLossTaken) {
+  const int port = metrics_port();
+  auto spec = slow_renewals("supervise");
+  spec.extra_task = "restart = \"never\"\nrestart_delay = \"100ms\"\n";
+  const auto cfg = config(spec, "\n[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n");
+  TaskProcess leader(dir_.path(), "leader", {"task", "--config", cfg, "--", "/bin/sh", "-c", waiting_child(0)});
+  ASSERT_TRUE(started(10s)) << leader.err();
+  EXPECT_EQ(sample(scrape(port), "redisgo_task_lease_losses_total", test_key(), "cause=\"taken\""), 0.0);
+  another_holder_takes_the_key("intruder:1:00");
+  go();
+  ASSERT_TRUE(leader.wait_for_log("at release the lease was another holder's", 10s)) << leader.err();
+  EXPECT_TRUE(wait_until(
+      [&] { return sample(scrape(port), "redisgo_task_lease_losses_total", test_key(), "cause=\"taken\"") == 1.0; }, 5s,
+      50ms))
+      << scrape(port);
+  const auto text = scrape(port);
+  EXPECT_EQ(sample(text, "redisgo_task_lease_losses_total", test_key(), "cause=\"lost\""), 0.0) << text;
+  leader.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
+}
 
 // Item 8: a 100 KB error reply (a proxy, a module in front of Redis) made log lines of 100 KB,
 // four per attempt. A fake server answers every command so: every line stays short, and says

@@ -146,6 +146,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# TYPE redisgo_task_lease_losses_total counter\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"deadline\"} 0\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"lost\"} 0\n"
+      "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"taken\"} 0\n"
       "# HELP redisgo_task_child_starts_total Child processes started.\n"
       "# TYPE redisgo_task_child_starts_total counter\n"
       "redisgo_task_child_starts_total{key=\"jobs:nightly\"} 0\n"
