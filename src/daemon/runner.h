@@ -188,6 +188,7 @@ class Runner {
   bool paused_said_ = false;                ///< the key's pause was logged
   std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
   std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
+  std::set<std::string> other_type_said_;   ///< "node key" of slots of another type, logged
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
   log::CauseLog subscribe_log_;
   metrics::Metrics metrics_;

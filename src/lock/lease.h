@@ -214,6 +214,14 @@ struct Acquisition {
   /// Nodes where we had a ticket but were no longer in line (we lost our turn, or a release
   /// found us not listening): this attempt joined there again at the tail.
   bool rejoined = false;
+  /// A semaphore's slot keys found holding another type (a hash written over one): skipped,
+  /// so the other slots serve on, until someone deletes them.
+  struct OtherType {
+    std::string node;
+    std::string key;
+    std::string type;
+  };
+  std::vector<OtherType> other_type_slots;
 };
 
 /// Outcome of one renewal round.

@@ -37,26 +37,8 @@ bool read_line(const redisReply* r, std::size_t at, AcquireReply& out) {
   return true;
 }
 
-ReleaseReply released(bool published, long long unfair_listeners, bool line_broken) {
-  ReleaseReply out;
-  out.released = true;
-  out.published = published;
-  out.unfair_listeners = unfair_listeners;
-  out.line_broken = line_broken;
-  return out;
-}
-
-}  // namespace
-
-std::string shown_holder(std::string h) {
-  constexpr std::size_t kShown = 256;
-  if (h.size() <= kShown) return h;
-  const std::size_t size = h.size();
-  h.resize(kShown);
-  return h + "... (" + std::to_string(size) + " bytes)";
-}
-
-AcquireReply parse_acquire_reply(const redisReply* r) {
+/// parse_acquire_reply() without the semaphore's list of slots of another type.
+AcquireReply parse_acquire_body(const redisReply* r) {
   AcquireReply out;
   if (!r || r->type != REDIS_REPLY_ARRAY) {
     out.why = std::string("expected an array, got ") + redis::type_name(r);
@@ -105,6 +87,49 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
     return out;
   }
   out.why = "neither granted nor busy";
+  return out;
+}
+
+ReleaseReply released(bool published, long long unfair_listeners, bool line_broken) {
+  ReleaseReply out;
+  out.released = true;
+  out.published = published;
+  out.unfair_listeners = unfair_listeners;
+  out.line_broken = line_broken;
+  return out;
+}
+
+}  // namespace
+
+std::string shown_holder(std::string h) {
+  constexpr std::size_t kShown = 256;
+  if (h.size() <= kShown) return h;
+  const std::size_t size = h.size();
+  h.resize(kShown);
+  return h + "... (" + std::to_string(size) + " bytes)";
+}
+
+AcquireReply parse_acquire_reply(const redisReply* r) {
+  const redisReply* last = r && r->type == REDIS_REPLY_ARRAY && r->elements > 1 ? element(r, r->elements - 1) : nullptr;
+  if (!last || last->type != REDIS_REPLY_ARRAY) return parse_acquire_body(r);
+  // The semaphore's slots of another type, {key, type, ...}, after the reply proper: read
+  // apart, and the rest parsed as a reply of one element fewer (the same elements).
+  std::vector<std::pair<std::string, std::string>> bad;
+  for (std::size_t i = 0; i + 1 < last->elements; i += 2) {
+    auto key = text(last->element[i]);
+    auto type = text(last->element[i + 1]);
+    if (!key || !type || key->empty()) break;
+    bad.emplace_back(*key, shown_text(*type, 32));
+  }
+  if (bad.empty() || bad.size() * 2 != last->elements) {
+    AcquireReply invalid;
+    invalid.why = "slots of another type in a list that does not read";
+    return invalid;
+  }
+  redisReply rest = *r;
+  --rest.elements;
+  AcquireReply out = parse_acquire_body(&rest);
+  out.other_type_slots = std::move(bad);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redisgo::lock {
@@ -43,6 +44,9 @@ struct AcquireReply {
   std::int64_t position = 0;
   std::uint64_t ticket = 0;
   std::int64_t line_length = 0;
+  /// The semaphore's script, after any of the above: slot keys it found holding another type
+  /// (a hash written over one), skipped: {key, type}.
+  std::vector<std::pair<std::string, std::string>> other_type_slots;
 };
 AcquireReply parse_acquire_reply(const redisReply* r);
 

@@ -626,18 +626,30 @@ inline const Script kAcquireFair{kAcquireFairSource};
 /// frees first (or the woken head's turn), its pttl, position, ticket, length}. Costs: the slots
 /// are read in one MGET, the fence only where a slot is to be granted, the slots' PTTLs only on
 /// a miss (a taken turn reads none): issue 19's commands per job.
+/// A slot key of another type (a hash written over it) is no lease: it is skipped, neither
+/// granted nor fatal, so that the other slots keep serving (capacity limit - 1), and named:
+/// a reply of this attempt then ends with one more element, {key, its type, ...} of the slots
+/// found so (only those the attempt tried to take: a free slot's SET NX is what tells).
 inline const std::string kAcquireSlotFairSource = kFenceFunctions + kLineFunctions + R"lua(
+local bad = {}
 local function main()
   local me = ARGV[1]
   local last = #KEYS - 1
   -- Every slot in one MGET (they share the key's hash slot); a user refused MGET (an older ACL
-  -- recipe) reads them one by one. MGET answers nil for a key of another type, where GET would
-  -- fail: the SET NX below then fails, and that is refused as GET's error was.
+  -- recipe) reads them one by one. MGET answers nil for a key of another type, where GET
+  -- fails: either way such a slot looks free, and the SET NX below tells it apart.
   local got = redis.pcall('MGET', unpack(KEYS, 3, last))
   if type(got) ~= 'table' or got.err then
     got = {}
     for i = 3, last do
-      got[i - 2] = redis.call('GET', KEYS[i])
+      local v = redis.pcall('GET', KEYS[i])
+      if type(v) == 'table' then
+        if refusal(v) then
+          return redis.error_reply(v.err)
+        end
+        v = false
+      end
+      got[i - 2] = v
     end
   end
   local mine = nil
@@ -684,18 +696,20 @@ local function main()
   end
   if not slot and free then
     -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
-    -- A SET NX that fails found a key of another type (MGET's nil): the next free one is tried,
-    -- and with none left the attempt is an error that names the key.
+    -- A SET NX that fails found a key of another type (MGET's nil): named (bad), and the next
+    -- free one is tried; with none left this is a miss, as if that slot were held.
     free = nil
     for j, k in ipairs(frees) do
       if redis.call('SET', k, me, 'NX', 'PX', ARGV[2]) then
         free, other = k, frees[j + 1]
         break
       end
+      local t = redis.pcall('TYPE', k)
+      bad[#bad + 1] = k
+      bad[#bad + 1] = type(t) == 'table' and t.ok or 'unknown type'
     end
     if not free then
-      return redis.error_reply('slot key ' .. frees[1] .. ' holds a ' .. redis.call('TYPE', frees[1]).ok ..
-                               ', not a lease: delete it')
+      return miss()
     end
     left = guard_left(tonumber(ARGV[4]) or 0)
     if left > 0 then
@@ -743,7 +757,11 @@ local function main()
   end
   return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot}
 end
-return undoing(main, 3, #KEYS - 1, ARGV[1])
+local reply = undoing(main, 3, #KEYS - 1, ARGV[1])
+if #bad > 0 and type(reply) == 'table' and not reply.err then
+  reply[#reply + 1] = bad
+end
+return reply
 )lua";
 inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 

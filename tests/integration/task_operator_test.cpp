@@ -205,6 +205,46 @@ TEST_F(TaskOperator, AReleaseThatFindsAnotherHoldersLeaseCountsALeaseLossTaken) 
   EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
 }
 
+// Item 7: with limit = 3, a hash written over {K}:slot:2 made every acquisition an error
+// ("no host with this config can run the job"). Now the slot is skipped: two run, a third
+// waits in line as for a held slot and takes the first slot freed; the bad key is named once.
+TEST_F(TaskOperator, ASlotKeyOfAnotherTypeCostsOneSlotAndIsNamedOnce) {
+  const std::string bad = "{" + test_key() + "}:slot:2";
+  redis_.cli({"HSET", bad, "field", "value"});
+  auto spec = slow_renewals();
+  spec.expire = "2s";
+  spec.cron = "500ms";
+  spec.extra_task = "limit = 3\n";
+  const auto cfg = config(spec);
+  const std::string runs = path("runs");
+  auto job = [&](const std::string& name, const std::string& then) {
+    return "echo " + name + " >> " + runs + "; " + then;
+  };
+  TaskProcess a(dir_.path(), "a", {"task", "--config", cfg, "--", "/bin/sh", "-c", job("a", "sleep 30")});
+  TaskProcess b(dir_.path(), "b", {"task", "--config", cfg, "--", "/bin/sh", "-c", job("b", "sleep 30")});
+  ASSERT_TRUE(wait_until([&] { return split_lines(read_file(runs)).size() == 2; }, 10s)) << a.err() << b.err();
+  TaskProcess c(dir_.path(), "c", {"task", "--config", cfg, "--", "/bin/sh", "-c", job("c", "true")});
+  // c waits in the line (not an error), and says what to delete, once.
+  ASSERT_TRUE(wait_until([&] { return redis_.cli({"ZCARD", "{" + test_key() + "}:line"}) == "1"; }, 10s, 20ms))
+      << c.err();
+  ASSERT_TRUE(c.wait_for_log("slot key " + bad + " holds a hash", 10s)) << c.err();
+  std::this_thread::sleep_for(1500ms);  // attempts go on: still said once
+  EXPECT_EQ(lines_with(c.err(), "slot key " + bad + " holds a hash"), 1u) << c.err();
+  EXPECT_NE(c.err().find("(redis-cli DEL " + bad + ")"), std::string::npos) << c.err();
+  EXPECT_EQ(c.err().find("no host with this config can run the job"), std::string::npos) << c.err();
+  EXPECT_TRUE(c.running()) << c.err();
+  // `status` says why that slot is unknown.
+  const auto st = run_task_binary({"status", "--config", cfg}, 20s);
+  EXPECT_NE(st.out.find("slot 2: unknown ("), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find(bad + " holds a hash"), std::string::npos) << st.out;
+  a.signal(SIGTERM);
+  EXPECT_EQ(c.wait_for(10s), 0) << c.err();
+  EXPECT_EQ(redis_.cli({"TYPE", bad}), "hash") << "left alone";
+  b.signal(SIGTERM);
+  EXPECT_TRUE(a.wait_for(10s).has_value());
+  EXPECT_TRUE(b.wait_for(10s).has_value());
+}
+
 // Item 8: a 100 KB error reply (a proxy, a module in front of Redis) made log lines of 100 KB,
 // four per attempt. A fake server answers every command so: every line stays short, and says
 // how much was cut.

@@ -227,6 +227,33 @@ TEST(Replies, AReleaseNotOursSaysWhatTheKeyHolds) {
   EXPECT_NE(r->holder.find("(100000 bytes)"), std::string::npos);
 }
 
+TEST(Replies, TheSemaphoreNamesSlotsOfAnotherTypeAfterItsReply) {
+  using redisgo::lock::AcquireReply;
+  // Busy (in line), with one slot of another type skipped.
+  auto g = redisgo::lock::parse_acquire_reply(
+      reply_of("*7\r\n:0\r\n$1\r\nh\r\n:900\r\n:1\r\n$2\r\n17\r\n:1\r\n*2\r\n$10\r\n{k}:slot:2\r\n$4\r\nhash\r\n")
+          .get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kBusy) << g.why;
+  EXPECT_EQ(g.holder, "h");
+  EXPECT_EQ(g.position, 1);
+  ASSERT_EQ(g.other_type_slots.size(), 1u);
+  EXPECT_EQ(g.other_type_slots[0].first, "{k}:slot:2");
+  EXPECT_EQ(g.other_type_slots[0].second, "hash");
+  // Granted on another slot, with it.
+  g = redisgo::lock::parse_acquire_reply(
+      reply_of("*4\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:1\r\n*2\r\n$10\r\n{k}:slot:2\r\n$4\r\nlist\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted) << g.why;
+  EXPECT_EQ(g.slot_key, "{k}:slot:1");
+  ASSERT_EQ(g.other_type_slots.size(), 1u);
+  // A list that does not read (odd, empty, not strings) is not understood.
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*1\r\n$1\r\nk\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*0\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*2\r\n:1\r\n:2\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+}
+
 TEST(RestartGuard, CountsOneSecondLessThanRedisSays) {
   using redisgo::lock::restart_guard_left;
   // Redis's uptime_in_seconds is whole seconds of a cached clock: "1" may mean 0.1 s.
