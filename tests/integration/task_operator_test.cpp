@@ -307,4 +307,25 @@ TEST_F(TaskOperator, HundredKilobyteValuesInRedisAreShownCut) {
   }
 }
 
+// Item 9: a textfile the daemon can no longer write (its directory gone) is shown over HTTP.
+TEST_F(TaskOperator, ATextfileThatCannotBeWrittenIsCountedOverHttp) {
+  const int port = metrics_port();
+  const std::string dir = path("prom");
+  std::filesystem::create_directory(dir);
+  auto spec = slow_renewals("supervise");
+  const auto cfg = config(spec, "\n[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\ntextfile = \"" + dir +
+                                    "/rt.prom\"\n");
+  TaskProcess leader(dir_.path(), "leader", {"task", "--config", cfg, "--", "sleep", "30"});
+  ASSERT_TRUE(leader.wait_for_log("child started", 10s)) << leader.err();
+  EXPECT_EQ(sample(scrape(port), "redisgo_task_textfile_write_errors_total", test_key()), 0.0) << scrape(port);
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(wait_until(
+      [&] { return sample(scrape(port), "redisgo_task_textfile_write_errors_total", test_key()).value_or(0) >= 1; },
+      20s, 200ms))
+      << scrape(port) << leader.err();
+  EXPECT_TRUE(leader.wait_for_log("cannot write " + dir + "/rt.prom", 5s)) << leader.err();
+  leader.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
+}
+
 }  // namespace
