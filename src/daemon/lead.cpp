@@ -291,6 +291,7 @@ void Runner::service_control(Leading& l, const std::vector<pollfd>& fds, std::si
     }
     for (const auto& message : c->take_payloads()) {
       if (message == opts_.holder || message == "any") drive(l, leader::HandoverAsked{});
+      if (message == lock::kPauseStopPrefix + opts_.holder) drive(l, leader::HandoverAsked{true});
     }
   }
 }
@@ -319,7 +320,7 @@ std::optional<int> Runner::end_lease(Leading& l) {
   if (outcome.kind == AfterExit::Kind::kExit) return outcome.exit_code;
   if (!outcome.step_down.empty()) {
     metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
-    return hold_after_step_down(outcome.step_down, outcome.cause == "handover");
+    return hold_after_step_down(outcome.step_down, outcome.cause == "handover" || outcome.cause == "pause");
   }
   say_status("standby");
   log_->info("contending again in {}", format_duration(outcome.delay));

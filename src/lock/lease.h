@@ -70,6 +70,9 @@ struct PauseRecord {
 };
 /// The pause a busy reply's holder stands for, or nullopt for a real holder.
 std::optional<PauseRecord> pause_of(const std::string& value);
+/// The control channel's message of `pause --stop`: this prefix and the holder asked to stop
+/// (a `handover` sends the bare holder id, or "any").
+inline const std::string kPauseStopPrefix = "pause ";
 /// "paused by alice@ops1 until 2026-11-27T16:30:00Z: schema migration".
 std::string describe_pause(const PauseRecord& pause);
 /// How a lease key's value reads in logs and `status`: the holder, "<holder> (its turn:

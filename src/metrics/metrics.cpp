@@ -78,7 +78,7 @@ constexpr long long kNoDeadline = std::numeric_limits<long long>::min();
 constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
 constexpr const char* kLossCauses[] = {"deadline", "lost", "taken"};
 constexpr const char* kBlockedCauses[] = {"credentials", "error", "tls", "unreachable"};
-constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "renewal_refused", "restart_limit"};
+constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "pause", "renewal_refused", "restart_limit"};
 /// redisgo_task_state's label values, in the order of State.
 constexpr std::array<const char*, kStateCount> kStateNames{
     "standby",  "in_line",     "restart_guard",       "paused",     "leader",

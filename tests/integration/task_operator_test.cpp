@@ -328,4 +328,28 @@ TEST_F(TaskOperator, ATextfileThatCannotBeWrittenIsCountedOverHttp) {
   EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
 }
 
+// Item 9: `pause --stop` was logged as "handover requested" and counted as a handover.
+TEST_F(TaskOperator, PauseStopIsSaidAndCountedAsAPause) {
+  const int port = metrics_port();
+  auto spec = slow_renewals("supervise");
+  spec.expire = "2s";
+  spec.cron = "400ms";
+  spec.kill_grace = "300ms";
+  spec.extra_task = "step_down_hold = \"1s\"\n";
+  const auto cfg = config(spec, "\n[metrics]\nlisten = \"127.0.0.1:" + std::to_string(port) + "\"\n");
+  TaskProcess leader(dir_.path(), "leader", {"task", "--config", cfg, "--", "sleep", "30"});
+  ASSERT_TRUE(leader.wait_for_log("child started", 10s)) << leader.err();
+  auto p = run_task_binary({"pause", "--config", cfg, "--for", "30s", "--stop"}, 20s);
+  EXPECT_EQ(p.code, 0) << p.out << p.err;
+  ASSERT_TRUE(leader.wait_for_log("stepped down", 10s)) << leader.err();
+  EXPECT_NE(leader.err().find("stop requested by `pause --stop`"), std::string::npos) << leader.err();
+  EXPECT_EQ(leader.err().find("handover requested"), std::string::npos) << leader.err();
+  const auto text = scrape(port);
+  EXPECT_EQ(sample(text, "redisgo_task_step_downs_total", test_key(), "cause=\"pause\""), 1.0) << text;
+  EXPECT_EQ(sample(text, "redisgo_task_step_downs_total", test_key(), "cause=\"handover\""), 0.0) << text;
+  leader.signal(SIGTERM);
+  EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
+  run_task_binary({"resume", "--config", cfg}, 20s);
+}
+
 }  // namespace

@@ -165,6 +165,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"handover\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"health\"} 0\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"pause\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"renewal_refused\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"restart_limit\"} 0\n"
       "# HELP redisgo_task_textfile_write_errors_total Writes of the metrics textfile that failed (it then keeps what the last good write said).\n"
