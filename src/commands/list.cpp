@@ -143,6 +143,13 @@ std::vector<Row> merge(const std::vector<NodeScan>& scans, int quorum) {
 }
 
 void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans, std::ostream& out) {
+  // The nodes that could not be scanned first (a user without +scan: NOPERM), and "no keys
+  // found" only where every node was scanned: said before a refusal, it read as the answer.
+  int scanned = 0;
+  for (const auto& s : scans) {
+    if (!s.reachable) out << "node " << log::printable(s.node) << ": not scanned: " << log::printable(s.error) << "\n";
+    scanned += s.reachable ? 1 : 0;
+  }
   for (const auto& r : rows) {
     out << log::printable(r.key) << ": ";
     if (r.state == "held") {
@@ -176,9 +183,11 @@ void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans
           << ms_utc(r.paused_until_ms) << (r.pause_reason.empty() ? "" : ": " + log::printable(r.pause_reason)) << "\n";
     }
   }
-  if (rows.empty()) out << "no keys found\n";
+  if (rows.empty() && scanned == static_cast<int>(scans.size())) out << "no keys found\n";
+  if (rows.empty() && scanned > 0 && scanned < static_cast<int>(scans.size())) {
+    out << "no keys found on the " << scanned << " node(s) scanned\n";
+  }
   for (const auto& s : scans) {
-    if (!s.reachable) out << "node " << log::printable(s.node) << ": not scanned: " << log::printable(s.error) << "\n";
     if (s.truncated) out << "node " << log::printable(s.node) << ": stopped at the scan's bound; narrow it with --pattern\n";
   }
 }
