@@ -87,6 +87,17 @@ std::size_t longest_line(const std::string& text) {
   return most;
 }
 
+/// `id` is `prefix`:<pid>:<32 hex digits>.
+bool holder_of_shape(const std::string& id, const std::string& prefix) {
+  if (id.rfind(prefix + ":", 0) != 0) return false;
+  const std::string rest = id.substr(prefix.size() + 1);
+  const auto colon = rest.find(':');
+  if (colon == 0 || colon == std::string::npos) return false;
+  const std::string pid = rest.substr(0, colon), random = rest.substr(colon + 1);
+  return std::all_of(pid.begin(), pid.end(), [](unsigned char c) { return std::isdigit(c); }) && random.size() == 32 &&
+         std::all_of(random.begin(), random.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
 class TaskOperator : public ::testing::Test {
  protected:
   /// A config for this test's Redis: a 5 s lease renewed every 2 s, so that a child of a few
@@ -350,6 +361,45 @@ TEST_F(TaskOperator, PauseStopIsSaidAndCountedAsAPause) {
   leader.signal(SIGTERM);
   EXPECT_EQ(leader.wait_for(10s), 0) << leader.err();
   run_task_binary({"resume", "--config", cfg}, 20s);
+}
+
+// Item 9: hosts that share a host name (containers, clones) and one file set the holder id's
+// prefix apart: --holder-prefix over REDISGO_TASK_HOLDER_PREFIX over [redis] value.
+TEST_F(TaskOperator, TheHolderPrefixComesFromTheCommandLineThenTheEnvironmentThenTheFile) {
+  ConfigSpec spec = slow_renewals();
+  spec.extra_redis = "value = \"from-file\"\n";
+  const auto cfg = config(spec);
+  const std::string job = "echo $REDISGO_TASK_HOLDER";
+  auto holder = [&](const std::vector<std::string>& more, const std::map<std::string, std::string>& env) {
+    std::vector<std::string> args{"task", "--config", cfg};
+    args.insert(args.end(), more.begin(), more.end());
+    args.insert(args.end(), {"--", "/bin/sh", "-c", job});
+    auto r = run_task_binary(args, 20s, env);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto lines = split_lines(r.out);
+    return lines.empty() ? std::string() : lines.front();
+  };
+  const auto file = holder({}, {});
+  EXPECT_TRUE(holder_of_shape(file, "from-file")) << file;
+  const auto env = holder({}, {{"REDISGO_TASK_HOLDER_PREFIX", "from-env"}});
+  EXPECT_TRUE(holder_of_shape(env, "from-env")) << env;
+  const auto both = holder({"--holder-prefix", "from-flag"}, {{"REDISGO_TASK_HOLDER_PREFIX", "from-env"}});
+  EXPECT_TRUE(holder_of_shape(both, "from-flag")) << both;
+  // Checked as value is: empty is a configuration error.
+  auto empty_env = run_task_binary({"task", "--config", cfg, "--", "true"}, 20s, {{"REDISGO_TASK_HOLDER_PREFIX", ""}});
+  EXPECT_EQ(empty_env.code, 78) << empty_env.err;
+  EXPECT_NE(empty_env.err.find("REDISGO_TASK_HOLDER_PREFIX"), std::string::npos) << empty_env.err;
+  auto empty_flag = run_task_binary({"task", "--config", cfg, "--holder-prefix", "", "--", "true"}, 20s);
+  EXPECT_EQ(empty_flag.code, 78) << empty_flag.err;
+  // validate shows the effective value; status tells "this host" by the same prefix.
+  auto v = run_task_binary({"validate", "--config", cfg}, 20s, {{"REDISGO_TASK_HOLDER_PREFIX", "from-env"}});
+  EXPECT_NE(v.out.find("value = \"from-env\""), std::string::npos) << v.out;
+  redis_.cli({"SET", test_key(), "from-env:1:00", "PX", "60000"});
+  auto mine = run_task_binary({"status", "--config", cfg}, 20s, {{"REDISGO_TASK_HOLDER_PREFIX", "from-env"}});
+  EXPECT_NE(mine.out.find("(this host)"), std::string::npos) << mine.out;
+  auto theirs = run_task_binary({"status", "--config", cfg, "--holder-prefix", "elsewhere"}, 20s,
+                                {{"REDISGO_TASK_HOLDER_PREFIX", "from-env"}});
+  EXPECT_EQ(theirs.out.find("(this host)"), std::string::npos) << theirs.out;
 }
 
 }  // namespace
