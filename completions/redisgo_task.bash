@@ -20,8 +20,8 @@ _redisgo_task() {
 
   local commands="task status validate check handover list pause resume version"
   local -A options=(
-    [task]="--config --key --wait --no-wait --help"
-    [status]="--config --key --json --help"
+    [task]="--config --key --holder-prefix --wait --no-wait --help"
+    [status]="--config --key --holder-prefix --json --help"
     [validate]="--config --help"
     [check]="--config --json --help"
     [handover]="--config --key --timeout --slot --force --help"
@@ -81,7 +81,7 @@ _redisgo_task() {
       COMPREPLY=($(compgen -W "30s 5m 1h 2h" -- "$cur"))
       return 0
       ;;
-    -k | --key | --slot | -p | --pattern | --reason)
+    -k | --key | --holder-prefix | --slot | -p | --pattern | --reason)
       return 0  # free text: nothing to offer
       ;;
   esac

@@ -253,7 +253,7 @@ int guarded(const std::string& what, const std::string& config_path, Outcome on_
 /// `starts`: the command would start a job (task), so a refusal says that none was; for
 /// status, check and handover, which start nothing, it would only mislead.
 std::optional<config::Config> load(const std::string& path, const std::optional<std::string>& key_override,
-                                   config::Scope scope, bool starts) {
+                                   const std::optional<std::string>& prefix_override, config::Scope scope, bool starts) {
   config::LoadResult loaded = config::load_file(path, config::process_env(), scope);
   if (loaded.config) {
     // The warnings of a config that loads go through the logger, set up from that config
@@ -285,6 +285,14 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
     }
     loaded.config->redis.key = *key_override;
   }
+  if (prefix_override) {
+    // Over REDISGO_TASK_HOLDER_PREFIX and [redis] value, checked as they are.
+    if (prefix_override->empty()) {
+      std::cerr << "redisgo_task: --holder-prefix: expected a non-empty holder id prefix, found an empty string\n";
+      return std::nullopt;
+    }
+    loaded.config->redis.value = *prefix_override;
+  }
   return loaded.config;
 }
 
@@ -292,6 +300,7 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
 struct Args {
   std::string config_path;
   std::optional<std::string> key;
+  std::optional<std::string> holder_prefix;
   bool wait = false, no_wait = false, json = false;
   std::vector<std::string> command;
   std::string handover_timeout;
@@ -361,6 +370,8 @@ CLI::App* add_task(CLI::App& app, Args& a) {
   auto* task = app.add_subcommand("task", "Contend for the lease and run the command while holding it");
   task->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   task->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  task->add_option("--holder-prefix", a.holder_prefix,
+                   "Holder id prefix (overrides REDISGO_TASK_HOLDER_PREFIX and [redis] value; default the host name)");
   auto* wait_flag = task->add_flag("--wait", a.wait, "Wait for the lease as configured (default)");
   task->add_flag("--no-wait", a.no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
   task->add_option("command", a.command, "Command to run, after --; overrides [task] command");
@@ -372,6 +383,7 @@ CLI::App* add_status(CLI::App& app, Args& a) {
   auto* status = app.add_subcommand("status", "Show who holds the lease, its TTL and fencing token, per node");
   status->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
   status->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  status->add_option("--holder-prefix", a.holder_prefix, "This host's holder id prefix, as task's (for \"this host\")");
   status->add_flag("--json", a.json, "Print one JSON object");
   status->footer(footer(kStatusFooter));
   return status;
@@ -577,7 +589,7 @@ int dispatch(const Chosen& subs, const Args& a) {
     return kExitConfig;
   }
   if (subs.pause && !duration_option("--for", a.pause_for, true, timeout)) return kExitConfig;
-  auto cfg = load(a.config_path, a.key,
+  auto cfg = load(a.config_path, a.key, a.holder_prefix,
                   subs.status || subs.handover || subs.list || subs.pause || subs.resume ? config::Scope::kRedis
                                                                                               : config::Scope::kAll,
                   subs.task);

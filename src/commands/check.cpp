@@ -16,6 +16,7 @@
 #include "redis/poller.h"
 #include "lock/scripts.h"
 #include "redis/topology.h"
+#include "util/text.h"
 
 namespace redisgo::commands {
 
@@ -71,7 +72,8 @@ std::string why(const Probe& p, const CallPtr& c) {
 /// CONFIG GET <name> -> its value; nullopt when refused (ACL, renamed CONFIG) or unknown.
 std::optional<std::string> config_value(const CallPtr& c) {
   if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() < 2) return std::nullopt;
-  return redis::as_string(c->reply().element(1));
+  auto v = redis::as_string(c->reply().element(1));
+  return v ? std::optional<std::string>(shown_text(*v)) : std::nullopt;  // a server's words, into findings
 }
 
 std::optional<std::int64_t> to_int(const std::string& s) {
@@ -288,7 +290,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   const std::string info_why = p.info->ok() ? "no such field" : why(p, p.info);
   auto field = [&](const char* name) {
     auto it = info.find(name);
-    return it == info.end() ? std::string() : it->second;
+    return it == info.end() ? std::string() : shown_text(it->second);
   };
 
   out.push_back(check::version_finding(p.name, field("redis_version"), !r.username.empty(), info_why));
@@ -296,7 +298,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   // ROLE first ({"master", ...} / {"slave", ip, port, ...}); INFO replication if refused.
   std::string role, master_of, role_why;
   if (p.role->ok() && p.role->reply().is_array() && p.role->reply().size() > 0) {
-    role = redis::as_string(p.role->reply().element(0)).value_or("");
+    role = shown_text(redis::as_string(p.role->reply().element(0)).value_or(""));
     if ((role == "slave" || role == "replica") && p.role->reply().size() >= 3) {
       auto host = redis::as_string(p.role->reply().element(1));
       auto port = redis::as_integer(p.role->reply().element(2));

@@ -10,12 +10,14 @@
 #include "daemon/servers.h"
 #include "lock/fencing.h"
 #include "lock/lease.h"
+#include "lock/replies.h"
 #include "lock/scripts.h"
 #include "log/logging.h"
 #include "redis/poller.h"
 #include "redis/reply.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "util/text.h"
 
 namespace redisgo::commands {
 
@@ -141,6 +143,13 @@ std::vector<Row> merge(const std::vector<NodeScan>& scans, int quorum) {
 }
 
 void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans, std::ostream& out) {
+  // The nodes that could not be scanned first (a user without +scan: NOPERM), and "no keys
+  // found" only where every node was scanned: said before a refusal, it read as the answer.
+  int scanned = 0;
+  for (const auto& s : scans) {
+    if (!s.reachable) out << "node " << log::printable(s.node) << ": not scanned: " << log::printable(s.error) << "\n";
+    scanned += s.reachable ? 1 : 0;
+  }
   for (const auto& r : rows) {
     out << log::printable(r.key) << ": ";
     if (r.state == "held") {
@@ -174,9 +183,11 @@ void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans
           << ms_utc(r.paused_until_ms) << (r.pause_reason.empty() ? "" : ": " + log::printable(r.pause_reason)) << "\n";
     }
   }
-  if (rows.empty()) out << "no keys found\n";
+  if (rows.empty() && scanned == static_cast<int>(scans.size())) out << "no keys found\n";
+  if (rows.empty() && scanned > 0 && scanned < static_cast<int>(scans.size())) {
+    out << "no keys found on the " << scanned << " node(s) scanned\n";
+  }
   for (const auto& s : scans) {
-    if (!s.reachable) out << "node " << log::printable(s.node) << ": not scanned: " << log::printable(s.error) << "\n";
     if (s.truncated) out << "node " << log::printable(s.node) << ": stopped at the scan's bound; narrow it with --pattern\n";
   }
 }
@@ -344,14 +355,14 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
       continue;
     }
     a.read = true;
-    a.holder = redis::as_string(r.element(0)).value_or("");
+    a.holder = lock::shown_holder(redis::as_string(r.element(0)).value_or(""));
     a.ttl_ms = redis::as_integer(r.element(1)).value_or(-2);
     a.fence = redis::as_string(r.element(2)).value_or("");
     a.line = redis::as_integer(r.element(3)).value_or(0);
     a.pause_ttl_ms = redis::as_integer(r.element(4)).value_or(-2);
     if (const redisReply* f = r.element(5); f && f->type == REDIS_REPLY_ARRAY && f->elements == 4) {
-      a.paused_by = redis::as_string(f->element[0]).value_or("");
-      a.pause_reason = redis::as_string(f->element[1]).value_or("");
+      a.paused_by = shown_text(redis::as_string(f->element[0]).value_or(""));
+      a.pause_reason = shown_text(redis::as_string(f->element[1]).value_or(""));
       a.paused_since_ms = redis::as_string(f->element[2]).value_or("");
       a.paused_until_ms = redis::as_string(f->element[3]).value_or("");
     }
@@ -359,7 +370,7 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
       for (std::size_t j = 0; j + 2 < s->elements; j += 3) {
         list::NodeKey::Slot slot;
         slot.slot = static_cast<int>(lock::parse_count(redis::as_string(s->element[j]).value_or("")));
-        slot.holder = redis::as_string(s->element[j + 1]).value_or("");
+        slot.holder = lock::shown_holder(redis::as_string(s->element[j + 1]).value_or(""));
         slot.ttl_ms = redis::as_integer(s->element[j + 2]).value_or(-2);
         a.slots.push_back(std::move(slot));
       }
@@ -373,8 +384,8 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
     if (!fields || fields->type != REDIS_REPLY_ARRAY || fields->elements != 4) continue;
     list::LastClaim claim;
     claim.slot_start_s = claims.at(key).first;
-    claim.holder = redis::as_string(fields->element[0]).value_or("");
-    claim.status = redis::as_string(fields->element[3]).value_or("");
+    claim.holder = lock::shown_holder(redis::as_string(fields->element[0]).value_or(""));
+    claim.status = shown_text(redis::as_string(fields->element[3]).value_or(""));
     scan.claims.emplace_back(key, std::move(claim));
   }
 }

@@ -94,8 +94,9 @@ int run_pause(const config::Config& config, Millis duration, const std::string& 
           << "; --stop stops it now\n";
       continue;
     }
-    // As `handover` asks: the leader stops its child, releases and, paused, waits.
-    const lock::Published asked = backend->publish(keys.control, *holder);
+    // As `handover` asks, in words of its own (so that the leader says and counts it as a
+    // pause, not a handover): it stops its child, releases and, paused, waits.
+    const lock::Published asked = backend->publish(keys.control, lock::kPauseStopPrefix + *holder);
     if (asked.refused) {
       err << "redisgo_task: pause: may not PUBLISH on " << keys.control << " to ask " << log::printable(*holder) << which
           << " to stop: " << log::printable(asked.error) << "\n";

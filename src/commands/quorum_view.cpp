@@ -24,6 +24,7 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
   std::map<std::string, int> votes;
   QuorumView q;
   for (const auto& n : nodes) {
+    if (!n.reachable && q.why.empty()) q.why = n.error;
     if (!n.reachable) continue;
     ++q.reachable;
     q.token = std::max(q.token, n.token);
@@ -49,6 +50,7 @@ QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum) {
     // (A on one node, B on another) is held by nobody but cannot be taken either.
     q.state = State::kFree;
   }
+  if (q.state != State::kUnknown) q.why.clear();
   return q;
 }
 

@@ -28,6 +28,9 @@ struct QuorumView {
   /// highest counter is not known, and `token` means nothing.
   int bad_fences = 0;
   int reachable = 0;
+  /// kUnknown: why the first node that could not be read could not (a key of another type
+  /// there, a refusal, a timeout), as its error says; "" when every node was read.
+  std::string why;
 };
 
 QuorumView quorum_view(const std::vector<lock::NodeView>& nodes, int quorum);

@@ -181,7 +181,8 @@ void write_slots(const std::vector<QuorumView>& views, const config::Config& con
       if (q.state == State::kHeld) {
         out << "held by " << log::printable(q.holder) << ", " << ttl_text(q.ttl_ms) << "\n";
       } else {
-        out << to_string(q.state) << "\n";
+        // Unknown says why: a slot key of another type (a hash written over it) is named.
+        out << to_string(q.state) << (q.why.empty() ? "" : " (" + log::printable(q.why) + ")") << "\n";
       }
     }
   }

@@ -192,6 +192,8 @@ struct LoadResult {
 
 /// Looks up an environment variable (injected so tests need not touch the real one).
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+/// The environment variable that overrides [redis] value (the holder id's prefix) when set.
+inline constexpr const char* kHolderPrefixEnv = "REDISGO_TASK_HOLDER_PREFIX";
 EnvLookup process_env();
 /// Erases the values of the environment variables the config read a password from
 /// (password_env, sentinel_password_env), in place and from the environment: once loaded,

@@ -358,6 +358,16 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
   if (auto n = find(sec, "redis", "value")) {
     if (auto s = as_string(*n, "redis.value", "a non-empty holder id (leave it out to generate one)")) r.value = *s;
   }
+  // Hosts that share a host name (containers, clones) and one file tell their holders apart
+  // by this (redisgo_task(1), ENVIRONMENT); `task --holder-prefix` overrides it in turn (cli).
+  if (auto prefix = env_ ? env_(kHolderPrefixEnv) : std::nullopt) {
+    if (prefix->empty()) {
+      error(where("redis.value"), "redis.value",
+            std::string("expected ") + kHolderPrefixEnv + " to hold a non-empty holder id prefix, found it empty");
+    } else {
+      r.value = *prefix;
+    }
+  }
   if (auto n = find(sec, "redis", "username")) {
     if (auto s = as_string(*n, "redis.username", "a non-empty ACL user name")) r.username = *s;
   }

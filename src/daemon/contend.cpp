@@ -5,6 +5,7 @@
 #include "log/logging.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace redisgo::daemon {
 
@@ -235,6 +236,13 @@ void Runner::report_attempt(const lock::Acquisition& acq) {
   for (const auto& node : acq.answered) attempt_log_.success(node);
   for (const auto& e : acq.errors) attempt_log_.failure(cause_key(e), e.message);
   note_nodes(acq.answered, acq.errors);
+  for (const auto& bad : acq.other_type_slots) {
+    // Once per slot key and node: the attempts go on around it (the script skips it).
+    if (!other_type_said_.insert(bad.node + " " + bad.key).second) continue;
+    log_->error("key {}: slot key {} holds {} on {}, not a lease (something else wrote it): the semaphore runs with one "
+                "slot fewer until it is deleted (redis-cli DEL {})",
+                cfg_.redis.key, bad.key, with_article(bad.type), bad.node, bad.key);
+  }
 }
 
 void Runner::report_guard(const lock::Acquisition& acq) {

@@ -92,6 +92,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
     }
   } not_leader{metrics_};
   renewer_wake_.clear();
+  lease_loss_counted_ = false;
   warn_larger_limit();
   std::unique_ptr<lock::Renewer> renewer = start_renewer(acquired);
   if (!renewer) return kExitSoftware;
@@ -290,6 +291,7 @@ void Runner::service_control(Leading& l, const std::vector<pollfd>& fds, std::si
     }
     for (const auto& message : c->take_payloads()) {
       if (message == opts_.holder || message == "any") drive(l, leader::HandoverAsked{});
+      if (message == lock::kPauseStopPrefix + opts_.holder) drive(l, leader::HandoverAsked{true});
     }
   }
 }
@@ -300,8 +302,10 @@ std::optional<int> Runner::end_lease(Leading& l) {
   if (l.renewer.lost()) {
     log_->warn("lease lost: {}", l.renewer.lost_reason());
     metrics_.add_lease_loss("lost");
+    lease_loss_counted_ = true;
   } else if (l.machine.cause() == StopCause::kDeadline) {
     metrics_.add_lease_loss("deadline");
+    lease_loss_counted_ = true;
   }
   const LeaderOutcome outcome = *l.machine.outcome();
   // once_per: the claim records how the run ended (before the release, so that whoever
@@ -316,7 +320,7 @@ std::optional<int> Runner::end_lease(Leading& l) {
   if (outcome.kind == AfterExit::Kind::kExit) return outcome.exit_code;
   if (!outcome.step_down.empty()) {
     metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
-    return hold_after_step_down(outcome.step_down, outcome.cause == "handover");
+    return hold_after_step_down(outcome.step_down, outcome.cause == "handover" || outcome.cause == "pause");
   }
   say_status("standby");
   log_->info("contending again in {}", format_duration(outcome.delay));
@@ -373,9 +377,28 @@ void Runner::release_lease(lock::Renewer& renewer) {
   backend_->released_elsewhere();
 }
 
+void Runner::report_taken(const lock::Release& r) {
+  // Nothing had said that the lease was lost, or the child would have been stopped: it ran
+  // on while another holder's child could run. The child's exit status stands (it ran to its
+  // end), but this must not be a quiet line: error, a lease loss of its own cause, and the
+  // cron wrapper mails it.
+  std::string where;
+  for (const auto& t : r.taken) {
+    where += (where.empty() ? "" : "; ") + t.node + ": holder " + t.holder +
+             (t.fence.empty() ? std::string() : " (the key's fence counter is at token " + t.fence + ")");
+  }
+  log_->error("key {}: at release the lease was another holder's ({}): ours was lost while the child ran (the key "
+              "deleted, evicted or expired, or a node restarted empty) and granted again, so two children may have run "
+              "at once",
+              cfg_.redis.key, where);
+  if (!lease_loss_counted_) metrics_.add_lease_loss("taken");
+  lease_loss_counted_ = true;
+}
+
 void Runner::log_release(const lock::Release& r) {
   // Counts the nodes where a lease of ours was deleted; elsewhere it had expired, was
   // taken, or the node did not answer (then it expires by its TTL).
+  if (!r.taken.empty()) report_taken(r);
   if (r.released > 0) {
     log_->info("released key={} on {} of {} node(s){}", cfg_.redis.key, r.released, backend_->node_count(),
                r.unanswered > 0 ? " (" + std::to_string(r.unanswered) + " more sent, not waited for)" : "");
@@ -384,8 +407,13 @@ void Runner::log_release(const lock::Release& r) {
     // lease had expired): the lease stays until its TTL.
     log_->warn("release deleted nothing for key={}: {}; the lease stays until its TTL runs out", cfg_.redis.key,
                log::printable(r.error));
-  } else {
-    log_->warn("release deleted nothing for key={}: the lease had already expired or was taken, or no node answered",
+  } else if (!r.other_type.empty()) {
+    log_->warn("release deleted nothing for key={}: the key holds another type ({}), not a lease (something else wrote "
+               "over it); no host can take it until it is deleted (redis-cli DEL {})",
+               cfg_.redis.key, r.other_type, cfg_.redis.key);
+  } else if (r.taken.empty()) {
+    log_->warn("release deleted nothing for key={}: the lease was already gone (expired, deleted or evicted), or no "
+               "node answered",
                cfg_.redis.key);
   }
   // fair = false releases through the line's script too: its listeners outside the line are its

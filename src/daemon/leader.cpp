@@ -148,9 +148,10 @@ void LeaderMachine::begin_stop(StopCause why, int sig, Clock::time_point kill_at
   stop_kill_at_ = kill_at;
   stop_began_ = now;
   state_ = LeaderState::kStopping;
-  // A planned stop (shutdown, handover) is no warning; a stop forced by the lease, a
+  // A planned stop (shutdown, handover, pause --stop) is no warning; a stop forced by the lease, a
   // timeout or a failing host is.
-  const bool planned = why == StopCause::kShutdown || (why == StopCause::kStepDown && step_down_cause_ == "handover");
+  const bool planned = why == StopCause::kShutdown ||
+                       (why == StopCause::kStepDown && (step_down_cause_ == "handover" || step_down_cause_ == "pause"));
   emit<Say>(out, {planned ? Level::kInfo : Level::kWarn, "stopping child pid=" + std::to_string(pid_) + " with " +
                                                                 config::signal_name(sig) + ": " + reason});
   if (why == StopCause::kLeaseLost || why == StopCause::kDeadline) emit<Status>(out, {"lease lost: " + reason});
@@ -225,8 +226,17 @@ void LeaderMachine::on(const Woke&, Clock::time_point now, const LeaseView& leas
   check_lease(now, lease, out);
 }
 
-void LeaderMachine::on(const HandoverAsked&, Clock::time_point, const LeaseView&, Actions& out) {
+void LeaderMachine::on(const HandoverAsked& e, Clock::time_point, const LeaseView&, Actions& out) {
   if (!step_down_reason_.empty()) return;
+  if (e.pause) {
+    // Said for what it is: an operator paused the key and asked the job to stop now. The
+    // leader steps down like a handover and then waits for the pause like every host.
+    emit<Say>(out, {Level::kInfo, "stop requested by `pause --stop` (a control message on " + s_.control_channel +
+                                        "): the key is paused; stepping down"});
+    step_down_reason_ = "stopped by `pause --stop`: the key is paused";
+    step_down_cause_ = "pause";
+    return;
+  }
   emit<Say>(out, {Level::kInfo, "handover requested (a control message on " + s_.control_channel + "); stepping down"});
   step_down_reason_ = "handover requested";
   step_down_cause_ = "handover";

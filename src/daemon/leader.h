@@ -70,7 +70,9 @@ struct SpawnFailed {  ///< the Spawn action failed (the driver logged why)
   int code = 0;       ///< 127 / 126, or 75 when the keeper saw the deadline pass
   std::string error;
 };
-struct HandoverAsked {};  ///< a control message named this holder (supervise)
+struct HandoverAsked {  ///< a control message named this holder (supervise)
+  bool pause = false;  ///< `pause --stop` sent it: the key is paused (else `handover`)
+};
 struct HealthFailed {     ///< health_fall checks in a row failed
   std::string why;
 };
@@ -153,7 +155,7 @@ class LeaderMachine {
   void on(const leader::Woke&, Clock::time_point now, const LeaseView& lease, Actions& out);
   void on(const leader::Spawned& e, Clock::time_point now, const LeaseView& lease, Actions& out);
   void on(const leader::SpawnFailed& e, Clock::time_point now, const LeaseView& lease, Actions& out);
-  void on(const leader::HandoverAsked&, Clock::time_point now, const LeaseView& lease, Actions& out);
+  void on(const leader::HandoverAsked& e, Clock::time_point now, const LeaseView& lease, Actions& out);
   void on(const leader::HealthFailed& e, Clock::time_point now, const LeaseView& lease, Actions& out);
   void on(const leader::Signals& e, Clock::time_point now, const LeaseView& lease, Actions& out);
   void on(const leader::ChildExited& e, Clock::time_point now, const LeaseView& lease, Actions& out);

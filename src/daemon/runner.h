@@ -122,6 +122,8 @@ class Runner {
   /// Starts the child; on failure logs why and returns the event for the machine.
   leader::Event spawn_child(Leading& l, Clock::time_point kill_at);
   void log_release(const lock::Release& r);
+  /// The release found another holder's lease where ours stood: said at error, counted.
+  void report_taken(const lock::Release& r);
   /// Stops the renewals and releases, logging the outcome.
   void release_lease(lock::Renewer& renewer);
   /// Waits out step_down_hold after stepping down; nullopt to contend again. A planned
@@ -171,6 +173,7 @@ class Runner {
   std::optional<StandbyMachine> standby_;  ///< built once: it keeps the stray-signal pacing
   WaitReporter waiting_;                   ///< the terminal line or the quiet log lines of a long wait
   bool warned_unpublished_ = false;
+  bool lease_loss_counted_ = false;  ///< this lease's loss is in redisgo_task_lease_losses_total already
   std::optional<Clock::time_point> limit_checked_;  ///< when warn_larger_limit last asked
   bool warned_unfair_ = false;     // fair: waiters outside the line heard a release (said once)
   bool warned_line_ = false;       // fair = false: a turn of the line seen (said once)
@@ -185,6 +188,7 @@ class Runner {
   bool paused_said_ = false;                ///< the key's pause was logged
   std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
   std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
+  std::set<std::string> other_type_said_;   ///< "node key" of slots of another type, logged
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
   log::CauseLog subscribe_log_;
   metrics::Metrics metrics_;

@@ -70,6 +70,9 @@ struct PauseRecord {
 };
 /// The pause a busy reply's holder stands for, or nullopt for a real holder.
 std::optional<PauseRecord> pause_of(const std::string& value);
+/// The control channel's message of `pause --stop`: this prefix and the holder asked to stop
+/// (a `handover` sends the bare holder id, or "any").
+inline const std::string kPauseStopPrefix = "pause ";
 /// "paused by alice@ops1 until 2026-11-27T16:30:00Z: schema migration".
 std::string describe_pause(const PauseRecord& pause);
 /// How a lease key's value reads in logs and `status`: the holder, "<holder> (its turn:
@@ -214,6 +217,14 @@ struct Acquisition {
   /// Nodes where we had a ticket but were no longer in line (we lost our turn, or a release
   /// found us not listening): this attempt joined there again at the tail.
   bool rejoined = false;
+  /// A semaphore's slot keys found holding another type (a hash written over one): skipped,
+  /// so the other slots serve on, until someone deletes them.
+  struct OtherType {
+    std::string node;
+    std::string key;
+    std::string type;
+  };
+  std::vector<OtherType> other_type_slots;
 };
 
 /// Outcome of one renewal round.
@@ -246,6 +257,17 @@ struct Release {
   long long unfair_listeners = 0;
   int line_broken = 0;  ///< nodes whose line is not a sorted set (released, nobody woken)
   std::string error;    ///< the first error a node answered (a refused right: the lease stays to its TTL)
+  /// Where another holder's lease stood in place of ours (a node where the lease had been
+  /// ours): it was lost while held (deleted, evicted or expired, or the node restarted empty)
+  /// and granted again, so two children may have run at once.
+  struct Taken {
+    std::string node;
+    std::string holder;  ///< as shown_holder() cuts it
+    std::string fence;   ///< the key's fence counter then: the other holder's token or a later one ("" = unread)
+  };
+  std::vector<Taken> taken;
+  /// A node where the key holds another type (something else wrote over it): "node: type".
+  std::string other_type;
 };
 
 /// One waiter in the line, as `status` shows it.

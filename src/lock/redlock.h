@@ -47,6 +47,7 @@
 namespace redisgo::lock {
 
 struct AcquireReply;
+struct ReleaseReply;
 
 /// The local lease deadline of an operation sent at `start`:
 /// start + ttl - (ttl * drift_factor + drift_fixed). (Elapsed time is accounted for by
@@ -212,6 +213,8 @@ class RedlockBackend final : public LeaseBackend {
   std::uint64_t proposed_at_us_ = 0;
   std::string window_arg_;
   std::string line_ttl_arg_;
+  /// release(): what node i's "not ours" reply says, into `out` (Release::taken, other_type).
+  void note_not_released(std::size_t i, const ReleaseReply& r, Release& out) const;
   /// release(): the release script to the nodes of `only` (all when empty).
   std::vector<redis::CallPtr> send_release(const std::vector<bool>& only);
   /// acquire(): reads the line's part of node i's reply (fair).

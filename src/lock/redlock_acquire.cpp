@@ -173,6 +173,12 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
     }
     const auto r = ballot.reply_of(i);
     if (r.kind != AcquireReply::Kind::kInvalid) a.answered.push_back(nodes_[i].name);
+    for (const auto& [key, type] : r.other_type_slots) {
+      // Only our own slot keys: what a reply names is shown in logs.
+      if (std::find(slot_keys_.begin(), slot_keys_.end(), key) != slot_keys_.end()) {
+        a.other_type_slots.push_back({nodes_[i].name, key, type});
+      }
+    }
     switch (r.kind) {
       case AcquireReply::Kind::kGranted:
         if (ballot.granted_slot(i) != slot) {

@@ -6,6 +6,7 @@
 #include "lock/replies.h"
 #include "lock/scripts.h"
 #include "util/clock.h"
+#include "util/text.h"
 
 namespace redisgo::lock {
 
@@ -225,8 +226,8 @@ std::optional<PauseRecord> RedlockBackend::read_pause() {
     PauseRecord p;
     p.ttl_ms = redis::as_integer(r.element(0)).value_or(-2);
     if (p.ttl_ms == -2) continue;
-    p.by = redis::as_string(r.element(1)).value_or("");
-    p.reason = redis::as_string(r.element(2)).value_or("");
+    p.by = shown_text(redis::as_string(r.element(1)).value_or(""));
+    p.reason = shown_text(redis::as_string(r.element(2)).value_or(""));
     p.since_ms = parse_count(redis::as_string(r.element(3)).value_or(""));
     p.until_ms = parse_count(redis::as_string(r.element(4)).value_or(""));
     seen.push_back(std::move(p));

@@ -3,6 +3,7 @@
 #include "lock/redlock.h"
 #include "lock/scripts.h"
 #include "redis/reply.h"
+#include "util/text.h"
 
 namespace redisgo::lock {
 
@@ -70,7 +71,7 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
       auto score = redis::as_string(list->element[k + 1]);
       if (!holder || !score) continue;
       LineEntry e;
-      e.holder = *holder;
+      e.holder = shown_text(*holder);  // shown only (a member written by hand can be 100 KB)
       if (listening && k / 2 < listening->elements) {
         e.listeners = redis::as_integer(listening->element[k / 2]).value_or(-1);
       }

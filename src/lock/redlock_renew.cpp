@@ -191,8 +191,16 @@ Renewal RedlockBackend::renew() {
 std::vector<CallPtr> RedlockBackend::send_release(const std::vector<bool>& only) {
   // The freed key becomes the line head's turn (lock/scripts.h kReleaseFair), with fair =
   // false too: a line formed by fair daemons of the key is served first (send_acquire).
-  return send(kReleaseFair, {held_key(), keys_.line}, {options_.holder, window_arg_, keys_.channel}, only,
+  return send(kReleaseFair, {held_key(), keys_.line, keys_.fence}, {options_.holder, window_arg_, keys_.channel}, only,
               Send::kAlways);
+}
+
+void RedlockBackend::note_not_released(std::size_t i, const ReleaseReply& r, Release& out) const {
+  if (!r.other_type.empty() && out.other_type.empty()) out.other_type = nodes_[i].name + ": " + r.other_type;
+  // Another holder's lease where ours stood. A waiter's turn is not one (nobody runs on it
+  // yet), nor is a node the grant missed: another contender's key there is no news.
+  if (r.holder.empty() || turn_of(r.holder) || pause_of(r.holder) || !was_ours(i)) return;
+  out.taken.push_back({nodes_[i].name, r.holder, r.fence});
 }
 
 Release RedlockBackend::release() noexcept {
@@ -244,15 +252,19 @@ Release RedlockBackend::release() noexcept {
       }
     }
     Release out;
-    for (const auto& c : calls) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const auto& c = calls[i];
       if (c && !c->done()) ++out.unanswered;
       if (c && c->done() && !c->ok() && out.error.empty()) out.error = c->error();
       if (!c || !c->ok()) continue;
-      if (auto r = parse_release_reply(c->reply().get()); r && r->released) {
+      auto r = parse_release_reply(c->reply().get());
+      if (r && r->released) {
         ++out.released;
         if (!r->published) ++out.unpublished;
         out.unfair_listeners += r->unfair_listeners;
         out.line_broken += r->line_broken ? 1 : 0;
+      } else if (r) {
+        note_not_released(i, *r, out);
       }
     }
     return out;

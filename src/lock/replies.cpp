@@ -2,6 +2,7 @@
 
 #include "lock/fencing.h"
 #include "redis/reply.h"
+#include "util/text.h"
 
 namespace redisgo::lock {
 namespace {
@@ -16,17 +17,6 @@ const redisReply* element(const redisReply* r, std::size_t i) {
 std::optional<std::string> text(const redisReply* e) {
   if (e && e->type == REDIS_REPLY_ERROR) return std::nullopt;
   return redis::as_string(e);
-}
-
-/// A holder id as shown in logs and `status`: ours are well under 300 bytes; a foreign
-/// value stored in the key (10 MB, say) is cut, with its size, so that one log line stays
-/// a line.
-std::string shown_holder(std::string h) {
-  constexpr std::size_t kShown = 256;
-  if (h.size() <= kShown) return h;
-  const std::size_t size = h.size();
-  h.resize(kShown);
-  return h + "... (" + std::to_string(size) + " bytes)";
 }
 
 /// The fair scripts' {position, ticket or "", line length} from element `at` on.
@@ -47,9 +37,8 @@ bool read_line(const redisReply* r, std::size_t at, AcquireReply& out) {
   return true;
 }
 
-}  // namespace
-
-AcquireReply parse_acquire_reply(const redisReply* r) {
+/// parse_acquire_reply() without the semaphore's list of slots of another type.
+AcquireReply parse_acquire_body(const redisReply* r) {
   AcquireReply out;
   if (!r || r->type != REDIS_REPLY_ARRAY) {
     out.why = std::string("expected an array, got ") + redis::type_name(r);
@@ -101,6 +90,49 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
   return out;
 }
 
+ReleaseReply released(bool published, long long unfair_listeners, bool line_broken) {
+  ReleaseReply out;
+  out.released = true;
+  out.published = published;
+  out.unfair_listeners = unfair_listeners;
+  out.line_broken = line_broken;
+  return out;
+}
+
+}  // namespace
+
+std::string shown_holder(std::string h) {
+  constexpr std::size_t kShown = 256;
+  if (h.size() <= kShown) return h;
+  const std::size_t size = h.size();
+  h.resize(kShown);
+  return h + "... (" + std::to_string(size) + " bytes)";
+}
+
+AcquireReply parse_acquire_reply(const redisReply* r) {
+  const redisReply* last = r && r->type == REDIS_REPLY_ARRAY && r->elements > 1 ? element(r, r->elements - 1) : nullptr;
+  if (!last || last->type != REDIS_REPLY_ARRAY) return parse_acquire_body(r);
+  // The semaphore's slots of another type, {key, type, ...}, after the reply proper: read
+  // apart, and the rest parsed as a reply of one element fewer (the same elements).
+  std::vector<std::pair<std::string, std::string>> bad;
+  for (std::size_t i = 0; i + 1 < last->elements; i += 2) {
+    auto key = text(last->element[i]);
+    auto type = text(last->element[i + 1]);
+    if (!key || !type || key->empty()) break;
+    bad.emplace_back(*key, shown_text(*type, 32));
+  }
+  if (bad.empty() || bad.size() * 2 != last->elements) {
+    AcquireReply invalid;
+    invalid.why = "slots of another type in a list that does not read";
+    return invalid;
+  }
+  redisReply rest = *r;
+  --rest.elements;
+  AcquireReply out = parse_acquire_body(&rest);
+  out.other_type_slots = std::move(bad);
+  return out;
+}
+
 std::optional<bool> parse_flag_reply(const redisReply* r) {
   auto v = redis::as_integer(r);
   if (v == 1) return true;
@@ -109,16 +141,28 @@ std::optional<bool> parse_flag_reply(const redisReply* r) {
 }
 
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
+  if (r && r->type == REDIS_REPLY_ARRAY && redis::as_integer(element(r, 0)) == 0) {
+    auto holder = text(element(r, 1));
+    auto fence = text(element(r, 2));
+    auto type = r->elements == 4 ? text(element(r, 3)) : std::optional<std::string>("");
+    if ((r->elements != 3 && r->elements != 4) || !holder || !fence || !type) return std::nullopt;
+    if (r->elements == 4 && (type->empty() || !holder->empty())) return std::nullopt;
+    ReleaseReply out;
+    out.holder = shown_holder(*holder);
+    out.fence = shown_text(*fence, 64);
+    out.other_type = shown_text(*type, 32);
+    return out;
+  }
   if (r && r->type == REDIS_REPLY_ARRAY) {
     auto flag = redis::as_integer(element(r, 0));
     auto unfair = redis::as_integer(element(r, 1));
     if (r->elements != 2 || !flag || !unfair || *unfair < 0 || *flag < 1 || *flag > 3) return std::nullopt;
-    return ReleaseReply{true, *flag != 2, *unfair, *flag == 3};
+    return released(*flag != 2, *unfair, *flag == 3);
   }
   auto v = redis::as_integer(r);
-  if (v == 0) return ReleaseReply{false, false};
-  if (v == 1) return ReleaseReply{true, true};
-  if (v == 2) return ReleaseReply{true, false};
+  if (v == 0) return ReleaseReply{};
+  if (v == 1) return released(true, 0, false);
+  if (v == 2) return released(false, 0, false);
   return std::nullopt;
 }
 
@@ -169,9 +213,9 @@ ClaimReply parse_claim_reply(const redisReply* r) {
     if (holder && token && start && status) {
       out.kind = ClaimReply::Kind::kTaken;
       out.holder = shown_holder(*holder);
-      out.token = *token;
-      out.start_ms = *start;
-      out.status = *status;
+      out.token = shown_text(*token);
+      out.start_ms = shown_text(*start);
+      out.status = shown_text(*status);
     }
   }
   return out;
@@ -189,9 +233,9 @@ std::optional<std::vector<ClaimReply>> parse_read_claims_reply(const redisReply*
     if (holder->empty()) continue;  // no claim
     out[i].kind = ClaimReply::Kind::kTaken;
     out[i].holder = shown_holder(*holder);
-    out[i].token = *token;
-    out[i].start_ms = *start;
-    out[i].status = *status;
+    out[i].token = shown_text(*token);
+    out[i].start_ms = shown_text(*start);
+    out[i].status = shown_text(*status);
   }
   return out;
 }

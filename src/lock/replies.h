@@ -8,9 +8,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redisgo::lock {
+
+/// A holder id as logs and `status` show it: ours are well under 300 bytes; a foreign value
+/// stored in a key (10 MB, say) is cut at 256 bytes, with its size, so that one log line stays
+/// a line. Not escaped: the id is still compared and its "\1turn:" or "\1pause:" head read
+/// (the log and printable() escape it where it is shown).
+std::string shown_holder(std::string holder);
 
 /// The acquire script: {1, "<token>"} (the slot script adds "<slot key>"; either adds
 /// "noinfo" after the slot key, "" for the plain script, when the restart guard could not
@@ -37,6 +44,9 @@ struct AcquireReply {
   std::int64_t position = 0;
   std::uint64_t ticket = 0;
   std::int64_t line_length = 0;
+  /// The semaphore's script, after any of the above: slot keys it found holding another type
+  /// (a hash written over one), skipped: {key, type}.
+  std::vector<std::pair<std::string, std::string>> other_type_slots;
 };
 AcquireReply parse_acquire_reply(const redisReply* r);
 
@@ -45,12 +55,18 @@ AcquireReply parse_acquire_reply(const redisReply* r);
 std::optional<bool> parse_flag_reply(const redisReply* r);
 
 /// The release script: 1 released, 2 released but its PUBLISH refused, 0 not ours. The fair
-/// release answers {1 or 2, waiters outside the line that heard the release}.
+/// release answers {1 or 2, waiters outside the line that heard the release}, and when the
+/// key is not ours but there, {0, its value, the fence counter} or {0, "", "", its type}.
 struct ReleaseReply {
   bool released = false;
   bool published = false;
   long long unfair_listeners = 0;
   bool line_broken = false;  ///< 3: the line is not a sorted set; the key was only deleted
+  /// Not released: the value the key holds instead of ours ("" = gone), as shown_holder() cuts
+  /// it, and the fence counter then (shown, "" = none).
+  std::string holder;
+  std::string fence;
+  std::string other_type;  ///< not released: the key holds this type, not a lease ("" = a string or gone)
 };
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r);
 

@@ -626,18 +626,30 @@ inline const Script kAcquireFair{kAcquireFairSource};
 /// frees first (or the woken head's turn), its pttl, position, ticket, length}. Costs: the slots
 /// are read in one MGET, the fence only where a slot is to be granted, the slots' PTTLs only on
 /// a miss (a taken turn reads none): issue 19's commands per job.
+/// A slot key of another type (a hash written over it) is no lease: it is skipped, neither
+/// granted nor fatal, so that the other slots keep serving (capacity limit - 1), and named:
+/// a reply of this attempt then ends with one more element, {key, its type, ...} of the slots
+/// found so (only those the attempt tried to take: a free slot's SET NX is what tells).
 inline const std::string kAcquireSlotFairSource = kFenceFunctions + kLineFunctions + R"lua(
+local bad = {}
 local function main()
   local me = ARGV[1]
   local last = #KEYS - 1
   -- Every slot in one MGET (they share the key's hash slot); a user refused MGET (an older ACL
-  -- recipe) reads them one by one. MGET answers nil for a key of another type, where GET would
-  -- fail: the SET NX below then fails, and that is refused as GET's error was.
+  -- recipe) reads them one by one. MGET answers nil for a key of another type, where GET
+  -- fails: either way such a slot looks free, and the SET NX below tells it apart.
   local got = redis.pcall('MGET', unpack(KEYS, 3, last))
   if type(got) ~= 'table' or got.err then
     got = {}
     for i = 3, last do
-      got[i - 2] = redis.call('GET', KEYS[i])
+      local v = redis.pcall('GET', KEYS[i])
+      if type(v) == 'table' then
+        if refusal(v) then
+          return redis.error_reply(v.err)
+        end
+        v = false
+      end
+      got[i - 2] = v
     end
   end
   local mine = nil
@@ -684,18 +696,20 @@ local function main()
   end
   if not slot and free then
     -- As kAcquireFair: SET first, then no turn either while the restart guard holds a free slot.
-    -- A SET NX that fails found a key of another type (MGET's nil): the next free one is tried,
-    -- and with none left the attempt is an error that names the key.
+    -- A SET NX that fails found a key of another type (MGET's nil): named (bad), and the next
+    -- free one is tried; with none left this is a miss, as if that slot were held.
     free = nil
     for j, k in ipairs(frees) do
       if redis.call('SET', k, me, 'NX', 'PX', ARGV[2]) then
         free, other = k, frees[j + 1]
         break
       end
+      local t = redis.pcall('TYPE', k)
+      bad[#bad + 1] = k
+      bad[#bad + 1] = type(t) == 'table' and t.ok or 'unknown type'
     end
     if not free then
-      return redis.error_reply('slot key ' .. frees[1] .. ' holds a ' .. redis.call('TYPE', frees[1]).ok ..
-                               ', not a lease: delete it')
+      return miss()
     end
     left = guard_left(tonumber(ARGV[4]) or 0)
     if left > 0 then
@@ -743,28 +757,42 @@ local function main()
   end
   return {1, issue(KEYS[1], fence, ARGV[3], ARGV[9]), slot}
 end
-return undoing(main, 3, #KEYS - 1, ARGV[1])
+local reply = undoing(main, 3, #KEYS - 1, ARGV[1])
+if #bad > 0 and type(reply) == 'table' and not reply.err then
+  reply[#reply + 1] = bad
+end
+return reply
 )lua";
 inline const Script kAcquireSlotFair{kAcquireSlotFairSource};
 
-/// Release with the waiting line. KEYS: lease (or slot) key, line. ARGV: holder, turn
-/// window in ms, release channel. Compare-and-release: the freed key goes to the first
+/// Release with the waiting line. KEYS: lease (or slot) key, line, fence counter. ARGV: holder,
+/// turn window in ms, release channel. Compare-and-release: the freed key goes to the first
 /// waiter that listens as its turn (kLineFunctions wake), else it is deleted and the release
 /// channel published, for waiters that do not use the line (fair = false, or an older
 /// version): {1 (2: a PUBLISH was refused, ACL; 3: the line is not a sorted set, so the key
-/// was only deleted), how many such waiters heard it}. Not ours: 0. A key handed to the line's
-/// head as its turn publishes nothing there: no waiter outside the line could take it, and the
-/// herd's budget counts that PUBLISH (issue 19); they come at their own timers.
+/// was only deleted), how many such waiters heard it}. A key handed to the line's head as its
+/// turn publishes nothing there: no waiter outside the line could take it, and the herd's
+/// budget counts that PUBLISH (issue 19); they come at their own timers.
+/// Not ours, nothing changed: 0 when the key is gone; {0, what it holds, the fence counter or
+/// ""} when it holds another value (another holder's lease: ours was lost while held and
+/// taken, so two children may have run at once; or a waiter's turn), read here, in the
+/// same instant, so that the caller can name who; {0, "", "", type} when it holds a key of
+/// another type (something else wrote over it).
 inline const std::string kReleaseFairSource = kLineFunctions + R"lua(
 local held = redis.pcall('GET', KEYS[1])
 if type(held) == 'table' and held.err and string.find(held.err, 'WRONGTYPE', 1, true) then
-  return 0  -- a key of another type (something else wrote over it): not ours, left alone
+  local t = redis.pcall('TYPE', KEYS[1])
+  return {0, '', '', type(t) == 'table' and t.ok or 'other'}  -- left alone
 end
 if type(held) == 'table' and held.err then
   return held
 end
-if held ~= ARGV[1] then
+if not held then
   return 0
+end
+if held ~= ARGV[1] then
+  local fence = redis.pcall('GET', KEYS[3])
+  return {0, held, type(fence) == 'string' and fence or ''}
 end
 -- A line that is not a sorted set (set by hand) must not keep the lease: released plainly.
 local ok, kind = pcall(wake, KEYS[2], KEYS[1], ARGV[2], '')

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <vector>
 
+#include "util/text.h"
+
 namespace redisgo::log {
 
 namespace {
@@ -65,25 +67,6 @@ void append_timestamp(Out& out, spdlog::log_clock::time_point tp) {
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
 }
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one
-// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) {
-    return k < s.size() && byte(k) >= lo && byte(k) <= hi;
-  };
-  unsigned b = byte(i);
-  if (b < 0x80) return 1;
-  if (b >= 0xC2 && b <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (b == 0xE0) return cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;
-  if (b == 0xED) return cont(i + 1, 0x80, 0x9F) && cont(i + 2) ? 3 : 0;
-  if (b >= 0xE1 && b <= 0xEF) return cont(i + 1) && cont(i + 2) ? 3 : 0;
-  if (b == 0xF0) return cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  if (b == 0xF4) return cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  if (b >= 0xF1 && b <= 0xF3) return cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-  return 0;
-}
-
 template <class Out>
 void escape_json(std::string_view s, Out& out) {
   std::size_t i = 0;
@@ -117,35 +100,11 @@ void escape_json(std::string_view s, Out& out) {
 }
 
 // Text lines are read by people and by journald, which splits records at newlines: a
-// newline in a message (e.g. in an error text from Redis) must not forge a new record.
-// A byte that is not part of valid UTF-8 (a holder id written by hand) is shown as \xNN,
-// as JSON shows it as U+FFFD: a terminal gets no raw byte it could take for a control
-// (0x9b is CSI to some), and the reader still sees which byte it was. C1 controls
-// (U+0080..U+009F), valid UTF-8 but controls all the same, are \u00NN.
+// newline in a message (e.g. in an error text from Redis) must not forge a new record, and a
+// terminal must get no raw byte it could take for a control (util/text.h).
 template <class Out>
 void escape_text(std::string_view s, Out& out) {
-  auto escaped = [&out](std::string_view prefix, unsigned char c) {
-    append(out, prefix);
-    const char digits[] = {kHex[c >> 4], kHex[c & 0xF]};
-    out.append(digits, digits + 2);
-  };
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = c < 0x80 ? 1 : utf8_sequence_length(s, i);
-    if (c == '\n') {
-      append(out, "\\n");
-    } else if (c == '\r') {
-      append(out, "\\r");
-    } else if ((c < 0x20 && c != '\t') || c == 0x7F || n == 0) {
-      escaped("\\x", c);
-    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
-      escaped("\\u00", static_cast<unsigned char>(s[i + 1]));
-    } else {
-      out.append(s.data() + i, s.data() + i + n);
-    }
-    i += n == 0 ? 1 : n;
-  }
+  append_escaped_text(s, out);
 }
 
 std::string_view view(spdlog::string_view_t s) { return {s.data(), s.size()}; }
@@ -376,11 +335,7 @@ void set_context(const std::string& key, const std::string& holder) {
 
 void append_json_escaped(std::string_view text, std::string& out) { escape_json(text, out); }
 
-std::string printable(std::string_view text) {
-  std::string out;
-  escape_text(text, out);
-  return out;
-}
+std::string printable(std::string_view text) { return escaped_text(text); }
 
 std::string json_quoted(std::string_view text) {
   std::string out = "\"";

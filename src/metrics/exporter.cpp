@@ -178,7 +178,7 @@ int poll_timeout(Steady::time_point now, std::optional<Steady::time_point> wake)
 }  // namespace
 
 struct Exporter::Impl {
-  Impl(const Metrics& m, ExporterOptions o) : metrics(m), options(std::move(o)) {
+  Impl(Metrics& m, ExporterOptions o) : metrics(m), options(std::move(o)) {
     options.textfile_min_interval = std::max(options.textfile_min_interval, kMinTextfileInterval);
     options.textfile_refresh = std::max(options.textfile_refresh, options.textfile_min_interval);
     options.client_timeout = std::max(options.client_timeout, milliseconds(1));
@@ -191,6 +191,11 @@ struct Exporter::Impl {
   void flush(Client& c);
   /// Hands the current text to the writer (which replaces one it has not written yet).
   void submit_textfile(Steady::time_point now);
+  /// redisgo_task_textfile_write_errors_total from the writer's count, before a render: a
+  /// daemon alive but unable to write its textfile shows it over HTTP.
+  void note_textfile_errors() {
+    if (writer) metrics.set_textfile_write_errors(writer->failures());
+  }
   void record(const std::string& error) noexcept {
     try {
       std::lock_guard lock(error_mu);
@@ -204,7 +209,7 @@ struct Exporter::Impl {
     return wall_seconds();
   }
 
-  const Metrics& metrics;
+  Metrics& metrics;
   ExporterOptions options;
   UniqueFd listen_fd;
   int port = 0;
@@ -270,6 +275,7 @@ void Exporter::Impl::on_readable(Client& c, Steady::time_point now) {
     if (head_len == std::string::npos ? c.in.size() > kMaxRequestHead : head_len > kMaxRequestHead) {
       c.out = status_response(431, "Request Header Fields Too Large", true);
     } else if (head_len != std::string::npos) {
+      note_textfile_errors();
       c.out = respond(std::string_view(c.in).substr(0, head_len), metrics);
     } else {
       continue;
@@ -359,6 +365,7 @@ void Exporter::Impl::pass() {
   if (polling_listen && (fds[1].revents & POLLIN)) accept_clients(now);
 
   if (writer && now >= next_textfile_check) {
+    note_textfile_errors();
     // A failed write is tried again at the next check; a write still going on (a hung
     // mount) just has its text replaced by the newer one.
     const bool retry = !writer->last_error().empty() && !writer->writing();
@@ -383,7 +390,7 @@ void Exporter::Impl::run() noexcept {
   }
 }
 
-Exporter::Exporter(const Metrics& metrics, ExporterOptions options)
+Exporter::Exporter(Metrics& metrics, ExporterOptions options)
     : impl_(std::make_unique<Impl>(metrics, std::move(options))) {
   Impl& m = *impl_;
   if (!m.options.listen.empty()) m.listen_fd = detail::bind_listen(m.options.listen, m.port);

@@ -76,9 +76,9 @@ constexpr long long kNoDeadline = std::numeric_limits<long long>::min();
 // The label values the daemon is documented to use start at 0, so rate() and increase()
 // see a series from the first scrape instead of missing the first event.
 constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
-constexpr const char* kLossCauses[] = {"deadline", "lost"};
+constexpr const char* kLossCauses[] = {"deadline", "lost", "taken"};
 constexpr const char* kBlockedCauses[] = {"credentials", "error", "tls", "unreachable"};
-constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "renewal_refused", "restart_limit"};
+constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "pause", "renewal_refused", "restart_limit"};
 /// redisgo_task_state's label values, in the order of State.
 constexpr std::array<const char*, kStateCount> kStateNames{
     "standby",  "in_line",     "restart_guard",       "paused",     "leader",
@@ -259,6 +259,7 @@ struct Metrics::Impl {
   std::atomic<std::int64_t> line_position{0};
   std::atomic<double> last_success{0};
   std::atomic<double> last_start{0};
+  std::atomic<std::uint64_t> textfile_write_errors{0};
   Settings settings;  ///< guarded by mu
 
   /// Guards the labelled families and the histogram (so _count, _sum and the buckets
@@ -410,6 +411,10 @@ void Metrics::set_last_start(double unix_seconds) {
   }
 }
 
+void Metrics::set_textfile_write_errors(std::uint64_t total) {
+  if (impl_->textfile_write_errors.exchange(total, std::memory_order_relaxed) != total) changed();
+}
+
 void Metrics::configure(const Settings& settings) {
   {
     std::lock_guard lock(impl_->mu);
@@ -545,6 +550,11 @@ std::string Metrics::render() const {
 
   append_header(out, "redisgo_task_step_downs_total", "counter", "Times this daemon stepped down as leader, by cause.");
   m.counters(out, "redisgo_task_step_downs_total", "cause", m.step_downs);
+
+  append_header(out, "redisgo_task_textfile_write_errors_total", "counter",
+                "Writes of the metrics textfile that failed (it then keeps what the last good write said).");
+  m.sample(out, "redisgo_task_textfile_write_errors_total",
+           std::to_string(m.textfile_write_errors.load(std::memory_order_relaxed)));
 
   append_header(out, "redisgo_task_node_up", "gauge", "1 if the Redis node answered the last request, else 0.");
   for (const auto& [name, up] : m.nodes) m.labelled(out, "redisgo_task_node_up", "node", name, up ? "1" : "0");

@@ -98,6 +98,9 @@ class Metrics {
   void set_last_success(double unix_seconds);
   /// redisgo_task_child_last_start_timestamp_seconds: a child started at this time.
   void set_last_start(double unix_seconds);
+  /// redisgo_task_textfile_write_errors_total: the textfile writes that failed so far (the
+  /// exporter's count, which it copies here).
+  void set_textfile_write_errors(std::uint64_t total);
   /// What the config says that alerts need (set once, at start).
   struct Settings {
     std::string mode = "oneshot";  ///< redisgo_task_config_info{mode}: "oneshot" or "supervise"
@@ -185,7 +188,8 @@ class Exporter {
   /// Binds the listen address and writes the textfile once before returning, so a bad
   /// address or an unwritable directory fails at start (throws redisgo::Error naming the
   /// address or path and the errno text). Starts the thread.
-  Exporter(const Metrics& metrics, ExporterOptions options);
+  /// It sets redisgo_task_textfile_write_errors_total in `metrics` from its writer's count.
+  Exporter(Metrics& metrics, ExporterOptions options);
   /// stop(), when it was not called.
   ~Exporter();
   Exporter(const Exporter&) = delete;

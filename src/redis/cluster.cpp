@@ -6,6 +6,7 @@
 
 #include "redis/locator.h"
 #include "redis/subscriber.h"
+#include "util/text.h"
 
 namespace redisgo::redis {
 namespace detail {
@@ -31,7 +32,7 @@ std::optional<SlotOwner> owner_from_slots(const Reply& reply, std::uint16_t slot
     if (!m || m->type != REDIS_REPLY_ARRAY || m->elements < 2) return std::nullopt;
     SlotOwner o;
     o.master = endpoint_from(m->element[0], m->element[1], asked);
-    if (m->elements >= 3) o.id = as_string(m->element[2]).value_or("");
+    if (m->elements >= 3) o.id = shown_text(as_string(m->element[2]).value_or(""));
     for (std::size_t r = 3; r < range->elements; ++r) {
       const redisReply* rep = range->element[r];
       if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2) {

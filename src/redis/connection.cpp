@@ -9,6 +9,7 @@
 #include "redis/topology.h"
 #include "util/error.h"
 #include "util/sha1.h"
+#include "util/text.h"
 
 namespace redisgo::redis {
 namespace {
@@ -404,7 +405,10 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   pending_.pop_front();
   Reply reply(std::move(raw));
   const bool error = reply.is_error();
+  // `text` decides (a prefix, a redirect's address); `shown` is what messages and logs carry:
+  // escaped and bounded here, where a reply becomes a message (util/text.h).
   const std::string text = error ? redact(reply.str(), auth_password_) : std::string();
+  const std::string shown = error ? shown_text(text) : std::string();
   switch (p.kind) {
     case Kind::kAuth:
       // Redis's message (WRONGPASS ...) never echoes the password; neither do we. A server
@@ -418,7 +422,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
         if (refused && retry_auth()) return;
         close(refused ? Fault::kAuth : Fault::kReply,
               "AUTH failed" + (options_.username.empty() ? std::string() : " as user " + options_.username) + ": " +
-                  text);
+                  shown);
         return;
       }
       // Authenticated: what the caller queued meanwhile goes out now.
@@ -431,18 +435,19 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
       }
       return;
     case Kind::kSelect:
-      if (error) close(classify_error_reply(text), "SELECT " + std::to_string(options_.db) + " failed: " + text);
+      if (error) close(classify_error_reply(text), "SELECT " + std::to_string(options_.db) + " failed: " + shown);
       return;
     case Kind::kScriptLoad:
-      if (error) close(classify_error_reply(text), "SCRIPT LOAD failed: " + text);
+      if (error) close(classify_error_reply(text), "SCRIPT LOAD failed: " + shown);
       return;
     case Kind::kRole: {
       // Sentinel: the server the sentinels named must say it is the master; a demoted
       // one (a replica now) would refuse writes or, worse, hold a stale lease.
       const auto role = reply.is_array() && reply.size() > 0 ? as_string(reply.element(0)) : std::nullopt;
       if (error || !role || *role != "master") {
-        const std::string why = error ? "ROLE failed: " + text
-                                      : "is not the master (ROLE says '" + role.value_or("?") + "'); asking the sentinels again";
+        const std::string why = error ? "ROLE failed: " + shown
+                                      : "is not the master (ROLE says '" + shown_text(role.value_or("?")) +
+                                            "'); asking the sentinels again";
         if (options_.locator) options_.locator->wrong(current_, why);
         close(Fault::kReply, why);
       }
@@ -453,7 +458,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   Call& call = *p.call;
   if (error) {
     call.fault_ = classify_error_reply(text);
-    call.error_ = describe() + ": " + text;
+    call.error_ = describe() + ": " + shown;
   } else if (reply.is_array() && reply.size() == 3 && element_is(reply.element(0), "subscribe")) {
     subscribed_ = true;
   }
@@ -466,7 +471,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
       auto at = text.rfind(' ');
       if (auto to = Endpoint::parse(text.substr(at + 1))) options_.locator->moved(*to);
     } else if (starts_with(text, "READONLY")) {
-      options_.locator->wrong(current_, text);
+      options_.locator->wrong(current_, shown);
     }
   }
   if (error && starts_with(text, "NOSCRIPT")) {

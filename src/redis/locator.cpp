@@ -47,7 +47,9 @@ std::optional<Endpoint> endpoint_from(const redisReply* ip, const redisReply* po
       }
     }
   }
-  if (!host || !p || *p <= 0 || *p > 65535) return std::nullopt;
+  // A host name is at most 253 bytes (RFC 1035): a longer "address" is no server's, and
+  // it would only be carried into every message that names the node.
+  if (!host || host->size() > 255 || !p || *p <= 0 || *p > 65535) return std::nullopt;
   Endpoint e;
   e.kind = Endpoint::Kind::kTcp;
   e.host = host->empty() || *host == "?" ? fallback_host : *host;

@@ -6,6 +6,7 @@
 
 #include "redis/locator.h"
 #include "redis/subscriber.h"
+#include "util/text.h"
 
 namespace redisgo::redis {
 namespace detail {
@@ -189,7 +190,8 @@ SentinelReport inspect_sentinels(const SentinelOptions& options, int cancel_fd) 
           auto value = as_string(fields->element[j + 1]);
           if (name && value) f[*name] = *value;
         }
-        a.replicas.push_back(f["ip"] + ":" + f["port"] + " (" + f["flags"] + ", link " + f["master-link-status"] + ")");
+        a.replicas.push_back(
+            shown_text(f["ip"] + ":" + f["port"] + " (" + f["flags"] + ", link " + f["master-link-status"] + ")"));
       }
     }
     report.answers.push_back(std::move(a));

@@ -16,4 +16,10 @@ inline std::string join(const std::vector<std::string>& parts, const char* sep) 
   return out;
 }
 
+/// "a hash", "an other type": a Redis type name with its article, for messages.
+inline std::string with_article(const std::string& noun) {
+  const bool vowel = !noun.empty() && std::string("aeiou").find(noun[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + noun;
+}
+
 }  // namespace redisgo

@@ -99,6 +99,10 @@ int resp(const std::uint8_t* data, std::size_t size) {
       if (acq.kind == lock::AcquireReply::Kind::kGranted) check(acq.token > 0, "a grant carries a token");
       if (acq.kind == lock::AcquireReply::Kind::kInvalid) check(!acq.why.empty(), "not understood says why");
       lock::parse_flag_reply(reply.get());
+      if (auto rel = lock::parse_release_reply(reply.get()); rel && rel->released) {
+        check(rel->holder.empty() && rel->other_type.empty(), "a release names no other holder");
+      }
+      for (const auto& [key, type] : acq.other_type_slots) check(!key.empty() && type.size() < 200, "slots shown cut");
       if (auto v = lock::parse_inspect_reply(reply.get())) check(v->pttl_ms >= INT64_MIN, "inspect parsed");
       auto claim = lock::parse_claim_reply(reply.get());
       if (claim.kind != lock::ClaimReply::Kind::kTaken) check(claim.holder.empty(), "only a taken claim names a holder");

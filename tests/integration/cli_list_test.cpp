@@ -145,6 +145,9 @@ TEST_F(CliList, AUserWithoutScanIsToldWhatItLacks) {
   auto r = run_task_binary({"list", "--config", cfg}, 10s, {{"RGT_LIST_PW", "pw"}});
   EXPECT_EQ(r.code, 77) << r.out << r.err;
   EXPECT_NE(r.out.find("list needs +scan"), std::string::npos) << r.out;
+  // The refusal first, and no "no keys found" before or after it: nothing was scanned.
+  EXPECT_EQ(r.out.rfind("node " + redis.address() + ": not scanned: ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("no keys found"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -97,6 +97,9 @@ TEST_F(CliPause, StopStopsTheLeaderAndThePauseEndsByItself) {
   EXPECT_NE(p.out.find("to stop its job and release"), std::string::npos) << p.out;
   ASSERT_TRUE(leader->wait_for_log("child exited", 5s)) << leader->err();
   const auto stopped = std::chrono::steady_clock::now();
+  // Said as what it is, not as a handover.
+  EXPECT_NE(leader->err().find("stop requested by `pause --stop`"), std::string::npos) << leader->err();
+  EXPECT_EQ(leader->err().find("handover requested"), std::string::npos) << leader->err();
   // The hold (1 s) passes, the pause (3 s) does not: it waits, then takes the lease back.
   ASSERT_TRUE(leader->wait_for_log("is paused by ", 5s)) << leader->err();
   ASSERT_TRUE(wait_until([&] { return count_lines(leader->err(), "child started") == 2; }, 8s)) << leader->err();

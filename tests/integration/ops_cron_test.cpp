@@ -256,6 +256,33 @@ TEST_F(OpsCron, LeaseLostWhileTheJobRanIsLoud) {
   expect_summary(w.mail(), cfg + " (key " + test_key() + ")", "the lease was lost while the job ran", 75);
 }
 
+// The release found another host's lease where ours had stood (the key lost and taken while
+// the job ran, unseen by a renewal): the job's own status, and a mail that says so first.
+TEST_F(OpsCron, AReleaseThatFoundAnotherHostsLeaseIsMailed) {
+  ConfigSpec spec;
+  spec.nodes = "host = \"" + redis_.address() + "\"";
+  spec.key = test_key();
+  spec.expire = "5s";  // no renewal (every 2 s) within the job's few hundred milliseconds
+  spec.cron = "2s";
+  spec.log_level = "info";
+  const auto cfg = dir_.write("taken.toml", make_config(spec));
+  const std::string started = dir_.path() + "/started", go = dir_.path() + "/go";
+  Wrapper w(dir_, "taken",
+            {cfg, "--", "/bin/sh", "-c",
+             "touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.01; done; echo job-done"});
+  ASSERT_TRUE(wait_until([&] { return ::access(started.c_str(), F_OK) == 0; }, 10s)) << w.mail();
+  redis_.cli({"SET", test_key(), "other-host:1:00", "PX", "60000"});
+  dir_.write("go", "");
+  auto code = w.wait_for(15s);
+  ASSERT_TRUE(code.has_value()) << w.mail();
+  EXPECT_EQ(*code, 0) << "the job ran to its end\n" << w.mail();
+  EXPECT_NE(w.mail().find("job-done"), std::string::npos) << w.mail();
+  expect_summary(w.mail(), cfg + " (key " + test_key() + ")",
+                 "another host took the lease while the job ran (redisgo_task found it at the release): two runs may "
+                 "have overlapped",
+                 0);
+}
+
 TEST_F(OpsCron, BadConfigOrUsageIs78AndLoud) {
   auto bad = dir_.write("bad.toml", "[redis]\nkey = \"k\"\n");
   auto [code, mail] = run({bad, "--", "/bin/true"});

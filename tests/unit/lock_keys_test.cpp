@@ -194,6 +194,66 @@ TEST(Replies, AClaimIsClaimedTakenNotOursOrNotUnderstood) {
   EXPECT_FALSE(redisgo::lock::parse_read_claims_reply(reply_of("*1\r\n:1\r\n").get(), 1));
 }
 
+TEST(Replies, AReleaseNotOursSaysWhatTheKeyHolds) {
+  using redisgo::lock::parse_release_reply;
+  // Gone.
+  auto r = parse_release_reply(reply_of(":0\r\n").get());
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->released);
+  EXPECT_EQ(r->holder, "");
+  // Another holder's lease, and the fence counter then.
+  r = parse_release_reply(reply_of("*3\r\n:0\r\n$7\r\nother:1\r\n$2\r\n42\r\n").get());
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->released);
+  EXPECT_EQ(r->holder, "other:1");
+  EXPECT_EQ(r->fence, "42");
+  // A key of another type.
+  r = parse_release_reply(reply_of("*4\r\n:0\r\n$0\r\n\r\n$0\r\n\r\n$4\r\nhash\r\n").get());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->other_type, "hash");
+  // Released, as before.
+  r = parse_release_reply(reply_of("*2\r\n:1\r\n:0\r\n").get());
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->released);
+  EXPECT_EQ(r->holder, "");
+  // Shapes that do not read.
+  EXPECT_FALSE(parse_release_reply(reply_of("*2\r\n:0\r\n$1\r\nx\r\n").get()));
+  EXPECT_FALSE(parse_release_reply(reply_of("*4\r\n:0\r\n$1\r\nx\r\n$0\r\n\r\n$4\r\nhash\r\n").get()));
+  // A 100 KB holder is cut, with its size.
+  const std::string big(100'000, 'h');
+  r = parse_release_reply(reply_of("*3\r\n:0\r\n$100000\r\n" + big + "\r\n$1\r\n7\r\n").get());
+  ASSERT_TRUE(r);
+  EXPECT_LT(r->holder.size(), 300u);
+  EXPECT_NE(r->holder.find("(100000 bytes)"), std::string::npos);
+}
+
+TEST(Replies, TheSemaphoreNamesSlotsOfAnotherTypeAfterItsReply) {
+  using redisgo::lock::AcquireReply;
+  // Busy (in line), with one slot of another type skipped.
+  auto g = redisgo::lock::parse_acquire_reply(
+      reply_of("*7\r\n:0\r\n$1\r\nh\r\n:900\r\n:1\r\n$2\r\n17\r\n:1\r\n*2\r\n$10\r\n{k}:slot:2\r\n$4\r\nhash\r\n")
+          .get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kBusy) << g.why;
+  EXPECT_EQ(g.holder, "h");
+  EXPECT_EQ(g.position, 1);
+  ASSERT_EQ(g.other_type_slots.size(), 1u);
+  EXPECT_EQ(g.other_type_slots[0].first, "{k}:slot:2");
+  EXPECT_EQ(g.other_type_slots[0].second, "hash");
+  // Granted on another slot, with it.
+  g = redisgo::lock::parse_acquire_reply(
+      reply_of("*4\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:1\r\n*2\r\n$10\r\n{k}:slot:2\r\n$4\r\nlist\r\n").get());
+  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted) << g.why;
+  EXPECT_EQ(g.slot_key, "{k}:slot:1");
+  ASSERT_EQ(g.other_type_slots.size(), 1u);
+  // A list that does not read (odd, empty, not strings) is not understood.
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*1\r\n$1\r\nk\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*0\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*2\r\n:1\r\n:2\r\n").get()).kind,
+            AcquireReply::Kind::kInvalid);
+}
+
 TEST(RestartGuard, CountsOneSecondLessThanRedisSays) {
   using redisgo::lock::restart_guard_left;
   // Redis's uptime_in_seconds is whole seconds of a cached clock: "1" may mean 0.1 s.

@@ -48,7 +48,8 @@ const char* const kFamilies[] = {
     "redisgo_task_lease_losses_total", "redisgo_task_child_starts_total",
     "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
     "redisgo_task_node_up",          "redisgo_task_wait_seconds",
-    "redisgo_task_line_length",      "redisgo_task_cannot_acquire"};
+    "redisgo_task_line_length",      "redisgo_task_cannot_acquire",
+    "redisgo_task_textfile_write_errors_total"};
 
 }  // namespace
 
@@ -146,6 +147,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# TYPE redisgo_task_lease_losses_total counter\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"deadline\"} 0\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"lost\"} 0\n"
+      "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"taken\"} 0\n"
       "# HELP redisgo_task_child_starts_total Child processes started.\n"
       "# TYPE redisgo_task_child_starts_total counter\n"
       "redisgo_task_child_starts_total{key=\"jobs:nightly\"} 0\n"
@@ -163,8 +165,12 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"handover\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"health\"} 0\n"
+      "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"pause\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"renewal_refused\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"restart_limit\"} 0\n"
+      "# HELP redisgo_task_textfile_write_errors_total Writes of the metrics textfile that failed (it then keeps what the last good write said).\n"
+      "# TYPE redisgo_task_textfile_write_errors_total counter\n"
+      "redisgo_task_textfile_write_errors_total{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_node_up 1 if the Redis node answered the last request, else 0.\n"
       "# TYPE redisgo_task_node_up gauge\n"
       "redisgo_task_node_up{key=\"jobs:nightly\",node=\"10.0.0.1:6379\"} 0\n";

@@ -14,6 +14,7 @@
 #include "util/interrupt.h"
 #include "util/float_text.h"
 #include "util/rounding.h"
+#include "util/text.h"
 #include "util/timer.h"
 #include "util/unique_fd.h"
 
@@ -192,4 +193,30 @@ TEST(ExitStatus, OneTableFromOutcomeToStatus) {
   EXPECT_EQ(exit_status(Outcome::kOutputFailed), 74);
   EXPECT_EQ(exit_status(Outcome::kCannotRun), 126);
   EXPECT_EQ(exit_status(Outcome::kNotFound), 127);
+}
+
+// A server's text as messages show it: escaped, at most kShownBytes, and how much was cut.
+TEST(ShownText, ShortTextIsEscapedWhole) {
+  EXPECT_EQ(redisgo::shown_text("ERR plain"), "ERR plain");
+  EXPECT_EQ(redisgo::shown_text("a\nb\r\x01\x7f\xff"), "a\\nb\\r\\x01\\x7f\\xff");
+  EXPECT_EQ(redisgo::shown_text("caf\xc3\xa9"), "caf\xc3\xa9");  // valid UTF-8 kept
+  EXPECT_EQ(redisgo::shown_text(redisgo::shown_text("x\ny")), "x\\ny");  // escaping twice changes nothing
+}
+
+TEST(ShownText, LongTextIsCutAndSaysHowMuch) {
+  const std::string big(100'000, 'x');
+  const std::string shown = redisgo::shown_text(big);
+  EXPECT_EQ(shown, std::string(redisgo::kShownBytes, 'x') + "... (" + std::to_string(100'000 - redisgo::kShownBytes) +
+                       " bytes cut)");
+  // Escapes count as shown bytes, and a cut never splits one, nor a UTF-8 sequence.
+  const std::string controls(1000, '\x01');
+  const std::string c = redisgo::shown_text(controls);
+  EXPECT_EQ(c.substr(0, 4), "\\x01");
+  EXPECT_EQ(c.find("... ("), redisgo::kShownBytes / 4 * 4);
+  EXPECT_NE(c.find("(" + std::to_string(1000 - redisgo::kShownBytes / 4) + " bytes cut)"), std::string::npos) << c;
+  std::string accents;
+  for (int i = 0; i < 400; ++i) accents += "\xc3\xa9";
+  const std::string a = redisgo::shown_text(accents, 11);
+  EXPECT_EQ(a, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9... (790 bytes cut)");
+  EXPECT_EQ(redisgo::shown_text(std::string(512, 'y')), std::string(512, 'y'));  // exactly the bound: whole
 }
