@@ -71,7 +71,8 @@ end
 inline const std::string kNotALeaseFunction = R"lua(
 local function refusal(r)
   return type(r) == 'table' and type(r.err) == 'string' and
-         (string.find(r.err, "can't", 1, true) or string.find(r.err, 'NOPERM', 1, true)) ~= nil
+         (string.find(r.err, "can't", 1, true) or string.find(r.err, 'NOPERM', 1, true) or
+          string.find(r.err, 'ACL failure', 1, true)) ~= nil
 end
 local function lease_value(key)
   local v = redis.pcall('GET', key)
