@@ -72,6 +72,8 @@ class Runner {
   /// `wake_on_release`, by another holder's release message or a subscription that
   /// became active. Keeps the subscriptions up meanwhile.
   WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
+  /// Whether a quorum of nodes answered `acq` (else its lack of a holder is no news).
+  bool quorum_answered(const lock::Acquisition& acq) const;
   /// A "next <ms>" message of the waiting line: the window it names.
   static std::optional<Millis> next_message(const std::string& payload);
   /// After an attempt: the line's length for the metrics; with fair = false, a line seen

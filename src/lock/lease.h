@@ -179,6 +179,9 @@ struct Acquisition {
   std::string holder;
   std::int64_t holder_ttl_ms = -1;
   bool holder_never_expires = false;    ///< that holder's key has no TTL on a quorum (set by hand?)
+  /// Without a quorum's holder, `holder` is the first one a node named, and this that node:
+  /// all that a host whose credentials most nodes refuse can say of who leads.
+  std::string holder_node;
   /// Not before this instant can a quorum of nodes be asked again (nodes in their retry
   /// backoff); {} = now. A waiter never tries sooner: there would be nothing to send.
   Clock::time_point not_before{};

@@ -127,6 +127,8 @@ class RedlockBackend final : public LeaseBackend {
     std::vector<bool> leftover;
     std::map<std::string, std::vector<std::int64_t>> busy_ttls;  ///< holder -> its nodes' PTTLs
   };
+  /// acquire(): so many nodes refused our credentials or rights that no quorum is possible.
+  bool refused_beyond_quorum(const std::vector<redis::CallPtr>& calls) const;
   /// acquire(): sends the acquire script (the slot keys in this attempt's order).
   std::vector<redis::CallPtr> send_acquire(bool semaphore);
   /// acquire(): reads every node's reply into `a` and the tally.
