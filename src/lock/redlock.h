@@ -79,6 +79,9 @@ class RedlockBackend final : public LeaseBackend {
   Published pause(const PauseRecord& pause, Millis ttl) override;
   Published resume() override;
   std::optional<PauseRecord> read_pause() override;
+  RightsProbe probe_rights(const std::vector<std::string>& commands, const std::string& note_head,
+                           Millis note_ttl) override;
+  std::optional<RefusalNote> read_refusal() override;
   int slots_beyond_limit() override;
   void line_listening(const std::vector<bool>& per_node) override { listening_ = per_node; }
   std::string leave_line() noexcept override;
