@@ -122,12 +122,11 @@ std::optional<int> Runner::hold_while_refused(const lock::NodeError& refusal, co
     }
   }
   end_refused(false);
+  const auto now = clock_.now();
+  const Millis left = now < hold_until ? std::chrono::ceil<Millis>(hold_until - now) : Millis(0);
   log_->info("key {}: the rights the renewals use are granted again (a probe passed); contending again{}",
-             cfg_.redis.key,
-             clock_.now() < hold_until ? " in " + format_duration(until(hold_until, clock_.now())) + " (step-down hold)"
-                                       : "");
-  if (clock_.now() < hold_until) return hold_back("stepped down: " + why, std::chrono::duration_cast<Millis>(
-                                                                              hold_until - clock_.now()));
+             cfg_.redis.key, left > Millis(0) ? " in " + format_duration(left) + " (step-down hold)" : "");
+  if (left > Millis(0)) return hold_back("stepped down: " + why, left);
   say_status("standby");
   metrics_.set_state(metrics::State::kStandby);
   return std::nullopt;
