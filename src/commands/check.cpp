@@ -15,6 +15,7 @@
 #include "lock/replies.h"
 #include "redis/poller.h"
 #include "lock/scripts.h"
+#include "redis/acl.h"
 #include "redis/topology.h"
 #include "util/text.h"
 
@@ -258,11 +259,12 @@ Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
                     "expires",
                 "grant +publish and the channels &" + keys.base + ":* (the README's ACL recipe)");
   }
+  // Named as the daemon names a refused renewal (redis/acl.h), so that both say "+pexpire".
   return make(Level::kFail, "rights", p.name,
               "the lease scripts run " + what + ", which this user may not: " + error +
                   ": the daemon would fail alike (acquire, renew, release or the line)",
-              "grant what the README's ACL recipe lists (commands, and the keys " + keys.key + " and " + keys.base +
-                  ":*)");
+              "grant " + redis::right_for(what) + ", and the rest of what the README's ACL recipe lists (commands, "
+              "and the keys " + keys.key + " and " + keys.base + ":*)");
 }
 
 /// The waiting line and the listeners outside it ({length, entries, outside}: kReadLine).

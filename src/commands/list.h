@@ -6,7 +6,7 @@
 /// everything else is read by one read-only script per key (lock/scripts.h kListKey).
 ///
 /// The judgement (merging the nodes' answers under the quorum, the text and JSON) is pure
-/// and unit-tested; run_list does the talking.
+/// and unit-tested; run_list (list_scan.cpp) does the talking.
 
 #include <cstdint>
 #include <optional>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "lock/lease.h"
 
 namespace redisgo::commands {
 
@@ -36,6 +37,7 @@ struct NodeKey {
     std::int64_t ttl_ms = -2;
   };
   std::vector<Slot> slots;  ///< a semaphore's other slots that are held (1..63)
+  std::string refusal;      ///< a lock::RefusalNote's text, or ""
 };
 
 /// The latest once_per claim seen for a key.
@@ -60,6 +62,8 @@ struct Row {
   bool paused = false;
   std::string paused_by, pause_reason;
   std::int64_t paused_since_ms = 0, paused_until_ms = 0;
+  /// A daemon holds back because its renewals were refused (the newest note any node has).
+  std::optional<lock::RefusalNote> refusal;
   std::string error;                    ///< why unreadable
 };
 

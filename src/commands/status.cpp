@@ -252,6 +252,8 @@ struct StatusView {
   bool known = false;             ///< held or free
   bool here = false;              ///< held by this host
   TopologyView topology;
+  /// A daemon that holds back because its renewals were refused (lock::RefusalNote).
+  std::optional<lock::RefusalNote> refusal;
 };
 
 StatusView read_status(lock::LeaseBackend& backend, const config::Config& config) {
@@ -265,7 +267,26 @@ StatusView read_status(lock::LeaseBackend& backend, const config::Config& config
   s.known = s.q.state != State::kUnknown;
   s.here = s.q.state == State::kHeld && lock::holder_prefix(s.q.holder) == holder_head(config.redis.value);
   s.topology = inspect_topology(config);
+  s.refusal = backend.read_refusal();
   return s;
+}
+
+/// Renewals refused: the note a daemon that holds back left beside the key. Said right under
+/// the state, since the key may then read "free" while no host will take it.
+void write_refusal(const std::optional<lock::RefusalNote>& n, bool json, std::ostream& out) {
+  if (json) {
+    out << ",\"renewals_refused\":";
+    if (!n) {
+      out << "null";
+      return;
+    }
+    out << "{\"holder\":" << log::json_quoted(n->holder)
+        << ",\"host\":" << log::json_quoted(lock::holder_prefix(n->holder)) << ",\"since\":" << (n->since_ms > 0 ? log::json_quoted(utc_text(n->since_ms / 1000)) : "null")
+        << ",\"user\":" << log::json_quoted(n->user) << ",\"right\":" << log::json_quoted(n->right)
+        << ",\"error\":" << log::json_quoted(n->error) << "}";
+    return;
+  }
+  if (n) out << "alert:  " << log::printable(lock::describe_refusal(*n)) << "\n";
 }
 
 /// One node's object in the "nodes" array.
@@ -326,8 +347,9 @@ void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const c
       << ",\"ttl_ms\":" << (q.state == State::kHeld ? std::to_string(q.ttl_ms) : "null")
       << ",\"token\":" << (s.known && q.bad_fences == 0 ? std::to_string(q.token) : "null")
       << ",\"held_by_this_host\":" << (s.known ? (s.here ? "true" : "false") : "null") << ",\"quorum\":" << s.quorum
-      << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (s.quorum_reachable ? "true" : "false")
-      << ",\"nodes\":[";
+      << ",\"reachable\":" << q.reachable << ",\"quorum_reachable\":" << (s.quorum_reachable ? "true" : "false");
+  write_refusal(s.refusal, true, out);
+  out << ",\"nodes\":[";
   for (std::size_t i = 0; i < s.nodes.size(); ++i) {
     if (i) out << ",";
     write_node_json(s.nodes[i], config, out);
@@ -385,6 +407,7 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
       break;
     }
   }
+  write_refusal(s.refusal, false, out);
   if (q.bad_fences > 0) {
     // Unreadable, never a made-up 0: and say what it blocks and what to do.
     const std::string fence = log::printable(lock::LeaseKeys::derive(config.redis.key).fence);

@@ -58,7 +58,7 @@ std::optional<int> Runner::contend() {
       } else if (std::holds_alternative<ShowMiss>(action)) {
         const auto& acq = machine.last();
         waiting_.missed(acq.holder, acq.holder_ttl_ms, machine.attempts(), machine.began(), clock_.now(),
-                        acq.guard_wait_ms, acq.position, acq.line_length);
+                        acq.guard_wait_ms, acq.position, acq.line_length, quorum_answered(acq));
       } else if (const auto* d = std::get_if<Debug>(&action)) {
         log_->debug("{}", d->text);
       } else if (std::holds_alternative<Lead>(action)) {
@@ -76,6 +76,10 @@ std::optional<int> Runner::contend() {
     }
     actions = std::move(next);
   }
+}
+
+bool Runner::quorum_answered(const lock::Acquisition& acq) const {
+  return !blocked_by(acq, backend_->node_count(), backend_->quorum());
 }
 
 Actions Runner::attempt(StandbyMachine& machine) {
@@ -121,7 +125,7 @@ End Runner::wait_for(const StandbyMachine& machine, const Wait& w) {
     const auto since = std::chrono::duration_cast<Millis>(clock_.now() - machine.attempt_started()).count();
     auto left = [&](std::int64_t ms) { return ms < 0 ? -1 : std::max<std::int64_t>(0, ms - since); };
     waiting_.missed(acq.holder, left(acq.holder_ttl_ms), machine.attempts(), machine.began(), clock_.now(),
-                    left(acq.guard_wait_ms), acq.position, acq.line_length);
+                    left(acq.guard_wait_ms), acq.position, acq.line_length, quorum_answered(acq));
   }
 }
 
@@ -280,8 +284,10 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
     if (blocked && !giving_up && (said == Clock::time_point{} || now - said >= kForwardSummary)) {
       said = now;
       blocked_logged_ = true;
-      log_->error("key {}: {}; no host with this config can run the job until that is fixed; retrying",
-                  cfg_.redis.key, blocked->text);
+      // Only an error reply is every host's (a broken key, a replica): a refusal is this host's
+      // own, and nodes this host cannot reach may serve the others.
+      log_->error("key {}: {}{}; retrying", cfg_.redis.key, blocked->text,
+                  blocked->every_host ? "; no host with this config can run the job until that is fixed" : "");
     } else if (!blocked && blocked_logged_) {
       blocked_logged_ = false;
       log_->info("key {}: a quorum of Redis nodes answers again", cfg_.redis.key);
@@ -383,7 +389,12 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   }
   const bool auth = refusal != nullptr;
   const int answered = backend_->node_count() - unreachable - refused;
-  const int code = give_up_code(acq.busy, auth, answered, backend_->quorum());
+  // Refused by so many nodes that no quorum could grant us: a holder that the others name
+  // does not make it "busy" (75, which a cron wrapper keeps quiet about); the fix is ours (77).
+  int refusals = 0;
+  for (const auto& e : acq.errors) refusals += !e.node.empty() && redis::is_refusal(e.fault) ? 1 : 0;
+  const bool refused_out = refusals > backend_->node_count() - backend_->quorum();
+  const int code = give_up_code(refused_out ? 0 : acq.busy, auth, answered, backend_->quorum());
   if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
     // Busy is the normal outcome of a cron job on every host but one: info, not louder.
     const auto pause = lock::pause_of(acq.holder);
@@ -397,13 +408,19 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
     const std::string& why = refusal ? refusal->message : example;
     const bool none = cfg_.redis.password.empty() &&
                       (why.find("NOAUTH") != std::string::npos || why.find("unauthenticated") != std::string::npos);
-    log_->error("lease not acquired after {} attempt(s): {} ({}){}; giving up", attempts,
-                refusal && refusal->fault == redis::Fault::kTls ? "TLS verification failed"
-                                                                 : "Redis refused our credentials",
+    const std::string seen = acq.holder.empty() || acq.holder_node.empty()
+                                 ? ""
+                                 : " (the key is held by " + lock::describe_holder(acq.holder) + ", as " +
+                                       acq.holder_node + " says)";
+    log_->error("lease not acquired after {} attempt(s): {} ({}){}{}; giving up", attempts,
+                !refusal                                 ? std::string("Redis refused our credentials")
+                : refusal->fault == redis::Fault::kTls ? std::string("TLS verification failed")
+                                                        : refused_what(*refusal, "our"),
                 why,
                 none ? " (the server requires a password and the config gives none: set password_credential, "
                        "password_file or password_env)"
-                     : "");
+                     : "",
+                seen);
   } else if (code == kExitTempFail) {
     // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
     // runs the job until it opens, and a cron job that skips for that must say why.

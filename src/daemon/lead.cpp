@@ -317,9 +317,13 @@ std::optional<int> Runner::end_lease(Leading& l) {
   metrics_.set_leader(false);
   metrics_.set_lease_deadline(std::nullopt);
   metrics_.set_state(metrics::State::kStandby);
-  if (outcome.kind == AfterExit::Kind::kExit) return outcome.exit_code;
+  if (outcome.kind == AfterExit::Kind::kExit) {
+    if (outcome.exit_code == kExitNoPerm && l.renewer.refused()) say_refused_at_exit(l.renewer.refusal());
+    return outcome.exit_code;
+  }
   if (!outcome.step_down.empty()) {
     metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
+    if (outcome.cause == "renewal_refused") return hold_while_refused(l.renewer.refusal(), outcome.step_down);
     return hold_after_step_down(outcome.step_down, outcome.cause == "handover" || outcome.cause == "pause");
   }
   say_status("standby");
@@ -451,7 +455,11 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why, bool pla
   const Millis hold = planned ? std::max(config::effective_step_down_hold(cfg_), cfg_.redis.expire)
                               : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
   log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
-  say_status("stepped down: " + why);
+  return hold_back("stepped down: " + why, hold);
+}
+
+std::optional<int> Runner::hold_back(const std::string& status, Millis hold) {
+  say_status(status);
   metrics_.set_state(metrics::State::kSteppedDown);
   if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
   say_status("standby");

@@ -297,13 +297,9 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
   }
   if (s_.mode == Mode::kSupervise && (ec.cause == StopCause::kLeaseLost || ec.cause == StopCause::kDeadline) &&
       ec.refused) {
-    // No lease of this config can be kept until the rights are granted: stepping down, with a
-    // hold that grows with each one (attack round: it took the lease back every 2 s, and
-    // never said it less often).
-    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0),
-                         "Redis refused the renewal (credentials, or a right the ACL user lacks: `redisgo_task "
-                         "check` says which)",
-                         "renewal_refused"});
+    // No lease of this config can be kept until the rights are granted: stepping down, and
+    // holding back until they are (the driver names the right and probes it, lead.cpp).
+    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0), "Redis refused the renewals", "renewal_refused"});
     return;
   }
   if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone && code == 0 &&

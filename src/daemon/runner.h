@@ -72,6 +72,8 @@ class Runner {
   /// `wake_on_release`, by another holder's release message or a subscription that
   /// became active. Keeps the subscriptions up meanwhile.
   WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
+  /// Whether a quorum of nodes answered `acq` (else its lack of a holder is no news).
+  bool quorum_answered(const lock::Acquisition& acq) const;
   /// A "next <ms>" message of the waiting line: the window it names.
   static std::optional<Millis> next_message(const std::string& payload);
   /// After an attempt: the line's length for the metrics; with fair = false, a line seen
@@ -129,6 +131,30 @@ class Runner {
   /// Waits out step_down_hold after stepping down; nullopt to contend again. A planned
   /// step-down (handover) holds step_down_hold as configured; a failing host longer each time.
   std::optional<int> hold_after_step_down(const std::string& why, bool planned);
+  /// Holds back for `hold` (STATUS= `status`, state stepped_down); nullopt to contend again.
+  std::optional<int> hold_back(const std::string& status, Millis hold);
+
+  // --- renewals refused (refused.cpp) ---
+  /// What the refused renewals lacked, for the log, STATUS=, the metric.
+  struct RefusedRight {
+    std::string right;  ///< "+pexpire"; "credentials", "tls", "keys"; "unknown" when not named
+    std::string text;   ///< "the ACL user 'redisgo' lacks +pexpire"
+  };
+  /// The ACL user of the config ("default" when it names none).
+  std::string acl_user() const;
+  /// The commands this config's renewals run (what probe_rights tries).
+  std::vector<std::string> renewal_commands() const;
+  /// From the node's refusal, or (Redis 7.0 does not name it inside a script) the probe's find.
+  RefusedRight name_refusal(const lock::NodeError& refusal, const lock::RightsProbe& probe) const;
+  /// oneshot: a run whose renewals were refused (exit 77) names the right in its last line.
+  void say_refused_at_exit(const lock::NodeError& refusal);
+  /// supervise, after stepping down for refused renewals (`why`): holds back until a probe finds
+  /// the right granted, and at least the step-down hold, saying so in STATUS=, the state metric
+  /// and a note beside the key (redisgo_task(1) "Renewals refused"). nullopt to contend again.
+  std::optional<int> hold_while_refused(const lock::NodeError& refusal, const std::string& why);
+  void show_refused(const RefusedRight& named);
+  /// The state ends: the metric, and on a stop (`drop_note`) our note beside the key.
+  void end_refused(bool drop_note);
   /// once_per: how long a claim is kept, from its writing and from every renewal of its
   /// run's lease: 2 x once_per (redisgo_task(1), MODES), and never less than 2 x expire, so that it outlives
   /// the gap between two renewals and a dead holder's lease.

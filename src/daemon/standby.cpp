@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "redis/acl.h"
 #include "util/duration.h"
 
 namespace redisgo::daemon {
@@ -37,6 +38,22 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   return s;
 }
 
+std::string refused_what(const lock::NodeError& e, const std::string& whose) {
+  switch (redis::refusal_of(e.message)) {
+    case redis::Refusal::kCommand:
+      if (auto command = redis::refused_command(e.message)) {
+        return whose + " ACL user lacks " + redis::right_for(*command);
+      }
+      return whose + " ACL user lacks a right the lease scripts need";  // the message says where to look
+    case redis::Refusal::kKey:
+      return whose + " ACL user may not use the key's names (the README's ACL recipe grants them)";
+    case redis::Refusal::kChannel: return whose + " ACL user may not use the key's channels";
+    case redis::Refusal::kCredentials:
+    case redis::Refusal::kNone: break;
+  }
+  return "Redis refused " + whose + " credentials";
+}
+
 std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum) {
   if (acq.acquired || acq.answered.size() >= quorum) return std::nullopt;
   // Only nodes that failed prove anything: an attempt is decided as soon as its outcome is
@@ -58,16 +75,29 @@ std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t node
     }
   }
   if (refusal) {
+    // This host's credentials, rights or certificates: the nodes themselves may serve other
+    // hosts, and a quorum of them refusing us leaves us nothing to say of what those see.
     const bool tls = refusal->fault == redis::Fault::kTls;
-    return Blocked{tls ? "tls" : "credentials",
-                   std::string("cannot acquire: ") + (tls ? "TLS verification failed" : "Redis refused our credentials") +
-                       " (" + refusal->message + ")"};
+    std::string text = "this host cannot acquire: " +
+                       (tls ? std::string("TLS verification failed") : refused_what(*refusal, "its")) + " (" +
+                       refusal->message + ")";
+    // A node that did accept us may have named a holder (attack round: a host with a wrong
+    // password said "no holder with a quorum" while another led).
+    if (!acq.holder.empty() && !acq.holder_node.empty()) {
+      const auto pause = lock::pause_of(acq.holder);
+      text += "; the key is " +
+              (pause ? lock::describe_pause(*pause) : "held by " + lock::describe_holder(acq.holder)) + " (as " +
+              acq.holder_node + " says)";
+    }
+    return Blocked{tls ? "tls" : "credentials", std::move(text), true, false};
   }
-  if (reply) return Blocked{"error", "cannot acquire: Redis answered with an error (" + reply->message + ")"};
+  if (reply) {
+    return Blocked{"error", "cannot acquire: Redis answered with an error (" + reply->message + ")", false, true};
+  }
   std::string text = "cannot acquire: no quorum of Redis nodes (" + std::to_string(acq.answered.size()) + " of " +
                      std::to_string(nodes) + " answered, " + std::to_string(quorum) + " needed";
   if (other) text += "; " + other->message;
-  return Blocked{"unreachable", text + ")"};
+  return Blocked{"unreachable", text + ")", false, false};
 }
 
 const char* to_string(StandbyState s) {

@@ -91,15 +91,25 @@ using Actions = std::vector<Action>;
 /// that can never run the job does not look like a healthy standby.
 struct Blocked {
   /// The metrics label: "credentials" (AUTH or ACL refused), "tls" (verification failed),
-  /// "error" (another error reply, e.g. NOPERM on a script), "unreachable".
+  /// "error" (another error reply), "unreachable".
   const char* cause = "";
-  std::string text;  ///< "cannot acquire: ..."
+  /// "this host cannot acquire: ..." (a refusal of this host's credentials, rights or TLS:
+  /// other hosts may use those nodes) or "cannot acquire: ..." (nodes down, a broken key).
+  std::string text;
+  /// Its own credentials, rights or TLS: nothing can be said of what the other hosts see.
+  bool this_host = false;
+  /// An error reply every host of this config would get (a broken key, a replica).
+  bool every_host = false;
   bool operator==(const Blocked&) const = default;
 };
 /// nullopt when the lease was acquired or a quorum of `nodes` answered (granted or busy).
 /// A refusal names the cause before an error reply, and an error reply before a timeout
-/// elsewhere: the fix an operator must make comes first.
+/// elsewhere: the fix an operator must make comes first. A refusal names the right the ACL
+/// user lacks where Redis names it, and the holder a node that accepted us named, if any.
 std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum);
+/// What a node that refused us refused, in words about this host (`whose`: "its", "our"):
+/// "Redis refused its credentials", "its ACL user lacks +set", ...
+std::string refused_what(const lock::NodeError& e, const std::string& whose);
 
 /// A miss that no quorum decided either way: some node granted it (undone), or another
 /// holder has the key on some of the nodes we reached but too few to name it (the others

@@ -95,6 +95,14 @@ Millis RestartTracker::on_step_down(Millis hold, Millis floor) {
   return std::min(h, std::max(kHoldMax, hold));
 }
 
+Millis refused_probe_gap(int probes) {
+  Millis gap = kRefusedProbeFirst;
+  for (int i = 1; i < probes && gap < kRefusedProbeMax; ++i) gap *= 2;
+  return std::min(gap, kRefusedProbeMax);
+}
+
+Millis refused_note_ttl(Millis gap) { return 3 * gap; }
+
 Millis kill_margin(Millis ttl) { return config::kill_margin(ttl); }
 
 StopSchedule stop_schedule(Clock::time_point deadline, Millis kill_grace, Millis ttl) {

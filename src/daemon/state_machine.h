@@ -154,6 +154,20 @@ struct ExitContext {
 /// and contend again after restart_delay.
 AfterExit after_exit(const ExitContext& c);
 
+/// Renewals refused (redisgo_task(1), "Renewals refused"): a supervise leader whose renewals
+/// the ACL refused steps down and takes the lease again only once a probe of the refused right
+/// passes. The first probe goes at once (it names the right where Redis does not); the next
+/// one kRefusedProbeFirst later, the gap doubling up to kRefusedProbeMax: at most one script
+/// per node a minute in the long run, and the lease is never taken sooner than the step-down
+/// hold would have let it be.
+inline constexpr Millis kRefusedProbeFirst{5'000};
+inline constexpr Millis kRefusedProbeMax{60'000};
+/// The gap after probe number `probes` (1 = the first).
+Millis refused_probe_gap(int probes);
+/// How long the note beside the key outlives the probe that wrote it: three gaps, so that
+/// one late probe does not let it lapse, and a daemon that dies leaves it minutes at most.
+Millis refused_note_ttl(Millis gap);
+
 /// Local lease deadline arithmetic (docs/DESIGN.md, invariant 2). The child must be dead before
 /// `deadline`: SIGKILL goes at deadline - margin, kill_signal kill_grace earlier.
 struct StopSchedule {

@@ -15,7 +15,7 @@ WaitReporter::WaitReporter(std::shared_ptr<spdlog::logger> log, std::string key,
 
 std::string WaitReporter::line(const std::string& key, const std::string& holder, std::int64_t ttl_ms, int attempts,
                                std::chrono::milliseconds waited, std::int64_t guard_ms, std::int64_t position,
-                               std::int64_t length) {
+                               std::int64_t length, bool quorum) {
   std::string s = "waiting for key=" + key + ": ";
   if (holder.empty() && guard_ms >= 0) {
     s += "a Redis node restarted, no lease granted for " + format_duration(std::chrono::milliseconds(guard_ms)) +
@@ -23,7 +23,9 @@ std::string WaitReporter::line(const std::string& key, const std::string& holder
   } else {
     const auto turn = lock::turn_of(holder);
     const auto pause = lock::pause_of(holder);
-    s += holder.empty() ? std::string("no holder with a quorum")
+    // Too few nodes answered us: that nobody was named says nothing of the key.
+    s += holder.empty() ? std::string(quorum ? "no holder with a quorum"
+                                             : "holder unknown: too few nodes answer this host")
          : turn         ? "woken waiter " + *turn + " has its turn"
          : pause        ? lock::describe_pause(*pause)
                         : "held by " + holder;
@@ -50,9 +52,10 @@ void write_all(int fd, const std::string& s) {
 }  // namespace
 
 void WaitReporter::missed(const std::string& holder, std::int64_t ttl_ms, int attempts, Clock::time_point began,
-                          Clock::time_point now, std::int64_t guard_ms, std::int64_t position, std::int64_t length) {
+                          Clock::time_point now, std::int64_t guard_ms, std::int64_t position, std::int64_t length,
+                          bool quorum) {
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - began);
-  std::string text = line(key_, holder.substr(0, 256), ttl_ms, attempts, waited, guard_ms, position, length);
+  std::string text = line(key_, holder.substr(0, 256), ttl_ms, attempts, waited, guard_ms, position, length, quorum);
   if (tty_fd_ >= 0) {
     // Key and holder id can hold anything: at a terminal, keep the line printable.
     for (char& c : text) {

@@ -26,9 +26,11 @@ class WaitReporter {
   /// After an attempt that did not get the lease: the holder a quorum named ("" none
   /// known), its TTL in ms (-1 unknown), attempts so far, when the wait began, and how long
   /// the restart guard still holds the lease back (-1: it does not).
-  /// In the waiting line: `position` (1 = head; 0 = not in line) of `length`.
+  /// In the waiting line: `position` (1 = head; 0 = not in line) of `length`. `quorum`:
+  /// a quorum of nodes answered the attempt (else no holder named is no news of the key).
   void missed(const std::string& holder, std::int64_t ttl_ms, int attempts, Clock::time_point began,
-              Clock::time_point now, std::int64_t guard_ms = -1, std::int64_t position = 0, std::int64_t length = 0);
+              Clock::time_point now, std::int64_t guard_ms = -1, std::int64_t position = 0, std::int64_t length = 0,
+              bool quorum = true);
   /// A terminal line is shown: redraw it every second while waiting.
   bool refreshes() const { return tty_fd_ >= 0; }
   /// The wait ended (acquired, gave up or stopped): the terminal line is cleared.
@@ -37,7 +39,7 @@ class WaitReporter {
   /// The text of the line (also what the log says), for tests.
   static std::string line(const std::string& key, const std::string& holder, std::int64_t ttl_ms, int attempts,
                           std::chrono::milliseconds waited, std::int64_t guard_ms = -1, std::int64_t position = 0,
-                          std::int64_t length = 0);
+                          std::int64_t length = 0, bool quorum = true);
 
  private:
   std::shared_ptr<spdlog::logger> log_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "lock/fencing.h"
 #include "lock/redlock.h"
@@ -55,6 +56,36 @@ std::string describe_pause(const PauseRecord& p) {
   if (p.until_ms > 0) s += " until " + utc_text(p.until_ms / 1000);
   if (!p.reason.empty()) s += ": " + p.reason;
   return s;
+}
+
+std::string refusal_note_head(const std::string& holder, std::int64_t since_ms, const std::string& user) {
+  return holder + "\n" + std::to_string(since_ms) + "\n" + user;
+}
+
+std::optional<RefusalNote> parse_refusal_note(const std::string& value) {
+  std::vector<std::string> fields;
+  std::size_t at = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto eol = value.find('\n', at);
+    if (eol == std::string::npos) return std::nullopt;
+    fields.push_back(value.substr(at, eol - at));
+    at = eol + 1;
+  }
+  RefusalNote n;
+  n.holder = fields[0];
+  n.since_ms = parse_count(fields[1]);
+  n.user = fields[2];
+  n.right = fields[3];
+  n.error = value.substr(at);
+  if (n.holder.empty() || n.right.empty()) return std::nullopt;
+  return n;
+}
+
+std::string describe_refusal(const RefusalNote& n) {
+  const std::string host = holder_prefix(n.holder);
+  return "renewals refused" + (n.since_ms > 0 ? " since " + utc_text(n.since_ms / 1000) : std::string()) +
+         ": the ACL user '" + n.user + "' of " + host + " lacks " + n.right +
+         "; its daemon does not take the lease until it is granted";
 }
 
 std::string describe_holder(const std::string& value) {

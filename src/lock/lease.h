@@ -44,6 +44,10 @@ struct LeaseKeys {
   std::string claim(std::int64_t slot_start_s) const;
   /// `pause`: while this key exists (always with a TTL), no host starts the job.
   std::string pause() const { return base + ":pause"; }
+  /// Renewals refused: the note a daemon leaves while it holds back (RefusalNote), and the
+  /// key its probe of the rights names (never written: it only has to be in the key's slot).
+  std::string refused() const { return base + ":refused"; }
+  std::string probe() const { return base + ":probe"; }
   /// The key whose derived names start with `base` ("{worker}" -> "worker", "{app}:x" ->
   /// "{app}:x"); nullopt when no key derives it (`list` finds keys by their fence counters).
   static std::optional<std::string> key_of_base(const std::string& base);
@@ -75,6 +79,26 @@ std::optional<PauseRecord> pause_of(const std::string& value);
 inline const std::string kPauseStopPrefix = "pause ";
 /// "paused by alice@ops1 until 2026-11-27T16:30:00Z: schema migration".
 std::string describe_pause(const PauseRecord& pause);
+/// Renewals refused (redisgo_task(1) "Renewals refused"): what a daemon that holds back because
+/// the ACL refuses its renewals leaves beside the key ({K}:refused, a string with a TTL of a
+/// few probes, so a daemon that dies leaves it for minutes at most), for `status` and `list`:
+/// "<holder>\n<since ms>\n<ACL user>\n<right>\n<what Redis answered>". The probe script
+/// writes the last two fields (it names the right on Redis 7.0, whose error does not).
+struct RefusalNote {
+  std::string holder;
+  std::int64_t since_ms = 0;
+  std::string user;   ///< the ACL user ("default" when the config names none)
+  std::string right;  ///< "+pexpire"
+  std::string error;
+};
+/// The note's first three fields, as the probe script completes them.
+std::string refusal_note_head(const std::string& holder, std::int64_t since_ms, const std::string& user);
+/// nullopt for a value of another shape.
+std::optional<RefusalNote> parse_refusal_note(const std::string& value);
+/// "renewals refused since 2026-11-27T16:30:00Z: the ACL user 'redisgo' of host1 lacks
+/// +pexpire; its daemon does not take the lease until it is granted".
+std::string describe_refusal(const RefusalNote& note);
+
 /// How a lease key's value reads in logs and `status`: the holder, "<holder> (its turn:
 /// ...)", or the pause that stands in for one.
 std::string describe_holder(const std::string& value);
@@ -182,6 +206,9 @@ struct Acquisition {
   std::string holder;
   std::int64_t holder_ttl_ms = -1;
   bool holder_never_expires = false;    ///< that holder's key has no TTL on a quorum (set by hand?)
+  /// Without a quorum's holder, `holder` is the first one a node named, and this that node:
+  /// all that a host whose credentials most nodes refuse can say of who leads.
+  std::string holder_node;
   /// Not before this instant can a quorum of nodes be asked again (nodes in their retry
   /// backoff); {} = now. A waiter never tries sooner: there would be nothing to send.
   Clock::time_point not_before{};
@@ -246,6 +273,14 @@ struct Renewal {
   std::vector<NodeError> errors;
   std::vector<std::string> answered;    ///< nodes that answered (renewed or "not ours"): healthy
   Clock::duration took{};               ///< from sending the round to its outcome (metrics)
+};
+
+/// One probe of the rights the renewals need, made without the lease (probe_rights).
+struct RightsProbe {
+  int allowed = 0;                ///< nodes that ran every command (a refused key does not count)
+  std::string command;            ///< the first command a node's ACL refused ("PEXPIRE"); "" none
+  std::string error;              ///< what that node answered
+  std::vector<NodeError> errors;  ///< nodes the probe did not run on (down, credentials, TLS)
 };
 
 /// Outcome of a release.
@@ -413,6 +448,19 @@ class LeaseBackend {
   virtual int slots_beyond_limit() { return 0; }
   /// The pause that a quorum of nodes holds, if any (nullopt: none, or unreadable).
   virtual std::optional<PauseRecord> read_pause() { return std::nullopt; }
+  /// Renewals refused: runs each of `commands` ("GET", "PEXPIRE", "SET") on every node in a
+  /// form that changes nothing, on LeaseKeys::probe, and says which one the ACL refuses. Where
+  /// one is refused and `note_head` is not empty, leaves the RefusalNote for `note_ttl`; where
+  /// none is, deletes a note of this holder's. Never takes or touches the lease.
+  virtual RightsProbe probe_rights(const std::vector<std::string>& commands, const std::string& note_head,
+                                   Millis note_ttl) {
+    (void)commands, (void)note_head, (void)note_ttl;
+    RightsProbe p;
+    p.allowed = node_count();
+    return p;
+  }
+  /// The newest RefusalNote any node has (one node's is enough: it only informs), if any.
+  virtual std::optional<RefusalNote> read_refusal() { return std::nullopt; }
 };
 
 /// The real backend: N >= 1 independent Redis nodes driven concurrently by one poll loop

@@ -80,6 +80,9 @@ class RedlockBackend final : public LeaseBackend {
   Published pause(const PauseRecord& pause, Millis ttl) override;
   Published resume() override;
   std::optional<PauseRecord> read_pause() override;
+  RightsProbe probe_rights(const std::vector<std::string>& commands, const std::string& note_head,
+                           Millis note_ttl) override;
+  std::optional<RefusalNote> read_refusal() override;
   int slots_beyond_limit() override;
   void line_listening(const std::vector<bool>& per_node) override { listening_ = per_node; }
   std::string leave_line() noexcept override;
@@ -128,6 +131,8 @@ class RedlockBackend final : public LeaseBackend {
     std::vector<bool> leftover;
     std::map<std::string, std::vector<std::int64_t>> busy_ttls;  ///< holder -> its nodes' PTTLs
   };
+  /// acquire(): so many nodes refused our credentials or rights that no quorum is possible.
+  bool refused_beyond_quorum(const std::vector<redis::CallPtr>& calls) const;
   /// acquire(): sends the acquire script (the slot keys in this attempt's order).
   std::vector<redis::CallPtr> send_acquire(bool semaphore);
   /// acquire(): reads every node's reply into `a` and the tally.

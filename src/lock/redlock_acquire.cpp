@@ -47,6 +47,7 @@ void name_holder(std::map<std::string, std::vector<std::int64_t>>& busy_ttls, in
       return x > y;
     });
     a.holder = holder;
+    a.holder_node.clear();  // a quorum names it: no one node's word
     a.holder_ttl_ms = ttls[static_cast<std::size_t>(q - 1)];
     a.holder_never_expires = a.holder_ttl_ms == -1;  // PTTL -1: a key without expiry
     if (a.holder_ttl_ms < 0) a.holder_ttl_ms = -1;
@@ -65,6 +66,16 @@ void guard_wait(int q, Acquisition& a) {
 }
 
 }  // namespace
+
+bool RedlockBackend::refused_beyond_quorum(const std::vector<CallPtr>& calls) const {
+  int refused = 0;
+  for (std::size_t i = 0; i < calls.size() && i < nodes_.size(); ++i) {
+    const auto& c = calls[i];
+    // A node skipped for its retry backoff (no call) failed as it last did.
+    refused += (c ? c->done() && redis::is_refusal(c->fault()) : redis::is_refusal(nodes_[i].last_fault)) ? 1 : 0;
+  }
+  return refused > node_count() - quorum();
+}
 
 struct RedlockBackend::Ballot {
   const std::vector<CallPtr>& calls;
@@ -206,7 +217,10 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
         }
         ++a.busy;
         t.busy_ttls[r.holder].push_back(r.pttl_ms);
-        if (a.holder.empty()) a.holder = r.holder;
+        if (a.holder.empty()) {
+          a.holder = r.holder;
+          a.holder_node = nodes_[i].name;
+        }
         if (options_.restart_guard > Millis(0) && r.pttl_ms > options_.restart_guard.count() &&
             a.longer_lease_ms < r.pttl_ms && is_daemon_holder(r.holder)) {
           a.longer_lease_ms = r.pttl_ms;
@@ -333,6 +347,12 @@ Acquisition RedlockBackend::acquire() {
   auto calls = send_acquire(semaphore);
   const Ballot ballot{calls, slot_keys_, semaphore};
   a.cancelled = !wait(calls, [&] { return ballot.decided(q); }, true);
+  if (!a.cancelled && refused_beyond_quorum(calls)) {
+    // This host's credentials or rights are refused on too many nodes for a quorum: what the
+    // others answer is all it can say of the key (who holds it), worth their replies (each
+    // bounded by its node's timeouts; the pace of the attempts is the backoff's).
+    a.cancelled = !wait(calls, nullptr, true);
+  }
   sweep();
   const int slot = ballot.leading_slot().first;
   Tally t = count_votes(ballot, slot, a);

@@ -48,6 +48,11 @@ std::string Renewer::lost_reason() const {
   return lost_reason_;
 }
 
+NodeError Renewer::refusal() const {
+  std::lock_guard lk(mu_);
+  return refusal_;
+}
+
 void Renewer::stop() noexcept {
   stop_.trigger();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
@@ -106,6 +111,13 @@ void Renewer::run() {
       }
     }
     refused_.store(!r.confirmed && r.refused_quorum);
+    if (!r.confirmed && r.refused_quorum) {
+      const auto e = std::find_if(r.errors.begin(), r.errors.end(), [](const NodeError& x) {
+        return redis::is_refusal(x.fault);
+      });
+      std::lock_guard lk(mu_);
+      if (e != r.errors.end()) refusal_ = *e;
+    }
     if (r.confirmed) {
       last = Renewal{};
       // Never move the deadline backwards (a slow round confirmed after a faster one).

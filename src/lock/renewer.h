@@ -53,6 +53,9 @@ class Renewer {
   /// could confirm it: a lease that ends so is lost to a refusal (exit 77, a step-down).
   bool refused() const noexcept { return refused_.load(); }
   std::string lost_reason() const;
+  /// The node that refused the last round refused by a quorum (refused() or not since), with
+  /// what it answered: what the daemon names the missing right from. Empty before any.
+  NodeError refusal() const;
   /// Renewals confirmed so far.
   std::uint64_t renewals() const noexcept { return renewals_.load(); }
   /// Renewal rounds begun so far, confirmed or not (a round may still be on its way to a
@@ -82,6 +85,7 @@ class Renewer {
   std::atomic<std::uint64_t> rounds_{0};
   mutable std::mutex mu_;
   std::string lost_reason_;  // guarded by mu_
+  NodeError refusal_;        // guarded by mu_
   std::thread thread_;
 };
 

@@ -71,7 +71,8 @@ end
 inline const std::string kNotALeaseFunction = R"lua(
 local function refusal(r)
   return type(r) == 'table' and type(r.err) == 'string' and
-         (string.find(r.err, "can't", 1, true) or string.find(r.err, 'NOPERM', 1, true)) ~= nil
+         (string.find(r.err, "can't", 1, true) or string.find(r.err, 'NOPERM', 1, true) or
+          string.find(r.err, 'ACL failure', 1, true)) ~= nil
 end
 local function lease_value(key)
   local v = redis.pcall('GET', key)
@@ -908,6 +909,64 @@ end
 return {p, f[1] or '', f[2] or '', f[3] or '', f[4] or ''}
 )lua"};
 
+/// Renewals refused (lock::LeaseBackend::probe_rights): which of the commands the renewals run
+/// the ACL user may not, asked without the lease. KEYS: the lease key (only to route the call
+/// to its slot, never touched: a user whose renewals were refused could acquire it). ARGV: the
+/// probe key (of that slot, passed as an argument so that a user without it is still asked;
+/// absent: every form below changes nothing), the note key, the note's head ("" = no note),
+/// the note's ttl in ms, this holder, then the commands. Redis checks a command's right before
+/// its keys', so a refused key still proves the command allowed. A refused command writes
+/// the note (RefusalNote: the head, "+<command>", the error); none deletes a note of this
+/// holder's. {command or "", error or ""}.
+inline const Script kProbeRights{R"lua(
+local probe = ARGV[1]
+local forms = {
+  GET = {'GET', probe},
+  PEXPIRE = {'PEXPIRE', probe, '1'},
+  SET = {'SET', probe, '', 'XX', 'PX', '1'},
+  PTTL = {'PTTL', probe},
+  EXISTS = {'EXISTS', probe},
+}
+local refused, why = '', ''
+for i = 6, #ARGV do
+  local form = forms[ARGV[i]]
+  if form then
+    local r = redis.pcall(unpack(form))
+    if type(r) == 'table' and type(r.err) == 'string' and
+       (string.find(r.err, "can't run", 1, true) or string.find(r.err, 'permissions to run', 1, true)) then
+      refused, why = ARGV[i], r.err
+      break
+    end
+  end
+end
+if refused ~= '' then
+  if ARGV[3] ~= '' then
+    redis.pcall('SET', ARGV[2], ARGV[3] .. '\n+' .. string.lower(refused) .. '\n' .. why, 'PX', ARGV[4])
+  end
+else
+  local note = redis.pcall('GET', ARGV[2])
+  if type(note) == 'string' and string.sub(note, 1, #ARGV[5] + 1) == ARGV[5] .. '\n' then
+    redis.pcall('DEL', ARGV[2])
+  end
+end
+return {refused, why}
+)lua"};
+
+/// Renewals refused: the note (RefusalNote) for `status`. KEYS: the lease key (routing only).
+/// ARGV: the note key (an argument, read through pcall: a user who may not read it still gets
+/// the rest of `status`). {note or "", its pttl, or an error text when it may not be read}.
+inline const Script kReadRefusal{R"lua(
+local note = redis.pcall('GET', ARGV[1])
+if type(note) == 'table' then
+  return {'', -2, tostring(note.err)}
+end
+if not note then
+  return {'', -2, ''}
+end
+local ttl = redis.pcall('PTTL', ARGV[1])
+return {note, type(ttl) == 'number' and ttl or -2, ''}
+)lua"};
+
 /// `check`: whether this user may run what the daemon's scripts run, on scratch keys of the
 /// key's own namespace (nobody reads them; each lives at most 1 s and is deleted at once).
 /// KEYS: scratch, scratch line. ARGV: "1" to try the line's commands (whatever `fair` says:
@@ -973,10 +1032,11 @@ return n
 )lua"};
 
 /// One key's state for `list`. KEYS: lease key, fence counter, line, pause, then the slot
-/// keys 1..63 (a semaphore's other slots). No ARGV. Read-only, one snapshot:
+/// keys 1..63 (a semaphore's other slots). ARGV: the key's RefusalNote key (an argument, read
+/// through pcall: a user who may not read it still lists the key). Read-only, one snapshot:
 /// {holder or "", pttl, fence or "", line length (-1: not a sorted set), pause pttl (-2:
 /// none), pause fields {by, reason, since ms, until ms}, {slot, holder, pttl, ...} of the
-/// other slots that are held}.
+/// other slots that are held, the note or ""}.
 inline const Script kListKey{R"lua(
 local line = redis.pcall('ZCARD', KEYS[3])
 if type(line) ~= 'number' then
@@ -999,8 +1059,12 @@ for i = 5, #KEYS do
     slots[#slots + 1] = redis.call('PTTL', KEYS[i])
   end
 end
+local note = ARGV[1] and redis.pcall('GET', ARGV[1])
+if type(note) ~= 'string' then
+  note = ''
+end
 return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', line, pause,
-        {fields[1] or '', fields[2] or '', fields[3] or '', fields[4] or ''}, slots}
+        {fields[1] or '', fields[2] or '', fields[3] or '', fields[4] or ''}, slots, note}
 )lua"};
 
 /// Every script above.
@@ -1008,6 +1072,7 @@ inline const std::vector<const Script*> kLeaseScripts{&kRenew, &kRelease, &kUndo
                                                       &kClaim, &kFinishClaim, &kReadClaims,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
                                                       &kReleaseFair, &kReadLine, &kListKey, &kPause,
-                                                      &kResume, &kReadPause, &kSlotsBeyond, &kCheckRights};
+                                                      &kResume, &kReadPause, &kSlotsBeyond, &kCheckRights,
+                                                      &kProbeRights, &kReadRefusal};
 
 }  // namespace redisgo::lock

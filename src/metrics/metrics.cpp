@@ -82,8 +82,8 @@ constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health",
 /// redisgo_task_state's label values, in the order of State.
 constexpr std::array<const char*, kStateCount> kStateNames{
     "standby",  "in_line",     "restart_guard",       "paused",     "leader",
-    "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply"};
-static_assert(static_cast<std::size_t>(State::kErrorReply) + 1 == kStateCount);
+    "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply", "renewal_refused"};
+static_assert(static_cast<std::size_t>(State::kRenewalRefused) + 1 == kStateCount);
 
 /// A label value in the exposition format: backslash, double quote and newline escaped.
 void append_escaped(std::string& out, std::string_view value) {
@@ -273,6 +273,7 @@ struct Metrics::Impl {
   Histogram<kWaitBuckets.size()> waits{kWaitBuckets};
   std::int64_t line_length = 0;
   std::map<std::string, std::uint64_t, std::less<>> blocked;  ///< cause -> 0/1
+  std::optional<std::string> refused_right;                   ///< redisgo_task_renewals_refused
 
   mutable std::atomic<std::size_t> last_size{0};  ///< of the last render, to reserve for the next
 };
@@ -345,6 +346,15 @@ void Metrics::set_cannot_acquire(std::string_view cause) {
     }
   }
   if (moved) changed();
+}
+
+void Metrics::set_renewals_refused(std::optional<std::string> right) {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->refused_right == right) return;
+    impl_->refused_right = std::move(right);
+  }
+  changed();
 }
 
 void Metrics::add_lease_loss(std::string_view cause) {
@@ -486,7 +496,8 @@ std::string Metrics::render() const {
 
   append_header(out, "redisgo_task_state", "gauge",
                 "1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, "
-                "paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply).");
+                "paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply, "
+                "renewal_refused).");
   {
     const auto now = static_cast<std::size_t>(m.state.load(std::memory_order_relaxed));
     for (std::size_t i = 0; i < kStateCount; ++i) m.labelled(out, "redisgo_task_state", "state", kStateNames[i], i == now ? "1" : "0");
@@ -537,8 +548,15 @@ std::string Metrics::render() const {
 
   append_header(out, "redisgo_task_cannot_acquire", "gauge",
                 "1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS "
-                "verification, an error reply, nodes unreachable): nobody with this config can run the job.");
+                "verification, an error reply, nodes unreachable): this host cannot run the job.");
   m.counters(out, "redisgo_task_cannot_acquire", "cause", m.blocked);
+
+  if (m.refused_right) {
+    append_header(out, "redisgo_task_renewals_refused", "gauge",
+                  "1 while this daemon does not take the lease because Redis refused its renewals; the right the "
+                  "ACL user lacks is a label.");
+    m.labelled(out, "redisgo_task_renewals_refused", "right", *m.refused_right, "1");
+  }
 
   append_header(out, "redisgo_task_lease_losses_total", "counter", "Leases lost while held, by cause.");
   m.counters(out, "redisgo_task_lease_losses_total", "cause", m.losses);

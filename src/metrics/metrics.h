@@ -32,7 +32,7 @@ namespace redisgo::metrics {
 
 /// What the daemon is doing, for redisgo_task_state (one-hot: the current state's series is
 /// 1, every other 0). The cannot-reach and refused states win over the others: they say
-/// that no host with this config can run the job.
+/// that this host cannot run the job.
 enum class State {
   kStandby,             ///< contending: the lease is held by another, or free and about to be taken
   kInLine,              ///< fair = true: waiting in the key's waiting line for its turn
@@ -44,10 +44,14 @@ enum class State {
   kCredentialsRefused,  ///< Redis refused the credentials (AUTH, ACL)
   kTlsFailed,           ///< the TLS verification of the Redis nodes failed
   kErrorReply,          ///< another error reply keeps attempts from a quorum (e.g. NOPERM)
+  /// Its renewals were refused (the ACL user lacks a right they need): it stepped down and
+  /// does not take the lease until a probe finds the right granted
+  kRenewalRefused,
 };
-inline constexpr std::size_t kStateCount = 10;
+inline constexpr std::size_t kStateCount = 11;
 /// The label value: "standby", "in_line", "restart_guard", "paused", "leader",
-/// "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply".
+/// "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply",
+/// "renewal_refused".
 const char* to_string(State s);
 /// The state a redisgo_task_cannot_acquire cause puts the daemon in ("" = none).
 std::optional<State> state_of_cause(std::string_view cause);
@@ -79,6 +83,10 @@ class Metrics {
   /// 1 for the cause that keeps this daemon's attempts from a quorum; "" = none (a quorum
   /// answers, busy or not). An unknown cause is added.
   void set_cannot_acquire(std::string_view cause);
+  /// redisgo_task_renewals_refused{right="+pexpire"}: 1 while this daemon holds back because
+  /// its renewals were refused, naming the right (or what else was refused, e.g.
+  /// "credentials"); nullopt: the series is absent.
+  void set_renewals_refused(std::optional<std::string> right);
   /// redisgo_task_lease_losses_total{cause="lost"|"deadline"|...}.
   void add_lease_loss(std::string_view cause);
   /// redisgo_task_child_starts_total.

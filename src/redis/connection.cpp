@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "redis/acl.h"
 #include "redis/credentials.h"
 #include "redis/topology.h"
 #include "util/error.h"
@@ -79,19 +80,13 @@ const char* to_string(Fault fault) {
 
 Fault classify_error_reply(std::string_view text) {
   if (starts_with(text, "NOAUTH") || starts_with(text, "WRONGPASS") || starts_with(text, "NOPERM")) return Fault::kAuth;
-  // Redis 7 reports an ACL refusal inside a script as a plain ERR: still our credentials'
-  // rights, not a broken node.
-  // ("can't run this command", "can't access at least one of the keys", "can't publish
-  // to the channel").
-  if (text.find("user executing the script can't") != std::string_view::npos ||
-      text.find("No permissions to access") != std::string_view::npos) {
-    return Fault::kAuth;
-  }
-  // A client that has not authenticated may send at most 10 arguments (and 16 KB per
-  // argument); past that Redis answers this and closes the connection. With no password
-  // sent to a server that needs one, that is a refusal of our credentials, not a fault of
-  // the node (a lease script with `limit` sends 1 + limit keys).
-  if (text.find("Protocol error: unauthenticated") != std::string_view::npos) return Fault::kAuth;
+  // An ACL refusal inside a script comes as a plain ERR ("The user executing the script can't
+  // run this command" in 7.0, "ACL failure in script: ..." in 7.2 and 8): still our
+  // credentials' rights, not a broken node. So is "Protocol error: unauthenticated": a client
+  // that has not authenticated may send at most 10 arguments (and 16 KB per argument), and
+  // with no password sent to a server that needs one that is a refusal of our credentials (a
+  // lease script with `limit` sends 1 + limit keys).
+  if (refusal_of(text) != Refusal::kNone) return Fault::kAuth;
   return Fault::kReply;
 }
 

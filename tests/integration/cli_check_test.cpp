@@ -156,6 +156,10 @@ TEST_F(CliCheck, RightsTheDaemonLacksFailTheRightsCheck) {
       EXPECT_NE(line_of(r.out, "fail", "rights", s.address()).find(refused), std::string::npos) << r.out;
     });
   }
+  // The right named as the daemon names a refused renewal ("+pexpire").
+  check_as(base + " -pexpire", [&](const RedisServer& s, const RunResult& r) {
+    EXPECT_NE(line_of(r.out, "fail", "rights", s.address()).find("Fix: grant +pexpire, "), std::string::npos) << r.out;
+  });
   check_as(base, [&](const RedisServer& s, const RunResult& r) {
     EXPECT_NE(line_of(r.out, "ok", "rights", s.address()), "") << r.out;
     EXPECT_NE(line_of(r.out, "ok", "subscribe", s.address()), "") << r.out;

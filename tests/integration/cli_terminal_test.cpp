@@ -112,6 +112,9 @@ TEST(WaitReporterLine, SaysHolderTtlAttemptsAndTimeWaited) {
   using redisgo::daemon::WaitReporter;
   EXPECT_EQ(WaitReporter::line("k", "h:1:x", 1500, 3, 12'300ms), "waiting for key=k: held by h:1:x, ttl 1500ms; attempt 3, waited 12s");
   EXPECT_EQ(WaitReporter::line("k", "", -1, 1, 0ms), "waiting for key=k: no holder with a quorum; attempt 1, waited 0ms");
+  // Too few nodes answered this host: that nobody was named is no news of the key.
+  EXPECT_EQ(WaitReporter::line("k", "", -1, 1, 0ms, -1, 0, 0, false),
+            "waiting for key=k: holder unknown: too few nodes answer this host; attempt 1, waited 0ms");
   // The restart guard says why nobody can have the lease, and for how long.
   EXPECT_EQ(WaitReporter::line("k", "", -1, 2, 1000ms, 2500),
             "waiting for key=k: a Redis node restarted, no lease granted for 2500ms (restart guard); attempt 2, waited 1s");

@@ -190,8 +190,10 @@ TEST(OpsNotifyBlocked, RefusedCredentialsAreSaidInStatusAndMetricsUntilFixed) {
   TaskProcess daemon(dir.path(), "daemon", {"task", "--config", cfg, "--", "/bin/sh", "-c", "exec sleep 60"},
                      {{"NOTIFY_SOCKET", sock.address()}, {"RGT_JOB_PW", "job-secret"}});
 
+  // Said of this host: the password is its own, and says nothing of the other hosts.
   auto refused = sock.wait_for(
-      [](const std::string& s) { return starts_with(s, "STATUS=cannot acquire: Redis refused our credentials"); }, 5s);
+      [](const std::string& s) { return starts_with(s, "STATUS=this host cannot acquire: Redis refused its credentials"); },
+      5s);
   ASSERT_TRUE(refused) << dump(sock.history()) << daemon.err();
   EXPECT_NE(refused->text.find("WRONGPASS"), std::string::npos) << refused->text;
   EXPECT_NE(refused->text.find(redis.address()), std::string::npos) << "names the node: " << refused->text;
@@ -203,12 +205,14 @@ TEST(OpsNotifyBlocked, RefusedCredentialsAreSaidInStatusAndMetricsUntilFixed) {
   sock.recv_all(1000ms);
   EXPECT_TRUE(alive(daemon.pid()));
   EXPECT_EQ(std::count_if(sock.history().begin(), sock.history().end(),
-                          [](const auto& d) { return starts_with(d.text, "STATUS=cannot acquire"); }),
+                          [](const auto& d) { return starts_with(d.text, "STATUS=this host cannot acquire"); }),
             1)
       << dump(sock.history());
-  EXPECT_TRUE(wait_until([&] { return daemon.err().find("no host with this config can run the job") != std::string::npos; },
+  EXPECT_TRUE(wait_until([&] { return daemon.err().find("this host cannot acquire: Redis refused its credentials (") !=
+                                      std::string::npos; },
                          5s))
       << daemon.err();
+  EXPECT_EQ(daemon.err().find("no host with this config"), std::string::npos) << daemon.err();
 
   // The operator creates the ACL user: the daemon acquires; the status and the metric clear.
   ASSERT_EQ(redis.cli({"ACL", "SETUSER", "job", "on", ">job-secret", "~*", "&*", "+@all"}), "OK");

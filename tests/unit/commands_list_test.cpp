@@ -100,3 +100,41 @@ TEST(ListMerge, SlotsLinePauseAndTheLatestClaim) {
   EXPECT_NE(text.str().find(": schema migration"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("3 waiting in line"), std::string::npos) << text.str();
 }
+
+// Renewals refused: the note a daemon that holds back leaves beside the key (one node's is
+// enough, the newest wins) says so under the key, text and JSON, though the key reads free.
+TEST(ListMerge, ADaemonHoldingBackForARefusedRightIsSaid) {
+  NodeKey older = held_by("");
+  older.refusal = "web1:10:aa\n1795000000000\nredisgo\n+pexpire\nERR The user executing the script can't run this command";
+  NodeKey newer = held_by("");
+  newer.refusal = "web2:20:bb\n1795000060000\nredisgo\n+pexpire\nERR The user executing the script can't run this command";
+  NodeKey none = held_by("");
+  auto rows = merge({node("n1", {{"k", older}}), node("n2", {{"k", newer}}), node("n3", {{"k", none}})}, 2);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].state, "free");
+  ASSERT_TRUE(rows[0].refusal);
+  EXPECT_EQ(rows[0].refusal->holder, "web2:20:bb");
+  EXPECT_EQ(rows[0].refusal->right, "+pexpire");
+  std::ostringstream text;
+  write_text(rows, {}, text);
+  EXPECT_NE(text.str().find("  alert: renewals refused since 2026-11-18T"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("the ACL user 'redisgo' of web2 lacks +pexpire; its daemon does not take the lease until it "
+                            "is granted\n"),
+            std::string::npos)
+      << text.str();
+  std::ostringstream json;
+  write_json(rows, {}, json);
+  EXPECT_NE(json.str().find("\"renewals_refused\":{\"holder\":\"web2:20:bb\",\"host\":\"web2\",\"since\":\"2026-11-18T"),
+            std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find("\"user\":\"redisgo\",\"right\":\"+pexpire\"}"), std::string::npos) << json.str();
+  // A value of another shape (set by hand) says nothing.
+  NodeKey odd = held_by("");
+  odd.refusal = "something else";
+  rows = merge({node("n1", {{"k", odd}})}, 1);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].refusal);
+  std::ostringstream quiet;
+  write_json(rows, {}, quiet);
+  EXPECT_NE(quiet.str().find("\"renewals_refused\":null"), std::string::npos) << quiet.str();
+}

@@ -237,8 +237,8 @@ TEST(Leader, ALostLeaseStopsTheChildWithinKillGrace) {
 }
 
 // Lost because Redis refused the renewals (ACL): a oneshot exits 77, and a supervise leader
-// steps down (a hold that grows) instead of taking the lease back every restart_delay
-// (attack round: a lease and a killed child every 2 s, forever).
+// steps down (the driver then holds back until the right is there) instead of taking the
+// lease back every restart_delay (attack round: a lease and a killed child every 2 s, forever).
 TEST(Leader, ALeaseLostToRefusedRenewalsIs77OrAStepDown) {
   for (Mode mode : {Mode::kOneshot, Mode::kSupervise}) {
     Rig r(settings(mode));
@@ -255,7 +255,7 @@ TEST(Leader, ALeaseLostToRefusedRenewalsIs77OrAStepDown) {
     } else {
       EXPECT_EQ(r.machine.outcome()->kind, AfterExit::Kind::kRecontend);
       EXPECT_EQ(r.machine.outcome()->cause, "renewal_refused");
-      EXPECT_NE(r.machine.outcome()->step_down.find("refused the renewal"), std::string::npos);
+      EXPECT_NE(r.machine.outcome()->step_down.find("refused the renewals"), std::string::npos);
     }
   }
 }

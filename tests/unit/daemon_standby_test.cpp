@@ -497,20 +497,64 @@ TEST(Standby, BlockedNamesTheCauseAnOperatorMustFixFirst) {
   auto refused = blocked_by(failed_on({Fault::kTimeout, Fault::kAuth}), 3, 2);
   ASSERT_TRUE(refused);
   EXPECT_STREQ(refused->cause, "credentials");
-  EXPECT_EQ(refused->text, "cannot acquire: Redis refused our credentials (node 1: failed)");
+  EXPECT_EQ(refused->text, "this host cannot acquire: Redis refused its credentials (node 1: failed)");
+  EXPECT_TRUE(refused->this_host);
   auto tls = blocked_by(failed_on({Fault::kReply, Fault::kTls}), 3, 2);
   ASSERT_TRUE(tls);
   EXPECT_STREQ(tls->cause, "tls");
-  EXPECT_EQ(tls->text, "cannot acquire: TLS verification failed (node 1: failed)");
+  EXPECT_EQ(tls->text, "this host cannot acquire: TLS verification failed (node 1: failed)");
   auto reply = blocked_by(failed_on({Fault::kConnect, Fault::kReply}), 3, 2);
   ASSERT_TRUE(reply);
   EXPECT_STREQ(reply->cause, "error");
+  EXPECT_TRUE(reply->every_host);
+  EXPECT_FALSE(reply->this_host);
   Acquisition down = failed_on({Fault::kConnect, Fault::kTimeout});
   down.answered = {"c"};
   auto unreachable = blocked_by(down, 3, 2);
   ASSERT_TRUE(unreachable);
   EXPECT_STREQ(unreachable->cause, "unreachable");
   EXPECT_EQ(unreachable->text, "cannot acquire: no quorum of Redis nodes (1 of 3 answered, 2 needed; node 0: failed)");
+}
+
+// A host whose credentials a quorum of nodes refuses speaks of itself, not of the fleet (the
+// nodes may serve every other host), names the right its ACL user lacks where Redis names it,
+// and names the holder that a node which accepted it reported (attack round: a host with a
+// wrong password said that no host could run the job and that no holder had a quorum, while
+// another host led).
+TEST(Standby, ARefusedHostSpeaksOfItselfAndNamesWhatANodeThatAcceptedItSaw) {
+  using redisgo::redis::Fault;
+  Acquisition wrong_password;
+  wrong_password.errors = {{"a:1", Fault::kAuth, "redis a:1: AUTH failed: WRONGPASS invalid username-password pair"},
+                           {"b:1", Fault::kAuth, "redis b:1: AUTH failed: WRONGPASS invalid username-password pair"}};
+  wrong_password.answered = {"c:1"};
+  wrong_password.busy = 1;
+  wrong_password.holder = "host2:77:abc";
+  wrong_password.holder_node = "c:1";
+  auto b = blocked_by(wrong_password, 3, 2);
+  ASSERT_TRUE(b);
+  EXPECT_STREQ(b->cause, "credentials");
+  EXPECT_TRUE(b->this_host);
+  EXPECT_FALSE(b->every_host);
+  EXPECT_EQ(b->text, "this host cannot acquire: Redis refused its credentials (redis a:1: AUTH failed: WRONGPASS "
+                     "invalid username-password pair); the key is held by host2:77:abc (as c:1 says)");
+  // A right, named where Redis names it (7.2 and later), else said as a right all the same.
+  Acquisition no_set;
+  no_set.errors = {{"a:1", Fault::kAuth,
+                    "redis a:1: ERR ACL failure in script: User ro has no permissions to run the 'set' command"}};
+  auto named = blocked_by(no_set, 1, 1);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->text.rfind("this host cannot acquire: its ACL user lacks +set (", 0), 0u) << named->text;
+  no_set.errors[0].message = "redis a:1: ERR The user executing the script can't run this command or subcommand";
+  auto unnamed = blocked_by(no_set, 1, 1);
+  ASSERT_TRUE(unnamed);
+  EXPECT_EQ(unnamed->text.rfind("this host cannot acquire: its ACL user lacks a right the lease scripts need (", 0), 0u)
+      << unnamed->text;
+  // Nodes down: neither this host's fault nor provably everyone's.
+  Acquisition down = failed_on({Fault::kConnect});
+  auto d = blocked_by(down, 1, 1);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->this_host);
+  EXPECT_FALSE(d->every_host);
 }
 
 // An unreachable Redis is waited for at most unreachable_timeout in oneshot (then 69), counted

@@ -276,3 +276,17 @@ TEST(AfterExit, StepDownStopRecontends) {
   ExitContext c{Mode::kSupervise, Restart::kAlways, 1000ms, 143, StopCause::kStepDown};
   EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kRecontend);
 }
+
+// Renewals refused: the probes of the right go 5 s apart at first, twice as far each time, and
+// never further apart than a minute (recovery within a minute of the grant) nor closer than 5 s
+// (no storm); the note outlives three of them.
+TEST(RefusedProbe, GapsGrowFromFiveSecondsToAMinute) {
+  EXPECT_EQ(refused_probe_gap(1), 5s);
+  EXPECT_EQ(refused_probe_gap(2), 10s);
+  EXPECT_EQ(refused_probe_gap(3), 20s);
+  EXPECT_EQ(refused_probe_gap(4), 40s);
+  EXPECT_EQ(refused_probe_gap(5), 60s);
+  EXPECT_EQ(refused_probe_gap(1000), 60s);
+  EXPECT_EQ(refused_probe_gap(0), 5s);
+  EXPECT_EQ(refused_note_ttl(refused_probe_gap(1000)), 180s);
+}

@@ -321,3 +321,24 @@ TEST(RestartGuard, OnlyADaemonsHolderIdSpeaksForAnotherExpire) {
   EXPECT_FALSE(is_daemon_holder("web-1::0123456789abcdef0123456789abcdef"));
   EXPECT_FALSE(is_daemon_holder(":0123456789abcdef0123456789abcdef"));
 }
+
+// Renewals refused: the note beside the key reads back as written (the probe script adds the
+// right and the error after the head), and says who holds back, since when and why.
+TEST(RefusalNote, ReadsBackAndSaysWhoHoldsBackAndWhy) {
+  using namespace redisgo::lock;
+  EXPECT_EQ(LeaseKeys::derive("worker").refused(), "{worker}:refused");
+  EXPECT_EQ(LeaseKeys::derive("{jobs}x").probe(), "{jobs}x:probe");
+  const std::string head = refusal_note_head("web1:10:abc", 1795000000000, "redisgo");
+  const auto n = parse_refusal_note(head + "\n+pexpire\nERR The user executing the script can't run this command\nx");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->holder, "web1:10:abc");
+  EXPECT_EQ(n->since_ms, 1795000000000);
+  EXPECT_EQ(n->user, "redisgo");
+  EXPECT_EQ(n->right, "+pexpire");
+  EXPECT_EQ(n->error, "ERR The user executing the script can't run this command\nx");
+  EXPECT_EQ(describe_refusal(*n), "renewals refused since 2026-11-18T11:06:40Z: the ACL user 'redisgo' of web1 lacks "
+                                  "+pexpire; its daemon does not take the lease until it is granted");
+  EXPECT_FALSE(parse_refusal_note(head));
+  EXPECT_FALSE(parse_refusal_note(""));
+  EXPECT_FALSE(parse_refusal_note("\n1\nu\n+x\ne")) << "no holder";
+}

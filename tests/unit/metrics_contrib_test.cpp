@@ -35,6 +35,7 @@ std::map<std::string, std::set<std::string>> exported() {
   for (const char* mode : {"oneshot", "supervise"}) {
     Metrics m("k", {"n:1"}, clock);
     m.configure({mode, 1, 10, 3600});
+    m.set_renewals_refused("+pexpire");  // a series only while a daemon holds back
     for (std::size_t s = 0; s < redisgo::metrics::kStateCount; ++s) {
       m.set_state(static_cast<redisgo::metrics::State>(s));
       const std::string text = m.render_textfile(1) + m.render_record();

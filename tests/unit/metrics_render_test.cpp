@@ -63,7 +63,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_leader 1 while this daemon holds the lease on the key, else 0.\n"
       "# TYPE redisgo_task_leader gauge\n"
       "redisgo_task_leader{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_state 1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply).\n"
+      "# HELP redisgo_task_state 1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply, renewal_refused).\n"
       "# TYPE redisgo_task_state gauge\n"
       "redisgo_task_state{key=\"jobs:nightly\",state=\"standby\"} 1\n"
       "redisgo_task_state{key=\"jobs:nightly\",state=\"in_line\"} 0\n"
@@ -75,6 +75,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_state{key=\"jobs:nightly\",state=\"credentials_refused\"} 0\n"
       "redisgo_task_state{key=\"jobs:nightly\",state=\"tls_failed\"} 0\n"
       "redisgo_task_state{key=\"jobs:nightly\",state=\"error_reply\"} 0\n"
+      "redisgo_task_state{key=\"jobs:nightly\",state=\"renewal_refused\"} 0\n"
       "# HELP redisgo_task_token Fencing token of the current or last lease (0 before the first).\n"
       "# TYPE redisgo_task_token gauge\n"
       "redisgo_task_token{key=\"jobs:nightly\"} 0\n"
@@ -137,7 +138,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_line_position This daemon's place in the waiting line as of its last attempt (1 = next; 0 = not in line).\n"
       "# TYPE redisgo_task_line_position gauge\n"
       "redisgo_task_line_position{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_cannot_acquire 1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS verification, an error reply, nodes unreachable): nobody with this config can run the job.\n"
+      "# HELP redisgo_task_cannot_acquire 1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS verification, an error reply, nodes unreachable): this host cannot run the job.\n"
       "# TYPE redisgo_task_cannot_acquire gauge\n"
       "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"credentials\"} 0\n"
       "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"error\"} 0\n"
@@ -234,6 +235,24 @@ TEST(MetricsRender, CannotAcquireNamesOneCauseAtATime) {
   EXPECT_EQ(v("unreachable"), "1");
   m.set_cannot_acquire("");
   for (const char* c : {"credentials", "error", "tls", "unreachable"}) EXPECT_EQ(v(c), "0") << c;
+}
+
+// Renewals refused: the right is a label while the daemon holds back, and the series is gone
+// once it no longer does (an alert on it then resolves); never in a oneshot run's record.
+TEST(MetricsRender, RenewalsRefusedNamesTheRightWhileItLasts) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  EXPECT_EQ(m.render().find("redisgo_task_renewals_refused"), std::string::npos);
+  m.set_renewals_refused("+pexpire");
+  EXPECT_EQ(value_of(m.render(), "redisgo_task_renewals_refused{key=\"k\",right=\"+pexpire\"}"), "1");
+  EXPECT_NE(m.render().find("# TYPE redisgo_task_renewals_refused gauge\n"), std::string::npos);
+  EXPECT_EQ(m.render_record().find("redisgo_task_renewals_refused"), std::string::npos);
+  const auto version = m.version();
+  m.set_renewals_refused("+pexpire");
+  EXPECT_EQ(m.version(), version) << "no change, no textfile rewrite";
+  m.set_renewals_refused(std::nullopt);
+  EXPECT_EQ(m.render().find("redisgo_task_renewals_refused"), std::string::npos);
+  EXPECT_NE(m.version(), version);
 }
 
 TEST(MetricsRender, EveryFamilyHasHelpAndTypeOnceBeforeItsSamples) {
@@ -440,8 +459,9 @@ TEST(MetricsRender, ConcurrentUpdatesAndRenders) {
 TEST(MetricsRender, StateIsOneHotOverEveryState) {
   FakeClock clock;
   Metrics m("k", {}, clock);
-  const std::vector<std::string> names{"standby",      "in_line",     "restart_guard",       "paused",     "leader",
-                                       "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply"};
+  const std::vector<std::string> names{"standby",      "in_line",     "restart_guard",       "paused",
+                                       "leader",       "stepped_down", "unreachable",        "credentials_refused",
+                                       "tls_failed",   "error_reply",  "renewal_refused"};
   ASSERT_EQ(names.size(), redisgo::metrics::kStateCount);
   for (std::size_t now = 0; now < names.size(); ++now) {
     m.set_state(static_cast<State>(now));
