@@ -20,7 +20,9 @@
 ///    at once: the whole tree is dead within milliseconds;
 ///  - holds the lease's kill deadline on a CLOCK_BOOTTIME timer of its own (set_deadline):
 ///    a daemon that is stopped or wedged while its child runs cannot let the child outlive
-///    the lease.
+///    the lease. What it does with the deadlines it is sent is deadline_rule.h's rule: the
+///    last one sent counts, and it stops the job as the daemon would (kill_signal, then
+///    SIGKILL) when the daemon has fallen silent; what it did is reported (keeper_act()).
 /// The job gets PR_SET_PDEATHSIG(SIGKILL) on the keeper (single-threaded, so it fires
 /// reliably). Under systemd the unit's cgroup covers the same ground once more.
 ///
