@@ -62,6 +62,8 @@ bool LeaderMachine::running() const {
 Actions LeaderMachine::step(const Event& event, Clock::time_point now, const LeaseView& lease) {
   Actions out;
   if (done()) return out;
+  gap_ = last_step_ == Clock::time_point{} ? Clock::duration::zero() : now - last_step_;
+  last_step_ = now;
   std::visit([&](const auto& e) { on(e, now, lease, out); }, event);
   return out;
 }
@@ -201,7 +203,6 @@ void LeaderMachine::tell_keeper(Clock::time_point now, const LeaseView& lease, A
 void LeaderMachine::after_pause(const ChildSeen& child, Clock::time_point now, const LeaseView& lease,
                                 Actions& out) {
   if (!running() || child_gone_) return;  // a tree already seen gone was said once
-  child_gone_ = child.ended;
   if (state_ != LeaderState::kRunning && state_ != LeaderState::kStopping) return;
   // Past the deadline by more than the kill margin: the SIGKILL due a margin before it, by
   // this daemon and by the keeper, has not ended the tree in time.
@@ -227,26 +228,45 @@ void LeaderMachine::after_pause(const ChildSeen& child, Clock::time_point now, c
     emit<SignalGroup>(out, {SIGKILL});
     return;
   }
-  if (!child.ended || killed_late) return;
+  if (!child.ended) return;
+  // A daemon that had no turn for more than a tick (it takes one every half tick) could
+  // not run: the child's end is for it to explain. One that ran on time explains only what
+  // its keeper did (the same deadline, at the same instant); an end of the child's own is
+  // taken the usual way.
+  const bool paused = gap_ > s_.tick;
+  if (!killed_late && !paused && child.keeper_signal == 0) return;
+  child_gone_ = true;
+  if (!killed_late) say_gone(child, now, lease, paused, out);
+}
+
+void LeaderMachine::say_gone(const ChildSeen& child, Clock::time_point now, const LeaseView& lease, bool paused,
+                             Actions& out) {
   const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
   const auto stop_at = state_ == LeaderState::kStopping ? std::min(stop_kill_at_, sched.kill_at) : sched.term_at;
-  if (now < stop_at) return;  // nothing was due yet: ChildExited says the rest
-  // It was to be stopped (again) by now and it is gone already: say how, instead of
-  // stopping a child that is not there.
-  if (child.keeper_signal != 0) {
-    emit<Say>(out, {Level::kWarn, "child pid=" + std::to_string(pid_) + " was stopped by its keeper with " +
+  const std::string child_pid = "child pid=" + std::to_string(pid_);
+  if (child.keeper_signal == SIGKILL && state_ == LeaderState::kStopping && !paused) {
+    // As this daemon's own escalation says it (the keeper holds the stop's kill time too).
+    const int asked = cause_ == StopCause::kShutdown && s_.mode == Mode::kOneshot ? stop_signal_ : s_.kill_signal;
+    emit<Say>(out, {Level::kWarn, child_pid + " still running " +
+                                        format_duration(std::chrono::duration_cast<Millis>(child.keeper_at - stop_began_)) +
+                                        " after " + config::signal_name(asked) +
+                                        "; its keeper sent SIGKILL to its tree"});
+  } else if (child.keeper_signal != 0) {
+    emit<Say>(out, {Level::kWarn, child_pid + " was stopped by its keeper with " +
                                         config::signal_name(child.keeper_signal) + " " +
                                         format_duration(std::chrono::duration_cast<Millis>(now - child.keeper_at)) +
-                                        " ago, at the lease's stop time, while this daemon could not run (SIGSTOP, "
-                                        "a paused VM?)"});
+                                        " ago, at the lease's stop time" +
+                                        (paused ? ", while this daemon could not run (SIGSTOP, a paused VM?)" : "")});
+  } else if (now < stop_at) {
+    return;  // it ended by itself before anything was due: ChildExited says the rest
   } else if (cause_ == StopCause::kNone) {
-    emit<Say>(out, {Level::kWarn, "child pid=" + std::to_string(pid_) + " had ended when this daemon ran again, " +
+    emit<Say>(out, {Level::kWarn, child_pid + " had ended when this daemon ran again, " +
                                         format_duration(std::chrono::duration_cast<Millis>(now - stop_at)) +
                                         " past the lease's stop time: the run counts as lost to the deadline"});
   }
   if (cause_ == StopCause::kNone) {
     cause_ = StopCause::kDeadline;
-    emit<Status>(out, {"lease lost: the child's stop time passed while this daemon could not run"});
+    emit<Status>(out, {"lease lost: the child's stop time passed"});
   }
 }
 

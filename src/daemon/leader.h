@@ -197,8 +197,13 @@ class LeaderMachine {
   void check_lease(Clock::time_point now, const LeaseView& lease, Actions& out);
   /// A turn that finds the child's stop time passed before the daemon could act on it (a
   /// pause: SIGSTOP, a paused VM, a stalled host): a child alive past the lease deadline is
-  /// said at error, counted and killed at once; one already gone is said as it ended.
+  /// said at error, counted and killed at once; one already gone, while this daemon had no
+  /// turn for more than a tick, is said as it ended (by its keeper, or by itself).
   void after_pause(const leader::ChildSeen& child, Clock::time_point now, const LeaseView& lease, Actions& out);
+  /// after_pause() for a child already gone: says how it ended (its keeper's act, or its
+  /// own end past the stop time); the run counts as stopped for the deadline.
+  void say_gone(const leader::ChildSeen& child, Clock::time_point now, const LeaseView& lease, bool paused,
+                Actions& out);
   /// Tells the keeper the kill deadline (the lease's, or a stop's earlier one) when it
   /// moved, and again when keeper_due() has come.
   void tell_keeper(Clock::time_point now, const LeaseView& lease, Actions& out);
@@ -226,7 +231,9 @@ class LeaderMachine {
   Clock::time_point keeper_deadline_{};  ///< the kill deadline the keeper holds
   Clock::time_point keeper_decided_{};   ///< when it was decided
   Clock::time_point keeper_told_{};      ///< when the keeper was last told
-  bool child_gone_ = false;              ///< the driver saw the tree gone; ChildExited comes this turn
+  bool child_gone_ = false;              ///< a pause ended the tree (after_pause); ChildExited comes this turn
+  Clock::time_point last_step_{};        ///< the previous event's time
+  Clock::duration gap_{};                ///< from the previous event to this one: a pause, when over a tick
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
   std::string step_down_reason_;  ///< set: stop the child, then step down

@@ -675,6 +675,29 @@ TEST(Leader, AChildItsKeeperStoppedWhileTheDaemonCouldNotRunIsSaidNotStoppedAgai
   EXPECT_EQ(r.machine.outcome()->exit_code, 0);
 }
 
+// A daemon that runs on time and meets its keeper's SIGKILL of the same instant (a stop's
+// kill time, which both hold) had no pause: the escalation is said as the daemon's own is,
+// naming the keeper (the line used to go missing: the keeper's report woke the daemon first).
+TEST(Leader, AKeepersKillAtTheSameInstantIsNoPause) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  r.step(Signals{{}, true, SIGTERM});
+  const auto kill_at = r.clock.now() + kGrace;
+  for (int i = 0; i < 3; ++i) {  // turns every half tick, as the keeper's word makes them
+    r.advance(500ms);
+    r.step(Tick{});
+  }
+  r.advance(500ms);
+  ASSERT_EQ(r.clock.now(), kill_at);
+  r.step(Tick{ChildSeen{true, SIGKILL, kill_at}});
+  EXPECT_TRUE(said(r.last, "still running 2s after SIGTERM; its keeper sent SIGKILL to its tree", Level::kWarn));
+  EXPECT_FALSE(said(r.last, "sending SIGKILL", Level::kWarn));
+  EXPECT_FALSE(said(r.last, "could not run", Level::kWarn));
+  EXPECT_TRUE(signals(r.last).empty());
+  r.step(ChildExited{137});
+  EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", ""}));
+}
+
 // A keeper killed from outside (the OOM killer, kill -9) takes the job with it: said at
 // error, status 71 (EX_OSERR) in oneshot, a child failure for supervise's restart policy.
 TEST(Leader, AKeeperKilledFromOutsideIsSaidAndIsAChildFailure) {
