@@ -33,6 +33,11 @@ process::SpawnOptions spawn_options(const config::Config& config) {
   // A child that speaks sd_notify would otherwise report READY/STATUS/WATCHDOG as if it
   // were the service, and with WATCHDOG_PID absent it would even feed the watchdog.
   spawn.unset_env = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
+  // What the keeper does at the deadline when the daemon cannot (process/deadline_rule.h):
+  // the daemon's own stop, and its silence judged by the renewal interval.
+  spawn.kill_signal = config.task.kill_signal;
+  spawn.kill_grace = config.task.kill_grace;
+  spawn.tick = config.redis.cron.count() > 0 ? config.redis.cron : config::default_cron(config.redis.expire);
   // The child never sees the Redis password (redisgo_task(1), ENVIRONMENT), unless the
   // operator hands it over on purpose through [task] env.
   if (config.redis.password_source == config::PasswordSource::kEnv) spawn.unset_env.push_back(config.redis.password_origin);

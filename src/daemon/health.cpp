@@ -46,8 +46,8 @@ void HealthCheck::log_failure(const std::string& what) {
   }
 }
 
-void HealthCheck::set_deadline(std::int64_t kill_at_ns) noexcept {
-  if (running_ && running_->running()) running_->set_deadline(kill_at_ns);
+void HealthCheck::set_deadline(std::int64_t kill_at_ns, std::int64_t decided_ns) noexcept {
+  if (running_ && running_->running()) running_->set_deadline(kill_at_ns, decided_ns);
 }
 
 HealthCheck::~HealthCheck() { disarm(); }

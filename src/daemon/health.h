@@ -52,9 +52,10 @@ class HealthCheck {
   /// `kill_at_ns` is the lease's kill deadline (the check must not outlive the lease).
   /// Returns the reason to step down once health_fall checks in a row failed.
   std::optional<std::string> service(const std::vector<pollfd>& fds, std::int64_t kill_at_ns);
-  /// The lease's kill deadline moved (a renewal): a running check's keeper follows it, as
-  /// the child's does. Never throws.
-  void set_deadline(std::int64_t kill_at_ns) noexcept;
+  /// The lease's kill deadline, decided at `decided_ns` (a renewal, a stop, or the same
+  /// again to say the daemon runs): a running check's keeper follows it, as the child's
+  /// does. Never throws.
+  void set_deadline(std::int64_t kill_at_ns, std::int64_t decided_ns) noexcept;
   /// Consecutive failures so far.
   int failures() const { return failures_; }
 

@@ -16,6 +16,7 @@ using config::Mode;
 LeaseView view(const lock::Renewer& r) {
   LeaseView v;
   v.valid_until = r.valid_until();
+  v.renewed_at = r.renewed_at();  // after valid_until: its stamp or a later one
   v.lost = r.lost();
   if (v.lost) v.lost_reason = r.lost_reason();
   v.refused = r.refused();
@@ -105,7 +106,9 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   if (auto code = claim_slot(acquired, *renewer)) return *code;
   say_status("leader token=" + std::to_string(acquired.token) +
                    (cfg_.task.limit > 1 ? " slot=" + std::to_string(acquired.slot) : std::string()));
-  Leading l(LeaderSettings::from(cfg_), restarts_, *renewer, child_spawn(acquired), cfg_.task, clock_);
+  LeaderSettings settings = LeaderSettings::from(cfg_);
+  settings.token = acquired.token;
+  Leading l(std::move(settings), restarts_, *renewer, child_spawn(acquired), cfg_.task, clock_);
   if (cfg_.task.mode == Mode::kSupervise) {
     for (const auto& node : lease_opts_.nodes) {
       l.control.push_back(std::make_unique<redis::Subscriber>(node, keys_.control));
@@ -202,9 +205,12 @@ bool Runner::drive(Leading& l, const leader::Event& event) {
                    [&](const SignalGroup& a) { l.child->signal_group(a.sig); },
                    [&](const ForceKill&) { l.child->force_kill(); },
                    [&](const MoveDeadline& a) {
-                     l.child->set_deadline(a.kill_at.time_since_epoch().count());
-                     l.health.set_deadline(a.kill_at.time_since_epoch().count());
+                     const auto kill_at = a.kill_at.time_since_epoch().count();
+                     const auto decided = a.decided.time_since_epoch().count();
+                     l.child->set_deadline(kill_at, decided);
+                     l.health.set_deadline(kill_at, decided);
                    },
+                   [&](const FrozenPastLease&) { metrics_.add_frozen_past_lease(); },
                    [&](const ArmHealth&) { l.health.arm(l.spawn_base); },
                    [&](const DisarmHealth&) { l.health.disarm(); },
                    [&](const Say& a) {
@@ -222,12 +228,23 @@ bool Runner::drive(Leading& l, const leader::Event& event) {
   return spawned;
 }
 
+leader::ChildSeen Runner::child_seen(Leading& l) {
+  leader::ChildSeen seen;
+  // Reaped without blocking (and again, with the same answer, for ChildExited).
+  if (!l.machine.running() || !l.child || !l.child->try_wait()) return seen;
+  seen.ended = true;
+  const process::KeeperAct act = l.child->keeper_act();
+  seen.keeper_signal = act.signal;
+  seen.keeper_at = Clock::time_point(Clock::duration(act.at_ns));
+  return seen;
+}
+
 void Runner::run_leader(Leading& l) {
-  const auto& task = cfg_.task;
   drive(l, leader::Start{});
   std::vector<pollfd> fds;
   while (!l.machine.done()) {
-    if (drive(l, leader::Tick{})) continue;  // a restart started the child: the turn again
+    const leader::ChildSeen seen = child_seen(l);
+    if (drive(l, leader::Tick{seen})) continue;  // a restart started the child: the turn again
     if (l.machine.done()) break;
     const LeaseView lease = view(l.renewer);
     if (l.renewer.renewals() != l.renewals_seen) {
@@ -236,12 +253,13 @@ void Runner::run_leader(Leading& l) {
                   format_duration(until(lease.valid_until, clock_.now())));
     }
     // Sleep until the next thing that could need doing (boot-time timer: a host suspend
-    // does not postpone the lease deadline).
-    auto next = l.machine.next_wakeup(lease);
+    // does not postpone the lease deadline), the keeper's next word included.
+    auto next = std::min(l.machine.next_wakeup(lease), l.machine.keeper_due());
     if (l.machine.serving()) next = std::min(next, l.health.next_wakeup());
     const bool running = l.machine.running();
     std::optional<Millis> cap;
     if (running && (l.machine.killing() || l.child->exit_fd() < 0)) cap = Millis(50);  // re-check reaping
+    if (seen.ended) cap = Millis(0);  // the rest of this turn takes the child's end
     fds.assign({{signals_.fd(), POLLIN, 0}, {renewer_wake_.fd(), POLLIN, 0}});
     if (running && l.child->exit_fd() >= 0) fds.push_back({l.child->exit_fd(), POLLIN, 0});
     l.health.append_fds(fds);
@@ -256,22 +274,28 @@ void Runner::run_leader(Leading& l) {
       }
     }
     poll_until(fds, next, cap);
-    if (fds[1].revents & POLLIN) renewer_wake_.clear();
-    service_control(l, fds, first_control);
-    if (l.machine.serving()) {
-      const auto kill_at = stop_schedule(l.renewer.valid_until(), task.kill_grace, cfg_.redis.expire).kill_at;
-      if (auto why = l.health.service(fds, kill_at.time_since_epoch().count())) drive(l, leader::HealthFailed{*why});
-    } else {
-      l.health.disarm();
-    }
-    drive(l, leader::Woke{});
-    drive(l, leader::Signals{read_signals(), stop_requested_, stop_signal_});
-    if (l.machine.running()) {
-      if (auto code = l.child->try_wait()) {
-        metrics_.set_child_exit(*code);
-        if (*code == 0) metrics_.set_last_success(wall_seconds());
-        drive(l, leader::ChildExited{*code});
-      }
+    after_poll(l, fds, first_control);
+  }
+}
+
+void Runner::after_poll(Leading& l, const std::vector<pollfd>& fds, std::size_t first_control) {
+  if (fds[1].revents & POLLIN) renewer_wake_.clear();
+  // The lease before anything else after a wake-up (a pause included): a child alive past
+  // the deadline is killed before a health check could start or a message be taken.
+  drive(l, leader::Woke{child_seen(l)});
+  service_control(l, fds, first_control);
+  if (l.machine.serving()) {
+    const auto kill_at = stop_schedule(l.renewer.valid_until(), cfg_.task.kill_grace, cfg_.redis.expire).kill_at;
+    if (auto why = l.health.service(fds, kill_at.time_since_epoch().count())) drive(l, leader::HealthFailed{*why});
+  } else {
+    l.health.disarm();
+  }
+  drive(l, leader::Signals{read_signals(), stop_requested_, stop_signal_});
+  if (l.machine.running()) {
+    if (auto code = l.child->try_wait()) {
+      metrics_.set_child_exit(*code);
+      if (*code == 0) metrics_.set_last_success(wall_seconds());
+      drive(l, leader::ChildExited{*code, l.child->keeper_killed_by()});
     }
   }
 }

@@ -31,6 +31,7 @@ LeaderSettings LeaderSettings::from(const config::Config& config) {
   s.restart_limit = t.restart_limit;
   s.kill_grace = t.kill_grace;
   s.ttl = config.redis.expire;
+  s.tick = config.redis.cron.count() > 0 ? config.redis.cron : config::default_cron(config.redis.expire);
   s.kill_signal = t.kill_signal;
   s.timeout = t.timeout;
   s.control_channel = lock::LeaseKeys::derive(config.redis.key).control;
@@ -61,6 +62,8 @@ bool LeaderMachine::running() const {
 Actions LeaderMachine::step(const Event& event, Clock::time_point now, const LeaseView& lease) {
   Actions out;
   if (done()) return out;
+  gap_ = last_step_ == Clock::time_point{} ? Clock::duration::zero() : now - last_step_;
+  last_step_ = now;
   std::visit([&](const auto& e) { on(e, now, lease, out); }, event);
   return out;
 }
@@ -78,6 +81,11 @@ Clock::time_point LeaderMachine::next_wakeup(const LeaseView& lease) const {
     default: break;
   }
   return next;
+}
+
+Clock::time_point LeaderMachine::keeper_due() const {
+  if (state_ != LeaderState::kRunning && state_ != LeaderState::kStopping) return Clock::time_point::max();
+  return keeper_told_ + s_.tick / 2;
 }
 
 void LeaderMachine::finish(LeaderOutcome o) {
@@ -108,6 +116,9 @@ void LeaderMachine::start(Clock::time_point now, const LeaseView& lease, Actions
     return;
   }
   keeper_deadline_ = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl).kill_at;
+  keeper_decided_ = lease.renewed_at;
+  keeper_told_ = now;
+  child_gone_ = false;
   state_ = LeaderState::kStarting;
   emit<Spawn>(out, {keeper_deadline_});
 }
@@ -148,6 +159,15 @@ void LeaderMachine::begin_stop(StopCause why, int sig, Clock::time_point kill_at
   stop_kill_at_ = kill_at;
   stop_began_ = now;
   state_ = LeaderState::kStopping;
+  if (child_gone_) return;  // the cause names how the run ended; there is nothing to stop
+  if (kill_at < keeper_deadline_) {
+    // A cut, decided now: the keeper holds it first, should this daemon stop running at
+    // any point after (docs/DESIGN.md, invariant 2).
+    keeper_deadline_ = kill_at;
+    keeper_decided_ = now;
+    keeper_told_ = now;
+    emit<MoveDeadline>(out, {keeper_deadline_, keeper_decided_});
+  }
   // A planned stop (shutdown, handover, pause --stop) is no warning; a stop forced by the lease, a
   // timeout or a failing host is.
   const bool planned = why == StopCause::kShutdown ||
@@ -157,6 +177,98 @@ void LeaderMachine::begin_stop(StopCause why, int sig, Clock::time_point kill_at
   if (why == StopCause::kLeaseLost || why == StopCause::kDeadline) emit<Status>(out, {"lease lost: " + reason});
   emit<SignalGroup>(out, {sig});
   if (sig != SIGCONT && sig != SIGKILL) emit<SignalGroup>(out, {SIGCONT});
+}
+
+void LeaderMachine::tell_keeper(Clock::time_point now, const LeaseView& lease, Actions& out) {
+  if (state_ != LeaderState::kRunning && state_ != LeaderState::kStopping) return;
+  auto kill_at = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl).kill_at;
+  auto decided = lease.renewed_at;
+  if (state_ == LeaderState::kStopping && stop_kill_at_ < kill_at) {
+    kill_at = stop_kill_at_;
+    decided = stop_began_;
+  }
+  if (kill_at != keeper_deadline_) {
+    // The keeper kills the tree at the same instant on its own, should the driver be
+    // stopped or wedged (SIGSTOP of the daemon alone).
+    keeper_deadline_ = kill_at;
+    keeper_decided_ = decided;
+  } else if (now < keeper_due()) {
+    return;
+  }
+  // Unchanged, it is said again every half tick: a keeper that hears nothing for a tick
+  // takes the daemon as unable to stop its child, and sends kill_signal itself.
+  keeper_told_ = now;
+  emit<MoveDeadline>(out, {keeper_deadline_, keeper_decided_});
+}
+
+void LeaderMachine::after_pause(const ChildSeen& child, Clock::time_point now, const LeaseView& lease,
+                                Actions& out) {
+  if (!running() || child_gone_) return;  // a tree already seen gone was said once
+  if (state_ != LeaderState::kRunning && state_ != LeaderState::kStopping) return;
+  // Past the deadline by more than the kill margin: the SIGKILL due a margin before it, by
+  // this daemon and by the keeper, has not ended the tree in time.
+  const auto late_after = lease.valid_until + kill_margin(s_.ttl);
+  const bool alive_past = !child.ended && now > late_after;
+  const bool killed_late = child.ended && child.keeper_signal != 0 && child.keeper_at > late_after;
+  if (alive_past || killed_late) {
+    const auto past = std::chrono::duration_cast<Millis>((alive_past ? now : child.keeper_at) - lease.valid_until);
+    emit<Say>(out, {Level::kError, "this host was frozen " + format_duration(past) +
+                                         " past its lease (SIGSTOP, a paused VM, a stalled host): child pid=" +
+                                         std::to_string(pid_) + " with token " + std::to_string(s_.token) +
+                                         " may have overlapped the next holder; " +
+                                         (alive_past ? std::string("killing it now")
+                                                     : "its keeper killed it only as it ran again")});
+    emit<FrozenPastLease>(out, {});
+    emit<Status>(out, {"lease lost: frozen past the lease"});
+    if (cause_ == StopCause::kNone) cause_ = StopCause::kDeadline;
+  }
+  if (alive_past) {
+    if (state_ == LeaderState::kRunning) stop_began_ = now;
+    state_ = LeaderState::kKilling;
+    sigkill_at_ = now;
+    emit<SignalGroup>(out, {SIGKILL});
+    return;
+  }
+  if (!child.ended) return;
+  // A daemon that had no turn for more than a tick (it takes one every half tick) could
+  // not run: the child's end is for it to explain. One that ran on time explains only what
+  // its keeper did (the same deadline, at the same instant); an end of the child's own is
+  // taken the usual way.
+  const bool paused = gap_ > s_.tick;
+  if (!killed_late && !paused && child.keeper_signal == 0) return;
+  child_gone_ = true;
+  if (!killed_late) say_gone(child, now, lease, paused, out);
+}
+
+void LeaderMachine::say_gone(const ChildSeen& child, Clock::time_point now, const LeaseView& lease, bool paused,
+                             Actions& out) {
+  const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
+  const auto stop_at = state_ == LeaderState::kStopping ? std::min(stop_kill_at_, sched.kill_at) : sched.term_at;
+  const std::string child_pid = "child pid=" + std::to_string(pid_);
+  if (child.keeper_signal == SIGKILL && state_ == LeaderState::kStopping && !paused) {
+    // As this daemon's own escalation says it (the keeper holds the stop's kill time too).
+    const int asked = cause_ == StopCause::kShutdown && s_.mode == Mode::kOneshot ? stop_signal_ : s_.kill_signal;
+    emit<Say>(out, {Level::kWarn, child_pid + " still running " +
+                                        format_duration(std::chrono::duration_cast<Millis>(child.keeper_at - stop_began_)) +
+                                        " after " + config::signal_name(asked) +
+                                        "; its keeper sent SIGKILL to its tree"});
+  } else if (child.keeper_signal != 0) {
+    emit<Say>(out, {Level::kWarn, child_pid + " was stopped by its keeper with " +
+                                        config::signal_name(child.keeper_signal) + " " +
+                                        format_duration(std::chrono::duration_cast<Millis>(now - child.keeper_at)) +
+                                        " ago, at the lease's stop time" +
+                                        (paused ? ", while this daemon could not run (SIGSTOP, a paused VM?)" : "")});
+  } else if (now < stop_at) {
+    return;  // it ended by itself before anything was due: ChildExited says the rest
+  } else if (cause_ == StopCause::kNone) {
+    emit<Say>(out, {Level::kWarn, child_pid + " had ended when this daemon ran again, " +
+                                        format_duration(std::chrono::duration_cast<Millis>(now - stop_at)) +
+                                        " past the lease's stop time: the run counts as lost to the deadline"});
+  }
+  if (cause_ == StopCause::kNone) {
+    cause_ = StopCause::kDeadline;
+    emit<Status>(out, {"lease lost: the child's stop time passed"});
+  }
 }
 
 void LeaderMachine::check_lease(Clock::time_point now, const LeaseView& lease, Actions& out) {
@@ -178,16 +290,12 @@ void LeaderMachine::check_lease(Clock::time_point now, const LeaseView& lease, A
   }
 }
 
-void LeaderMachine::on(const Tick&, Clock::time_point now, const LeaseView& lease, Actions& out) {
+void LeaderMachine::on(const Tick& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
   const auto sched = stop_schedule(lease.valid_until, s_.kill_grace, s_.ttl);
+  after_pause(e.child, now, lease, out);
   check_lease(now, lease, out);
-  if (running() && sched.kill_at != keeper_deadline_) {
-    // The keeper kills the tree at the same instant on its own, should the driver be
-    // stopped or wedged (SIGSTOP of the daemon alone).
-    keeper_deadline_ = sched.kill_at;
-    emit<MoveDeadline>(out, {keeper_deadline_});
-  }
-  if (state_ == LeaderState::kStopping && now >= std::min(stop_kill_at_, sched.kill_at)) {
+  if (!child_gone_) tell_keeper(now, lease, out);
+  if (state_ == LeaderState::kStopping && !child_gone_ && now >= std::min(stop_kill_at_, sched.kill_at)) {
     const int asked = cause_ == StopCause::kShutdown && s_.mode == Mode::kOneshot ? stop_signal_ : s_.kill_signal;
     emit<Say>(out, {Level::kWarn, "child pid=" + std::to_string(pid_) + " still running " +
                                         format_duration(std::chrono::duration_cast<Millis>(now - stop_began_)) +
@@ -219,10 +327,11 @@ void LeaderMachine::on(const Tick&, Clock::time_point now, const LeaseView& leas
   }
 }
 
-void LeaderMachine::on(const Woke&, Clock::time_point now, const LeaseView& lease, Actions& out) {
+void LeaderMachine::on(const Woke& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
   // After any wake-up, a pause included (SIGSTOP, a VM freeze), the deadline is checked
   // before anything else: a child that ended while the lease ran out did not run to its
   // end under the lease.
+  after_pause(e.child, now, lease, out);
   check_lease(now, lease, out);
 }
 
@@ -250,7 +359,7 @@ void LeaderMachine::on(const HealthFailed& e, Clock::time_point, const LeaseView
 
 void LeaderMachine::on(const Signals& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
   for (int sig : e.forward) {
-    if (!running()) continue;
+    if (!running() || child_gone_) continue;  // nothing left to forward to
     // Every one is forwarded; each signal is said at most once per kForwardSummary, with how many
     // went unsaid since (invariant 7: SIGWINCH every millisecond gave ~900 lines/s).
     Forwarded& f = forwarded_[sig];
@@ -279,7 +388,16 @@ void LeaderMachine::on(const Signals& e, Clock::time_point now, const LeaseView&
 void LeaderMachine::on(const ChildExited& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
   if (!running()) return;
   state_ = LeaderState::kRestarting;  // until after_child decides
+  child_gone_ = false;
   emit<DisarmHealth>(out, {});
+  if (e.keeper_killed_by != 0) {
+    // The job died of its death signal with the keeper, or was killed by the daemon as its
+    // orphan: its own status is unknown (redisgo_task(1), EXIT STATUS: 71).
+    emit<Say>(out, {Level::kError,
+                    "the keeper process pid=" + std::to_string(keeper_) + " was killed from outside" +
+                        (e.keeper_killed_by > 0 ? " by " + config::signal_name(e.keeper_killed_by) : std::string()) +
+                        " (the OOM killer?): the job was killed with it"});
+  }
   emit<Say>(out, {e.code == 0 || cause_ != StopCause::kNone ? Level::kInfo : Level::kWarn,
                     "child exited status=" + std::to_string(e.code)});
   after_child(e.code, now, lease, out);

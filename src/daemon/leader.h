@@ -12,9 +12,12 @@
 ///   Running/Stopping/Killing/Forced --ChildExited--> Restarting | Done
 ///   Restarting --(restart_at)--> Starting;  Starting --SpawnFailed--> Done
 ///
-/// The driver's loop, once per turn: Tick (the lease, escalation, a restart that is due);
-/// poll until next_wakeup(); then HandoverAsked / HealthFailed as heard, Woke (the lease
-/// again, before anything else after a pause), Signals, and ChildExited when reaped.
+/// The driver's loop, once per turn: Tick (the lease, escalation, a restart that is due, the
+/// keeper's word); poll until next_wakeup() or keeper_due(); then Woke (the lease again,
+/// before anything else after a pause), HandoverAsked / HealthFailed as heard, Signals, and
+/// ChildExited when reaped. Tick and Woke say whether the child's tree is already gone (the
+/// driver reaps without blocking first): a turn after a pause must know whether the child
+/// outlived the lease or was stopped by its keeper meanwhile.
 
 #include <sys/types.h>
 
@@ -35,6 +38,8 @@ namespace redisgo::daemon {
 /// What the leader phase knows of its lease, read from the renewal thread for each event.
 struct LeaseView {
   Clock::time_point valid_until{};
+  /// When the acquisition or renewal that set valid_until was sent: when it was decided.
+  Clock::time_point renewed_at{};
   bool lost = false;
   bool refused = false;  ///< the renewals are refused (credentials, ACL): a lease that ends so is 77, not 75
   std::string lost_reason;
@@ -49,9 +54,14 @@ struct LeaderSettings {
   int restart_limit = 5;
   Millis kill_grace{2000};
   Millis ttl{5000};
+  /// The renewal interval ([redis] cron): while the child runs, the keeper hears from the
+  /// daemon at least every half of it, and takes a daemon silent for longer as one that
+  /// cannot act (process/deadline_rule.h).
+  Millis tick{1000};
   int kill_signal = SIGTERM;
   std::optional<Millis> timeout;  ///< oneshot only
   std::string control_channel;    ///< named when a handover is heard
+  std::uint64_t token = 0;        ///< this lease's fencing token (named when it may have overlapped)
 
   static LeaderSettings from(const config::Config& config);
 };
@@ -59,9 +69,19 @@ struct LeaderSettings {
 namespace leader {
 
 // ---- events ----
+/// What the driver saw of the child just before a Tick or a Woke.
+struct ChildSeen {
+  bool ended = false;             ///< its tree is gone (ChildExited follows this turn)
+  int keeper_signal = 0;          ///< its keeper stopped it on its own, with this signal first
+  Clock::time_point keeper_at{};  ///< when the keeper sent it
+};
 struct Start {};  ///< the phase begins: start the child, the deadline first
-struct Tick {};   ///< the loop's turn: the lease, escalation of a stop, a restart that is due
-struct Woke {};   ///< after any wake-up (a pause included): the lease before anything else
+struct Tick {     ///< the loop's turn: the lease, escalation of a stop, a restart that is due
+  ChildSeen child;
+};
+struct Woke {  ///< after any wake-up (a pause included): the lease before anything else
+  ChildSeen child;
+};
 struct Spawned {  ///< the Spawn action started the child
   pid_t pid = -1;
   pid_t keeper = -1;
@@ -83,6 +103,9 @@ struct Signals {  ///< what the signalfd gave this turn
 };
 struct ChildExited {  ///< the child's tree is gone
   int code = 0;       ///< exit code, 128+N for signal N
+  /// The keeper was killed from outside by this signal (-1: it ended without its report
+  /// some other way); the job died with it, and `code` is 71.
+  int keeper_killed_by = 0;
 };
 using Event = std::variant<Start, Tick, Woke, Spawned, SpawnFailed, HandoverAsked, HealthFailed, Signals, ChildExited>;
 
@@ -94,9 +117,11 @@ struct SignalGroup {  ///< deliver to the child's process group (SIGKILL: its wh
   int sig = 0;
 };
 struct ForceKill {};     ///< the tree survived SIGKILL: kill the keeper from here
-struct MoveDeadline {    ///< the keeper's (and the health check's) kill deadline moved
+struct MoveDeadline {    ///< tell the keeper (and the health check's) its kill deadline
   Clock::time_point kill_at;
+  Clock::time_point decided;  ///< when it was decided (a renewal: when it was sent)
 };
+struct FrozenPastLease {};  ///< count it: this host was frozen past its lease with the child alive
 struct ArmHealth {};     ///< the child started: the health checks begin
 struct DisarmHealth {};  ///< the child ended: no more health checks
 enum class Level { kDebug, kInfo, kWarn, kError };
@@ -107,7 +132,8 @@ struct Say {  ///< a log line
 struct Status {  ///< systemd STATUS=
   std::string text;
 };
-using Action = std::variant<Spawn, SignalGroup, ForceKill, MoveDeadline, ArmHealth, DisarmHealth, Say, Status>;
+using Action =
+    std::variant<Spawn, SignalGroup, ForceKill, MoveDeadline, FrozenPastLease, ArmHealth, DisarmHealth, Say, Status>;
 using Actions = std::vector<Action>;
 
 }  // namespace leader
@@ -147,6 +173,9 @@ class LeaderMachine {
   StopCause cause() const { return cause_; }
   /// The next instant a Tick has something to do; max() when nothing is timed.
   Clock::time_point next_wakeup(const LeaseView& lease) const;
+  /// When a Tick next tells the keeper its deadline again (half a tick after it last
+  /// did) so that it knows the daemon runs; max() when no child runs.
+  Clock::time_point keeper_due() const;
 
  private:
   using Actions = leader::Actions;
@@ -168,6 +197,18 @@ class LeaderMachine {
   /// The lease comes first (docs/DESIGN.md, invariant 2): lost, deadline within kill_grace,
   /// timeout, a step-down asked for.
   void check_lease(Clock::time_point now, const LeaseView& lease, Actions& out);
+  /// A turn that finds the child's stop time passed before the daemon could act on it (a
+  /// pause: SIGSTOP, a paused VM, a stalled host): a child alive past the lease deadline is
+  /// said at error, counted and killed at once; one already gone, while this daemon had no
+  /// turn for more than a tick, is said as it ended (by its keeper, or by itself).
+  void after_pause(const leader::ChildSeen& child, Clock::time_point now, const LeaseView& lease, Actions& out);
+  /// after_pause() for a child already gone: says how it ended (its keeper's act, or its
+  /// own end past the stop time); the run counts as stopped for the deadline.
+  void say_gone(const leader::ChildSeen& child, Clock::time_point now, const LeaseView& lease, bool paused,
+                Actions& out);
+  /// Tells the keeper the kill deadline (the lease's, or a stop's earlier one) when it
+  /// moved, and again when keeper_due() has come.
+  void tell_keeper(Clock::time_point now, const LeaseView& lease, Actions& out);
   /// The child ended with `code`: restart, or the outcome.
   void after_child(int code, Clock::time_point now, const LeaseView& lease, Actions& out);
   void finish(LeaderOutcome o);
@@ -190,6 +231,11 @@ class LeaderMachine {
   std::optional<Clock::time_point> restart_at_;
   std::optional<Clock::time_point> timeout_at_;
   Clock::time_point keeper_deadline_{};  ///< the kill deadline the keeper holds
+  Clock::time_point keeper_decided_{};   ///< when it was decided
+  Clock::time_point keeper_told_{};      ///< when the keeper was last told
+  bool child_gone_ = false;              ///< a pause ended the tree (after_pause); ChildExited comes this turn
+  Clock::time_point last_step_{};        ///< the previous event's time
+  Clock::duration gap_{};                ///< from the previous event to this one: a pause, when over a tick
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
   std::string step_down_reason_;  ///< set: stop the child, then step down

@@ -112,6 +112,11 @@ class Runner {
   std::optional<int> claim_slot(const lock::Acquisition& acquired, lock::Renewer& renewer);
   /// The leader machine's loop, until it has an outcome.
   void run_leader(Leading& l);
+  /// One turn's events after poll: Woke, the control channels, the health check, Signals,
+  /// ChildExited.
+  void after_poll(Leading& l, const std::vector<pollfd>& fds, std::size_t first_control);
+  /// Whether the child's tree is gone (reaped without blocking) and what its keeper did.
+  leader::ChildSeen child_seen(Leading& l);
   /// Feeds `event` to the leader machine and carries out its actions. True when they
   /// started the child (the loop's turn then begins again).
   bool drive(Leading& l, const leader::Event& event);

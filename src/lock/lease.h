@@ -261,6 +261,7 @@ struct Renewal {
   /// (expired or taken) that fewer than a quorum could still confirm.
   bool lost = false;
   Clock::time_point valid_until{};      ///< confirmed only: new local deadline
+  Clock::time_point sent{};             ///< when the round was sent (valid_until counts from it)
   int votes = 0;
   int repaired = 0;                     ///< of the votes, nodes where the key was gone and is set again
   /// Nodes that refused the renewal (credentials, or an ACL user without a right the renew

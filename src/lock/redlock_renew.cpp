@@ -184,6 +184,7 @@ Renewal RedlockBackend::renew() {
       rn.errors.push_back({"", Fault::kTimeout, "renewal confirmed too late to extend the lease"});
     }
   }
+  rn.sent = start;
   rn.took = clock_.now() - start;
   return rn;
 }

@@ -33,7 +33,8 @@ Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::tim
       wake_(wake),
       clock_(clock),
       observer_(std::move(observer)),
-      valid_until_ns_(initial.time_since_epoch().count()) {
+      valid_until_ns_(initial.time_since_epoch().count()),
+      renewed_at_ns_(lease_start.time_since_epoch().count()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -41,6 +42,10 @@ Renewer::~Renewer() { stop(); }
 
 Clock::time_point Renewer::valid_until() const noexcept {
   return Clock::time_point(Clock::duration(valid_until_ns_.load()));
+}
+
+Clock::time_point Renewer::renewed_at() const noexcept {
+  return Clock::time_point(Clock::duration(renewed_at_ns_.load()));
 }
 
 std::string Renewer::lost_reason() const {
@@ -121,7 +126,13 @@ void Renewer::run() {
     if (r.confirmed) {
       last = Renewal{};
       // Never move the deadline backwards (a slow round confirmed after a faster one).
-      if (r.valid_until > valid_until()) valid_until_ns_.store(r.valid_until.time_since_epoch().count());
+      // The send time first: whoever reads the new deadline reads its stamp or a later one
+      // (a later stamp can only make the keeper stricter).
+      if (r.valid_until > valid_until()) {
+        const auto sent = r.sent != Clock::time_point{} ? r.sent : round_start;
+        renewed_at_ns_.store(sent.time_since_epoch().count());
+        valid_until_ns_.store(r.valid_until.time_since_epoch().count());
+      }
       renewals_.fetch_add(1);
       wake_.trigger();
       next = round_start + interval_;

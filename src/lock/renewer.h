@@ -48,6 +48,11 @@ class Renewer {
   static Millis retry_interval(Millis interval);
 
   Clock::time_point valid_until() const noexcept;
+  /// When the acquisition or the renewal that set valid_until() was sent: the moment the
+  /// deadline was decided, which the keeper weighs a new deadline by
+  /// (process/deadline_rule.h). Read after valid_until(), it is never older than the one
+  /// that set the deadline just read.
+  Clock::time_point renewed_at() const noexcept;
   bool lost() const noexcept { return lost_.load(); }
   /// The last round was refused by so many nodes (credentials or ACL rights) that no quorum
   /// could confirm it: a lease that ends so is lost to a refusal (exit 77, a step-down).
@@ -79,6 +84,7 @@ class Renewer {
   const Clock& clock_;
   Observer observer_;
   std::atomic<Clock::duration::rep> valid_until_ns_;
+  std::atomic<Clock::duration::rep> renewed_at_ns_;
   std::atomic<bool> lost_{false};
   std::atomic<bool> refused_{false};
   std::atomic<std::uint64_t> renewals_{0};

@@ -254,6 +254,7 @@ struct Metrics::Impl {
   std::atomic<long long> deadline_ns{kNoDeadline};  ///< Clock::time_point, or kNoDeadline
   std::atomic<std::uint64_t> acquisitions{0};
   std::atomic<std::uint64_t> child_starts{0};
+  std::atomic<std::uint64_t> frozen_past_lease{0};
   std::atomic<int> child_exit{-1};
   std::atomic<int> state{static_cast<int>(State::kStandby)};
   std::atomic<std::int64_t> line_position{0};
@@ -367,6 +368,11 @@ void Metrics::add_lease_loss(std::string_view cause) {
 
 void Metrics::add_child_start() {
   impl_->child_starts.fetch_add(1, std::memory_order_relaxed);
+  changed();
+}
+
+void Metrics::add_frozen_past_lease() {
+  impl_->frozen_past_lease.fetch_add(1, std::memory_order_relaxed);
   changed();
 }
 
@@ -563,6 +569,12 @@ std::string Metrics::render() const {
 
   append_header(out, "redisgo_task_child_starts_total", "counter", "Child processes started.");
   m.sample(out, "redisgo_task_child_starts_total", std::to_string(m.child_starts.load(std::memory_order_relaxed)));
+
+  append_header(out, "redisgo_task_frozen_past_lease_total", "counter",
+                "Times this host was frozen past its lease deadline with its child alive: the child may have "
+                "overlapped the next holder.");
+  m.sample(out, "redisgo_task_frozen_past_lease_total",
+           std::to_string(m.frozen_past_lease.load(std::memory_order_relaxed)));
 
   m.run_series(out);
 

@@ -91,6 +91,9 @@ class Metrics {
   void add_lease_loss(std::string_view cause);
   /// redisgo_task_child_starts_total.
   void add_child_start();
+  /// redisgo_task_frozen_past_lease_total: this host was frozen (SIGSTOP, a paused VM, a
+  /// stalled host) past its lease deadline with its child alive.
+  void add_frozen_past_lease();
   /// redisgo_task_child_last_exit_status (128+N for signal N; -1 before the first exit).
   void set_child_exit(int status);
   /// redisgo_task_step_downs_total{cause="restart_limit"|"health"|"handover"|"cannot_start"}.

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 #include <utility>
 
 #include "process/keeper.h"
+#include "util/exit_status.h"
 
 namespace redisgo::process {
 
@@ -33,8 +35,12 @@ using detail::Stage;
 
 namespace {
 
-// The code when the job's status is unknowable (the keeper was killed from outside).
-constexpr int kUnknownExitCode = 255;
+// The job's code when its keeper was killed from outside (the OOM killer, a kill -9): the
+// job died of its death signal with it (redisgo_task(1), EXIT STATUS).
+constexpr int kKeeperKilledExitCode = exit_status(Outcome::kKeeperKilled);
+// The job's code when the daemon itself had to kill the keeper (last_resort_kill): the
+// job's group got SIGKILL first.
+constexpr int kForcedExitCode = 128 + SIGKILL;
 // While waiting for a SIGKILLed tree, how often the SIGKILL is repeated.
 constexpr Millis kKillRepeat{1000};
 // A keeper that has not exited this long after SIGKILL requests is itself stopped or
@@ -86,6 +92,12 @@ std::optional<KeeperReport> read_keeper_report(int fd) {
     if (n == static_cast<ssize_t>(sizeof r)) return r;
     return std::nullopt;
   }
+}
+
+std::int64_t boot_now_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
 int waitpid_retrying(pid_t pid, int* status, int flags) {
@@ -167,8 +179,12 @@ Child Child::spawn(const SpawnOptions& options) {
   if (auto started = read_keeper_report(child.status_in_.get()); started && started->kind == Report::kStarted) {
     child.pid_ = started->value;
   }
-  // Signal requests must never block the daemon's loop.
+  // Signal requests must never block the daemon's loop. A request that does not fit is
+  // lost, and the keeper takes deadlines as a chain (deadline_rule.h): room for hours of
+  // renewals of a stopped keeper (1 MiB, the unprivileged maximum; 64 KiB if refused).
   ::fcntl(child.control_.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(child.control_.get(), F_SETPIPE_SZ, 1 << 20);
+  child.told_deadline_ = options.deadline_ns;
   ::fcntl(child.status_in_.get(), F_SETFL, O_NONBLOCK);
   if (pidfd < 0 && errno != ENOSYS) {
     // Without a pidfd, wait_for() polls; only a kernel older than 5.3 lacks it.
@@ -183,7 +199,12 @@ Child::Child(Child&& other) noexcept
       control_(std::move(other.control_)),
       status_in_(std::move(other.status_in_)),
       status_(std::exchange(other.status_, std::nullopt)),
-      keeper_unreaped_(std::exchange(other.keeper_unreaped_, false)) {}
+      keeper_unreaped_(std::exchange(other.keeper_unreaped_, false)),
+      forced_(std::exchange(other.forced_, false)),
+      keeper_killed_by_(std::exchange(other.keeper_killed_by_, 0)),
+      keeper_act_(std::exchange(other.keeper_act_, KeeperAct{})),
+      told_deadline_(std::exchange(other.told_deadline_, 0)),
+      told_decided_(std::exchange(other.told_decided_, -1)) {}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
@@ -196,6 +217,11 @@ Child& Child::operator=(Child&& other) noexcept {
     control_ = std::move(other.control_);
     status_in_ = std::move(other.status_in_);
     status_ = std::exchange(other.status_, std::nullopt);
+    forced_ = std::exchange(other.forced_, false);
+    keeper_killed_by_ = std::exchange(other.keeper_killed_by_, 0);
+    keeper_act_ = std::exchange(other.keeper_act_, KeeperAct{});
+    told_deadline_ = std::exchange(other.told_deadline_, 0);
+    told_decided_ = std::exchange(other.told_decided_, -1);
   }
   return *this;
 }
@@ -228,6 +254,7 @@ std::optional<int> Child::reap(bool block) noexcept {
     // copy of the daemon's memory takes a while) is reaped later, off the release's path
     // (issue 21: the handover waited for its exit).
     while (auto report = read_keeper_report(status_in_.get())) {
+      note_deadline_act(*report);
       if (report->kind == Report::kExited) {
         status_ = exit_code_from_wait_status(report->value);
         keeper_unreaped_ = true;
@@ -241,16 +268,21 @@ std::optional<int> Child::reap(bool block) noexcept {
   // The keeper's last report is the job's wait status.
   std::optional<int> code;
   while (auto report = read_keeper_report(status_in_.get())) {
+    note_deadline_act(*report);
     if (report->kind == Report::kExited) code = exit_code_from_wait_status(report->value);
   }
   forget_keeper(keeper_);
   if (!code) {
-    // The keeper was killed from outside before the tree was gone: its job died of the
-    // death signal, and the job's own descendants were orphaned. As a child subreaper
-    // (set_subreaper) this process inherits them: kill them all before anyone may
-    // release the lease.
+    // The keeper was killed before the tree was gone: its job died of the death signal,
+    // and the job's own descendants were orphaned. As a child subreaper (set_subreaper)
+    // this process inherits them: kill them all before anyone may release the lease.
     kill_orphans();
-    code = kUnknownExitCode;
+    if (forced_) {
+      code = kForcedExitCode;
+    } else {
+      keeper_killed_by_ = WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+      code = kKeeperKilledExitCode;
+    }
   }
   status_ = code;
   control_.reset();
@@ -296,7 +328,7 @@ std::optional<int> Child::try_wait() { return reap(false); }
 
 int Child::wait() {
   auto code = reap(true);
-  return code.value_or(kUnknownExitCode);
+  return code.value_or(kKeeperKilledExitCode);
 }
 
 std::optional<int> Child::wait_for(Millis timeout) {
@@ -339,9 +371,14 @@ void write_request(int fd, const void* data, std::size_t size) noexcept {
 
 }  // namespace
 
+void Child::note_deadline_act(const KeeperReport& report) noexcept {
+  if (report.kind != Report::kDeadline || keeper_act_.signal != 0) return;
+  keeper_act_ = KeeperAct{report.value, report.at_ns};
+}
+
 void Child::signal_group(int sig) noexcept {
   if (!running() || !control_ || sig <= 0 || sig >= NSIG) return;
-  KeeperRequest req{Request::kSignal, sig};
+  KeeperRequest req{Request::kSignal, sig, 0, boot_now_ns()};
   write_request(control_.get(), &req, sizeof req);
   // A stopped keeper could not act on the request.
   ::kill(keeper_, SIGCONT);
@@ -356,9 +393,20 @@ void Child::force_kill() noexcept {
   last_resort_kill();
 }
 
-void Child::set_deadline(std::int64_t boot_ns) noexcept {
+void Child::set_deadline(std::int64_t boot_ns, std::int64_t decided_ns) noexcept {
   if (!running() || !control_) return;
-  KeeperRequest req{Request::kDeadline, std::max<std::int64_t>(boot_ns, 0)};
+  const std::int64_t deadline = std::max<std::int64_t>(boot_ns, 0);
+  // The same deadline again only says that the daemon runs. A keeper that has not read the
+  // last request yet (stopped) learns that from it when it does, and a backlog of repeats
+  // would only fill the pipe.
+  int unread = 0;
+  if (deadline == told_deadline_ && decided_ns == told_decided_ && ::ioctl(control_.get(), FIONREAD, &unread) == 0 &&
+      unread > 0) {
+    return;
+  }
+  told_deadline_ = deadline;
+  told_decided_ = decided_ns;
+  KeeperRequest req{Request::kDeadline, deadline, decided_ns, boot_now_ns()};
   write_request(control_.get(), &req, sizeof req);
 }
 
@@ -366,6 +414,7 @@ void Child::last_resort_kill() noexcept {
   // The keeper does not act on our requests (stopped, wedged): kill it and the job's
   // group directly. The job's death signal then fires too, and the job's orphans come
   // to this process (a subreaper), which reap() kills.
+  forced_ = true;
   ::kill(keeper_, SIGKILL);
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
 }

@@ -20,7 +20,9 @@
 ///    at once: the whole tree is dead within milliseconds;
 ///  - holds the lease's kill deadline on a CLOCK_BOOTTIME timer of its own (set_deadline):
 ///    a daemon that is stopped or wedged while its child runs cannot let the child outlive
-///    the lease.
+///    the lease. What it does with the deadlines it is sent is deadline_rule.h's rule: the
+///    last one sent counts, and it stops the job as the daemon would (kill_signal, then
+///    SIGKILL) when the daemon has fallen silent; what it did is reported (keeper_act()).
 /// The job gets PR_SET_PDEATHSIG(SIGKILL) on the keeper (single-threaded, so it fires
 /// reliably). Under systemd the unit's cgroup covers the same ground once more.
 ///
@@ -43,6 +45,10 @@
 
 namespace redisgo::process {
 
+namespace detail {
+struct KeeperReport;
+}
+
 using Millis = std::chrono::milliseconds;
 
 struct SpawnOptions {
@@ -58,6 +64,13 @@ struct SpawnOptions {
   /// before the job is forked; past it, the job is not started (SpawnError, Cause::kTooLate).
   /// 0 = none.
   std::int64_t deadline_ns = 0;
+  /// What the keeper does on its own once the deadline comes within `kill_grace` and the
+  /// daemon has written nothing for longer than `tick` (stopped, frozen): `kill_signal`
+  /// (then SIGCONT) to the job's group; SIGKILL at the deadline in any case. 0 = no
+  /// kill_signal, SIGKILL only (process/deadline_rule.h).
+  int kill_signal = 0;
+  Millis kill_grace{0};
+  Millis tick{0};
   /// When >= 0, the job's stdout and stderr both go to this fd (the write end of a pipe
   /// the caller reads: the health check's output). -1 = inherited from the daemon.
   int output_fd = -1;
@@ -136,6 +149,14 @@ ExecLimits exec_limits();
 /// script, is counted on top of it.
 inline constexpr std::size_t kExecMargin = 4096;
 
+/// What a keeper did on its own at the lease's deadline (deadline_rule.h): the first
+/// signal it sent the job's group, and when (CLOCK_BOOTTIME ns). signal 0: nothing.
+struct KeeperAct {
+  int signal = 0;
+  std::int64_t at_ns = 0;
+  bool operator==(const KeeperAct&) const = default;
+};
+
 /// A started child as the daemon drives it: Child, or a fake in tests (tests/support).
 class Job {
  public:
@@ -148,8 +169,14 @@ class Job {
   virtual std::optional<int> try_wait() = 0;
   virtual void signal_group(int sig) noexcept = 0;
   virtual void force_kill() noexcept = 0;
-  virtual void set_deadline(std::int64_t boot_ns) noexcept = 0;
+  virtual void set_deadline(std::int64_t boot_ns, std::int64_t decided_ns) noexcept = 0;
   virtual int terminate_group(int sig, Millis grace) noexcept = 0;
+  /// Once the tree is gone: what the keeper did on its own at the deadline.
+  virtual KeeperAct keeper_act() const noexcept = 0;
+  /// Once the tree is gone: the signal that killed the keeper from outside (SIGKILL: the OOM
+  /// killer, a kill -9), -1 if it ended without its report some other way; 0 if it was not
+  /// killed (or the daemon killed it, force_kill).
+  virtual int keeper_killed_by() const noexcept = 0;
 };
 
 /// Starts jobs: the daemon is given one (docs/DESIGN.md "Dependencies"), so that its
@@ -188,7 +215,9 @@ class Child final : public Job {
   bool running() const noexcept override { return keeper_ > 0 && !status_; }
 
   /// Reaps without blocking; returns the job's exit code (exit_code_from_wait_status)
-  /// once its tree is gone. 255 if the keeper itself was killed and the code is unknown.
+  /// once its tree is gone. When the keeper itself was killed, the job's code is unknown:
+  /// 71 (EX_OSERR, keeper_killed_by() says by what), or 137 when the daemon killed it
+  /// (force_kill: the job's group got SIGKILL first).
   std::optional<int> try_wait() override;
   /// Blocks until the tree is gone; returns the job's exit code.
   int wait();
@@ -202,9 +231,13 @@ class Child final : public Job {
   /// keeper and the job's group from here; reap() then kills the orphans. Never throws.
   void force_kill() noexcept override;
   /// The instant (CLOCK_BOOTTIME, ns since boot; SystemClock's time_point) at which the
-  /// keeper SIGKILLs the tree on its own unless a later deadline arrives first; 0 = none.
+  /// keeper SIGKILLs the tree on its own; 0 = none. `decided_ns` is when the daemon decided
+  /// it: a later deadline counts only if decided before the one it replaces
+  /// (deadline_rule.h). Sent again unchanged, it tells the keeper that the daemon runs.
   /// Never throws.
-  void set_deadline(std::int64_t boot_ns) noexcept override;
+  void set_deadline(std::int64_t boot_ns, std::int64_t decided_ns) noexcept override;
+  KeeperAct keeper_act() const noexcept override { return keeper_act_; }
+  int keeper_killed_by() const noexcept override { return keeper_killed_by_; }
   /// `sig` (plus SIGCONT, so a stopped group can act on it) to the group, wait up to
   /// `grace`, then SIGKILL the tree and reap. Returns the exit code; the code already
   /// known if it had ended; -1 if there never was a child. Never throws.
@@ -218,6 +251,8 @@ class Child final : public Job {
   /// Waits for a keeper that reported the end of the tree and is exiting (reap()).
   void reap_keeper() noexcept;
   void last_resort_kill() noexcept;
+  /// Remembers the keeper's first act of its own (a Report::kDeadline).
+  void note_deadline_act(const detail::KeeperReport& report) noexcept;
   /// Kills the job's group and every child of this process that is not a keeper (the
   /// orphans of a job whose keeper died), and reaps them.
   void kill_orphans() noexcept;
@@ -229,6 +264,11 @@ class Child final : public Job {
   UniqueFd status_in_; // read end: the keeper's reports
   std::optional<int> status_;  // exit code once reaped (or reported by the keeper)
   bool keeper_unreaped_ = false;  // status_ came from the keeper's report; it is still to be waited for
+  bool forced_ = false;           // the daemon killed the keeper (last_resort_kill)
+  int keeper_killed_by_ = 0;
+  KeeperAct keeper_act_;
+  std::int64_t told_deadline_ = 0;  // the last deadline request written, and when it was decided
+  std::int64_t told_decided_ = -1;
 };
 
 }  // namespace redisgo::process

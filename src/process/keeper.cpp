@@ -203,6 +203,23 @@ void become_keeper(const Plan& plan, int control_fd, int status_fd, int report_f
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 }
 
+std::int64_t boot_now_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// Arms (or, for 0, disarms) an absolute CLOCK_BOOTTIME timer.
+void arm_at(int timer_fd, std::int64_t at_ns) {
+  if (timer_fd < 0) return;
+  itimerspec spec{};
+  if (at_ns > 0) {
+    spec.it_value.tv_sec = static_cast<time_t>(at_ns / 1'000'000'000);
+    spec.it_value.tv_nsec = static_cast<long>(at_ns % 1'000'000'000);
+  }
+  ::timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
 // The lease deadline, held here too: if the daemon is stopped or wedged (SIGSTOP, a
 // debugger, a stuck page fault) the job is still killed when the lease can end. An
 // absolute CLOCK_BOOTTIME timer also fires at once after a suspend or a freeze of the
@@ -213,16 +230,8 @@ int arm_lease_deadline(const Plan& plan, int report_fd) {
   // Armed before the job exists, and the job is not started at all once the lease can
   // have ended: a daemon that stalled between its own check and here must not start a
   // child under a lease another host may hold by now.
-  timespec now{};
-  ::clock_gettime(CLOCK_BOOTTIME, &now);
-  const std::int64_t now_ns = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-  if (now_ns >= plan.deadline_ns) fail_in_child(report_fd, Stage::kDeadline, ETIME);
-  if (deadline_fd >= 0) {
-    itimerspec spec{};
-    spec.it_value.tv_sec = static_cast<time_t>(plan.deadline_ns / 1'000'000'000);
-    spec.it_value.tv_nsec = static_cast<long>(plan.deadline_ns % 1'000'000'000);
-    ::timerfd_settime(deadline_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
-  }
+  if (boot_now_ns() >= plan.deadline_ns) fail_in_child(report_fd, Stage::kDeadline, ETIME);
+  arm_at(deadline_fd, plan.deadline_ns);
   return deadline_fd;
 }
 
@@ -230,46 +239,77 @@ int arm_lease_deadline(const Plan& plan, int report_fd) {
 // and kills the whole tree when the job ends, the deadline passes or the daemon is gone.
 class Keeper {
  public:
-  Keeper(pid_t self, pid_t job, int control_fd, int status_fd, int chld_fd, int deadline_fd)
+  Keeper(pid_t self, pid_t job, int control_fd, int status_fd, int chld_fd, int deadline_fd, const Plan& plan)
       : self_(self), job_(job), control_fd_(control_fd), status_fd_(status_fd), chld_fd_(chld_fd),
-        deadline_fd_(deadline_fd) {}
+        deadline_fd_(deadline_fd), settings_(plan.deadline) {
+    state_.deadline_ns = plan.deadline_ns;
+    state_.heard_ns = boot_now_ns();  // the daemon has just started us
+  }
 
   [[noreturn]] void run() {
     for (;;) {
       reap_exited();
       if (killing_) kill_children(self_);
+      if (!killing_) hold_deadline();
 
       pollfd fds[3];
       nfds_t nfds = 0;
-      int control_at = -1, deadline_at = -1;
+      int control_at = -1;
       if (daemon_alive_) {
         control_at = static_cast<int>(nfds);
         fds[nfds++] = pollfd{control_fd_, POLLIN, 0};
       }
       if (chld_fd_ >= 0) fds[nfds++] = pollfd{chld_fd_, POLLIN, 0};
-      if (deadline_fd_ >= 0 && !killing_) {
-        deadline_at = static_cast<int>(nfds);
-        fds[nfds++] = pollfd{deadline_fd_, POLLIN, 0};
-      }
-      // Without a SIGCHLD fd (signalfd failed) fall back to checking every few ms.
-      const int timeout = killing_ || chld_fd_ < 0 ? kSweepMs : -1;
+      // The timer only wakes the loop: hold_deadline() decides from the clock.
+      if (deadline_fd_ >= 0 && !killing_) fds[nfds++] = pollfd{deadline_fd_, POLLIN, 0};
+      // Without a SIGCHLD fd (signalfd failed) or a timer, fall back to checking every few ms.
+      const int timeout = killing_ || chld_fd_ < 0 || deadline_fd_ < 0 ? kSweepMs : -1;
       if (::poll(fds, nfds, timeout) < 0 && errno != EINTR) ::poll(nullptr, 0, kSweepMs);
       if (chld_fd_ >= 0) {
         signalfd_siginfo si;
         while (::read(chld_fd_, &si, sizeof si) > 0) {
         }
       }
-      if (deadline_at >= 0 && fds[deadline_at].revents != 0) {
-        // The lease can end now and nobody stopped the job: it must not run on.
-        if (!job_done_) ::kill(-job_, SIGKILL);
-        killing_ = true;
-      }
-      // The control pipe is blocking on this side: read it only when poll says so.
+      // Every message that is waiting is taken before the deadline is looked at again: a
+      // keeper resumed after a stop acts on the daemon's last deadline, not a stale one.
       if (control_at >= 0 && fds[control_at].revents != 0) read_control();
     }
   }
 
  private:
+  // Carries out the deadline rule (deadline_rule.h) and arms the timer for its next look.
+  void hold_deadline() {
+    for (;;) {
+      const std::int64_t now = boot_now_ns();
+      const DeadlineMove move = decide(state_, now, settings_);
+      if (move.kind == DeadlineMove::Kind::kWait) {
+        arm_at(deadline_fd_, move.until_ns);
+        return;
+      }
+      if (move.kind == DeadlineMove::Kind::kSignal) {
+        // The daemon cannot stop its child (silent for a tick): the keeper does, as the
+        // daemon would have: kill_signal, SIGCONT so that a stopped job can act on it.
+        if (!job_done_) {
+          ::kill(-job_, settings_.kill_signal);
+          ::kill(-job_, SIGCONT);
+        }
+        state_.signalled = true;
+        report_deadline(settings_.kill_signal, now);
+        continue;
+      }
+      // The lease can end now and nobody stopped the job: it must not run on.
+      if (!job_done_) ::kill(-job_, SIGKILL);
+      killing_ = true;
+      report_deadline(SIGKILL, now);
+      return;
+    }
+  }
+
+  void report_deadline(int sig, std::int64_t at_ns) {
+    KeeperReport acted{Report::kDeadline, sig, at_ns};
+    write_all(status_fd_, &acted, sizeof acted);
+  }
+
   // Reaps whatever exited; once killing, exits when the whole tree is gone. The job is
   // peeked first (WNOWAIT) so that its group can be killed while its zombie still holds
   // the group id.
@@ -279,7 +319,7 @@ class Keeper {
       if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
         if (errno == EINTR) continue;
         if (killing_) {  // ECHILD: the whole tree is gone
-          KeeperReport exited{Report::kExited, job_status_};
+          KeeperReport exited{Report::kExited, job_status_, 0};
           write_all(status_fd_, &exited, sizeof exited);
           ::_exit(0);
         }
@@ -298,30 +338,39 @@ class Keeper {
     }
   }
 
-  // Reads the control pipe: a whole request is carried out; EOF means the daemon is gone.
+  // Reads every whole request waiting on the control pipe (non-blocking on this side) and
+  // carries it out; EOF means the daemon is gone.
   void read_control() {
-    ssize_t n = ::read(control_fd_, pending_ + pending_len_, sizeof pending_ - pending_len_);
-    if (n < 0) return;
-    if (n == 0) {
-      // The daemon is gone (exit, crash, SIGKILL): nothing may outlive it.
-      daemon_alive_ = false;
-      if (!job_done_) ::kill(-job_, SIGKILL);
-      killing_ = true;
+    for (;;) {
+      ssize_t n = ::read(control_fd_, pending_ + pending_len_, sizeof pending_ - pending_len_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return;  // EAGAIN: all taken
+      if (n == 0) {
+        // The daemon is gone (exit, crash, SIGKILL): nothing may outlive it.
+        daemon_alive_ = false;
+        if (!job_done_) ::kill(-job_, SIGKILL);
+        killing_ = true;
+        return;
+      }
+      pending_len_ += static_cast<std::size_t>(n);
+      std::size_t at = 0;
+      for (; pending_len_ - at >= sizeof(KeeperRequest); at += sizeof(KeeperRequest)) {
+        KeeperRequest req;
+        std::memcpy(&req, pending_ + at, sizeof req);
+        carry_out(req);
+      }
+      std::memmove(pending_, pending_ + at, pending_len_ - at);
+      pending_len_ -= at;
+    }
+  }
+
+  void carry_out(const KeeperRequest& req) {
+    if (req.kind == Request::kDeadline) {
+      state_ = take(state_, DeadlineMessage{req.value, req.decided_ns, req.sent_ns});
       return;
     }
-    pending_len_ += static_cast<std::size_t>(n);
-    if (pending_len_ < sizeof pending_) return;
-    pending_len_ = 0;
-    KeeperRequest req;
-    std::memcpy(&req, pending_, sizeof req);
-    if (req.kind == Request::kDeadline && deadline_fd_ >= 0) {
-      itimerspec spec{};  // 0: disarm
-      if (req.value > 0) {
-        spec.it_value.tv_sec = static_cast<time_t>(req.value / 1'000'000'000);
-        spec.it_value.tv_nsec = static_cast<long>(req.value % 1'000'000'000);
-      }
-      ::timerfd_settime(deadline_fd_, TFD_TIMER_ABSTIME, &spec, nullptr);
-    } else if (req.kind == Request::kSignal && !job_done_ && req.value > 0 && req.value < NSIG) {
+    if (req.sent_ns > state_.heard_ns) state_.heard_ns = req.sent_ns;
+    if (req.kind == Request::kSignal && !job_done_ && req.value > 0 && req.value < NSIG) {
       ::kill(-job_, static_cast<int>(req.value));
       if (req.value == SIGKILL) killing_ = true;
     }
@@ -333,11 +382,14 @@ class Keeper {
   const int status_fd_;
   const int chld_fd_;
   const int deadline_fd_;
+  const DeadlineSettings settings_;
+  DeadlineState state_;
   bool daemon_alive_ = true;
   bool job_done_ = false;
   bool killing_ = false;  // the job is over or must die: kill every descendant
   int job_status_ = 0;
-  char pending_[sizeof(KeeperRequest)];
+  // Up to 32 requests per read: a backlog after a stop is taken in a few reads.
+  char pending_[32 * sizeof(KeeperRequest)];
   std::size_t pending_len_ = 0;
 };
 
@@ -395,15 +447,17 @@ void set_keeper_name_area(char* args, std::size_t len) noexcept {
   sigaddset(&chld, SIGCHLD);
   const int chld_fd = ::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
   const int deadline_fd = arm_lease_deadline(plan, report_fd);
+  // Every waiting request is read in one go (read_control): this end must not block.
+  ::fcntl(control_fd, F_SETFL, ::fcntl(control_fd, F_GETFL) | O_NONBLOCK);
 
   const pid_t job = start_job(plan, report_fd, self);
   if (job < 0) fail_in_child(report_fd, Stage::kFork, errno);
   ::setpgid(job, job);  // from this side too, so the group exists before any signal
-  KeeperReport started{Report::kStarted, job};
+  KeeperReport started{Report::kStarted, job, 0};
   write_all(status_fd, &started, sizeof started);
   ::close(report_fd);  // the daemon reads EOF once the job has exec'd as well
 
-  Keeper(self, job, control_fd, status_fd, chld_fd, deadline_fd).run();
+  Keeper(self, job, control_fd, status_fd, chld_fd, deadline_fd, plan).run();
 }
 
 }  // namespace redisgo::process::detail

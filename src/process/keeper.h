@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "process/child.h"
+#include "process/deadline_rule.h"
 
 namespace redisgo::process::detail {
 
@@ -29,19 +30,22 @@ struct ChildFailure {
   int err;
 };
 
-// What the daemon asks of the keeper on the control pipe: whole records (16 bytes, one
-// write each, atomic on a pipe).
+// What the daemon asks of the keeper on the control pipe: whole records (32 bytes, one
+// write each, atomic on a pipe). Every one says the daemon ran when it was written.
 enum class Request : std::int64_t { kSignal = 1, kDeadline = 2 };
 struct KeeperRequest {
   Request kind;
-  std::int64_t value;  // kSignal: the signal; kDeadline: CLOCK_BOOTTIME ns, 0 = none
+  std::int64_t value;       // kSignal: the signal; kDeadline: CLOCK_BOOTTIME ns, 0 = none
+  std::int64_t decided_ns;  // kDeadline: when the daemon decided it (deadline_rule.h)
+  std::int64_t sent_ns;     // CLOCK_BOOTTIME when written
 };
 
-// What the keeper reports to the daemon on the status pipe.
-enum class Report : std::int32_t { kStarted = 1, kExited = 2 };
+// What the keeper reports to the daemon on the status pipe (16 bytes each).
+enum class Report : std::int32_t { kStarted = 1, kExited = 2, kDeadline = 3 };
 struct KeeperReport {
   Report kind;
-  std::int32_t value;  // kStarted: the job's pid; kExited: its wait status
+  std::int32_t value;  // kStarted: the job's pid; kExited: its wait status; kDeadline: the signal
+  std::int64_t at_ns;  // kDeadline: when the keeper sent it on its own (CLOCK_BOOTTIME)
 };
 
 // Everything the keeper and the job need, prepared before fork so that they allocate nothing.
@@ -54,6 +58,7 @@ struct Plan {
   std::string workdir;
   std::int64_t deadline_ns = 0;  // CLOCK_BOOTTIME; 0 = none
   int output_fd = -1;            // the job's stdout and stderr; -1 = inherited
+  DeadlineSettings deadline;     // what the keeper does on its own at the deadline
 };
 
 /// Builds the plan for `options`: the merged environment and the PATH lookup happen here,

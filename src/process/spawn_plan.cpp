@@ -248,6 +248,9 @@ Plan make_plan(const SpawnOptions& options) {
   plan.env_storage = merged_environment(options.env, options.unset_env);
   plan.workdir = options.workdir;
   plan.deadline_ns = options.deadline_ns;
+  plan.deadline.kill_signal = options.kill_signal;
+  plan.deadline.kill_grace_ns = std::chrono::nanoseconds(options.kill_grace).count();
+  plan.deadline.silence_ns = std::chrono::nanoseconds(options.tick).count();
   plan.output_fd = options.output_fd;
 
   const std::string& name = options.argv[0];

@@ -9,6 +9,7 @@ namespace redisgo {
 inline constexpr int kExitOk = 0;            ///< done; supervise stopped on request
 inline constexpr int kExitUnavailable = 69;  ///< EX_UNAVAILABLE: no quorum of nodes reachable
 inline constexpr int kExitSoftware = 70;     ///< EX_SOFTWARE: internal error (a bug); the lease is released first
+inline constexpr int kExitOsError = 71;      ///< EX_OSERR: the keeper was killed from outside, the child with it
 inline constexpr int kExitIoError = 74;      ///< EX_IOERR: a report could not be written to stdout
 inline constexpr int kExitTempFail = 75;     ///< EX_TEMPFAIL: lease busy, not acquired, or lost
 inline constexpr int kExitNoPerm = 77;       ///< EX_NOPERM: credentials or TLS verification refused
@@ -27,6 +28,7 @@ enum class Outcome {
   kBadConfig,      ///< the configuration or the command line is invalid
   kTimedOut,       ///< the oneshot child ran past [task] timeout
   kBug,            ///< an internal error
+  kKeeperKilled,   ///< the child's keeper was killed from outside (the OOM killer?): the child died with it
   kOutputFailed,   ///< stdout could not take the report
   kCannotRun,      ///< the command was found but could not be started
   kNotFound,       ///< the command was not found
@@ -43,6 +45,7 @@ constexpr int exit_status(Outcome outcome) {
     case Outcome::kBadConfig: return kExitConfig;
     case Outcome::kTimedOut: return kExitTimeout;
     case Outcome::kBug: return kExitSoftware;
+    case Outcome::kKeeperKilled: return kExitOsError;
     case Outcome::kOutputFailed: return kExitIoError;
     case Outcome::kCannotRun: return kExitCannotRun;
     case Outcome::kNotFound: return kExitNotFound;

@@ -16,7 +16,10 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <ctime>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "process/child.h"
@@ -537,7 +540,107 @@ TEST(Child, ARequestToADeadKeeperRaisesNoSigpipe) {
   ::kill(keeper, SIGKILL);
   // Its end of the control pipe is closed once it is dead (a zombie until reaped).
   ASSERT_TRUE(wait_until([&] { return ::kill(keeper, 0) != 0 || read_file("/proc/" + std::to_string(keeper) + "/stat").find(") Z") != std::string::npos; }, 5s));
-  c.set_deadline(1);  // EPIPE, no SIGPIPE
+  c.set_deadline(1, 0);  // EPIPE, no SIGPIPE
   c.signal_group(SIGTERM);
   SUCCEED();
+}
+
+namespace {
+
+std::int64_t boot_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// A job that says when it got SIGTERM (and ignores it), then runs until killed.
+SpawnOptions stubborn(const std::string& got, std::int64_t deadline_ns, std::chrono::milliseconds tick = 100ms) {
+  SpawnOptions o = shell("trap 'echo term >> \"$1\"' TERM; echo up >> \"$1\"; while :; do sleep 0.02; done", got);
+  o.deadline_ns = deadline_ns;
+  o.kill_signal = SIGTERM;
+  o.kill_grace = 400ms;
+  o.tick = tick;
+  return o;
+}
+
+}  // namespace
+
+// The daemon (here: the test) says nothing after the spawn, as a stopped daemon does: at
+// kill_grace before the deadline the keeper sends kill_signal itself, then SIGKILL at it,
+// and reports both (deadline_rule.h).
+TEST(Keeper, ForASilentDaemonItSendsKillSignalThenSigkillAtTheDeadline) {
+  TempDir dir;
+  const std::string got = dir.path() + "/got";
+  const std::int64_t deadline = boot_ns() + 900'000'000;
+  Child child = Child::spawn(stubborn(got, deadline));
+  ASSERT_TRUE(wait_until([&] { return read_file(got) == "up\n"; }, 5s));
+  EXPECT_EQ(child.wait_for(5s), 128 + SIGKILL);
+  const std::int64_t ended = boot_ns();
+  EXPECT_EQ(read_file(got), "up\nterm\n");
+  EXPECT_GE(ended, deadline);
+  EXPECT_LT(ended, deadline + 300'000'000);
+  const auto act = child.keeper_act();
+  EXPECT_EQ(act.signal, SIGTERM);
+  EXPECT_GE(act.at_ns, deadline - 400'000'000);
+  EXPECT_LT(act.at_ns, deadline - 200'000'000);
+}
+
+// A daemon that runs says so every half tick (the same deadline again): the keeper then
+// leaves kill_signal to it and only SIGKILLs at the deadline, the last resort.
+TEST(Keeper, WhileTheDaemonTalksItOnlySigkillsAtTheDeadline) {
+  TempDir dir;
+  const std::string got = dir.path() + "/got";
+  const std::int64_t deadline = boot_ns() + 900'000'000;
+  Child child = Child::spawn(stubborn(got, deadline, 500ms));  // ten words per tick: no load makes it look silent
+  ASSERT_TRUE(wait_until([&] { return read_file(got) == "up\n"; }, 5s));
+  std::optional<int> code;
+  for (int i = 0; i < 100 && !code; ++i) {
+    child.set_deadline(deadline, 1);
+    code = child.wait_for(50ms);
+  }
+  EXPECT_EQ(code, 128 + SIGKILL);
+  EXPECT_EQ(read_file(got), "up\n");
+  EXPECT_EQ(child.keeper_act().signal, SIGKILL);
+}
+
+// The operator's item 4 at the keeper's level: stopped for longer than the deadline it
+// held, while the daemon sent it later ones, the keeper resumed acts on the last one (it
+// used to SIGKILL the job at once, acting on its stale timer before reading the pipe).
+TEST(Keeper, AResumedKeeperReadsItsBacklogBeforeItActs) {
+  TempDir dir;
+  const std::string got = dir.path() + "/got";
+  const std::int64_t start = boot_ns();
+  Child child = Child::spawn(stubborn(got, start + 500'000'000));
+  ASSERT_TRUE(wait_until([&] { return read_file(got) == "up\n"; }, 5s));
+  ASSERT_EQ(::kill(child.keeper_pid(), SIGSTOP), 0);
+  // Renewals every 100 ms while it is stopped, each decided before the deadline it replaces
+  // and each a second long: the last ends about 1.8 s after the start.
+  for (int i = 1; i <= 8; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const std::int64_t now = boot_ns();
+    child.set_deadline(now + 1'000'000'000, now);
+  }
+  ASSERT_GT(boot_ns(), start + 700'000'000);  // past the deadline it held
+  ::kill(child.keeper_pid(), SIGCONT);
+  EXPECT_FALSE(child.wait_for(300ms).has_value()) << "the keeper acted on a stale deadline";
+  EXPECT_EQ(read_file(got), "up\n");
+  child.terminate_group(SIGKILL, 0ms);
+}
+
+// Repeats of one deadline (the daemon's word every half tick) do not pile up in the pipe of
+// a stopped keeper: a change sent after hours of them still arrives. Here 40,000 repeats,
+// more than the pipe holds, then a cut to 300 ms from now.
+TEST(Keeper, RepeatsForAStoppedKeeperDoNotCrowdOutALaterDeadline) {
+  TempDir dir;
+  const std::string got = dir.path() + "/got";
+  const std::int64_t far = boot_ns() + 60'000'000'000;
+  Child child = Child::spawn(stubborn(got, far));
+  ASSERT_TRUE(wait_until([&] { return read_file(got) == "up\n"; }, 5s));
+  ASSERT_EQ(::kill(child.keeper_pid(), SIGSTOP), 0);
+  for (int i = 0; i < 40'000; ++i) child.set_deadline(far, 1);
+  const std::int64_t cut = boot_ns() + 300'000'000;
+  child.set_deadline(cut, boot_ns());
+  ::kill(child.keeper_pid(), SIGCONT);
+  EXPECT_EQ(child.wait_for(3s), 128 + SIGKILL) << "the cut was lost";
+  EXPECT_GE(boot_ns(), cut);
 }

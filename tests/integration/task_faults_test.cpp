@@ -694,24 +694,6 @@ TEST_F(TaskFaults, StoppedDaemonCannotLetItsChildOutliveTheLease) {
 
 namespace {
 
-/// The keeper of daemon `daemon` (its child named "redisgo-keeper"), or -1.
-pid_t keeper_of(pid_t daemon) {
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    const std::string stat = read_file((e.path() / "stat").string());
-    auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state;
-    pid_t ppid;
-    if (rest >> state >> ppid && ppid == daemon && read_file((e.path() / "comm").string()) == "redisgo-keeper\n") {
-      return std::stoi(name);
-    }
-  }
-  return -1;
-}
-
 // Round 8, #1: killing the keeper (alone) left the job's grandchildren running while the
 // daemon released at once: a 4.4 s overlap.
 TEST_F(TaskFaults, AKilledKeeperLeavesNothingRunningWhenTheLeaseIsReleased) {

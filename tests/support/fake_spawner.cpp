@@ -25,7 +25,18 @@ class FakeSpawner::Job final : public process::Job {
     if (!s_.code_ && std::find(s_.fatal_.begin(), s_.fatal_.end(), sig) != s_.fatal_.end()) s_.code_ = 128 + sig;
   }
   void force_kill() noexcept override { signal_group(SIGKILL); }
-  void set_deadline(std::int64_t) noexcept override {}
+  void set_deadline(std::int64_t boot_ns, std::int64_t decided_ns) noexcept override {
+    std::lock_guard lk(s_.mu_);
+    s_.deadlines_.push_back({boot_ns, decided_ns});
+  }
+  process::KeeperAct keeper_act() const noexcept override {
+    std::lock_guard lk(s_.mu_);
+    return reaped_ ? s_.keeper_act_ : process::KeeperAct{};
+  }
+  int keeper_killed_by() const noexcept override {
+    std::lock_guard lk(s_.mu_);
+    return reaped_ ? s_.keeper_killed_by_ : 0;
+  }
   int terminate_group(int sig, process::Millis) noexcept override {
     signal_group(sig);
     signal_group(SIGKILL);
@@ -43,6 +54,9 @@ std::unique_ptr<process::Job> FakeSpawner::spawn(const process::SpawnOptions& op
   ++spawned_;
   running_ = true;
   code_.reset();
+  keeper_act_ = {};
+  keeper_killed_by_ = 0;
+  deadlines_.clear();
   env_ = options.env;
   return std::make_unique<Job>(*this);
 }
@@ -55,6 +69,25 @@ void FakeSpawner::set_fatal(std::vector<int> signals) {
 void FakeSpawner::finish(int code) {
   std::lock_guard lk(mu_);
   if (running_ && !code_) code_ = code;
+}
+
+void FakeSpawner::finish_by_keeper(int code, process::KeeperAct act) {
+  std::lock_guard lk(mu_);
+  if (!running_ || code_) return;
+  code_ = code;
+  keeper_act_ = act;
+}
+
+void FakeSpawner::kill_keeper() {
+  std::lock_guard lk(mu_);
+  if (!running_ || code_) return;
+  code_ = 71;  // what the real Child reports (redisgo_task(1), EXIT STATUS)
+  keeper_killed_by_ = SIGKILL;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> FakeSpawner::deadlines() const {
+  std::lock_guard lk(mu_);
+  return deadlines_;
 }
 
 int FakeSpawner::spawned() const {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "process/child.h"
@@ -23,6 +24,12 @@ class FakeSpawner final : public process::Spawner {
   void set_fatal(std::vector<int> signals);
   /// Ends the running job with `code`.
   void finish(int code);
+  /// Ends the running job with `code`, as its keeper did on its own at the deadline.
+  void finish_by_keeper(int code, process::KeeperAct act);
+  /// Ends the running job as a keeper killed from outside does (71, SIGKILL).
+  void kill_keeper();
+  /// The deadlines the running job's keeper was told: (kill_at, decided), CLOCK_BOOTTIME ns.
+  std::vector<std::pair<std::int64_t, std::int64_t>> deadlines() const;
 
   int spawned() const;
   bool running() const;
@@ -38,6 +45,9 @@ class FakeSpawner final : public process::Spawner {
   std::vector<int> signals_;
   std::map<std::string, std::string> env_;
   std::optional<int> code_;  // the running job's end, once decided
+  process::KeeperAct keeper_act_;
+  int keeper_killed_by_ = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> deadlines_;
   bool running_ = false;
   int spawned_ = 0;
 };

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -129,6 +131,23 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 bool process_alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+
+pid_t keeper_of(pid_t daemon) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const std::string stat = read_file((e.path() / "stat").string());
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state;
+    pid_t ppid;
+    if (rest >> state >> ppid && ppid == daemon && read_file((e.path() / "comm").string()) == "redisgo-keeper\n") {
+      return std::stoi(name);
+    }
+  }
+  return -1;
+}
 
 ChildRecord parse_child_record(const std::string& line) {
   ChildRecord r;

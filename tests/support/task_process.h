@@ -106,6 +106,9 @@ std::vector<std::string> split_lines(const std::string& text);
 /// kill(pid, 0) succeeds.
 bool process_alive(pid_t pid);
 
+/// The keeper of daemon `daemon` (its child named "redisgo-keeper"), or -1.
+pid_t keeper_of(pid_t daemon);
+
 /// A line "<pid> <token>" that a child wrote about itself.
 struct ChildRecord {
   pid_t pid = -1;

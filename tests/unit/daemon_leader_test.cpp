@@ -522,3 +522,195 @@ TEST(Leader, NothingHappensAfterTheOutcome) {
   }
   EXPECT_EQ(r.machine.state(), LeaderState::kDone);
 }
+
+// The keeper holds every deadline the daemon decides (docs/DESIGN.md, invariant 2): a
+// renewal's, stamped with when the renewal was sent, and a stop's earlier one, stamped with
+// when the stop began; a lost lease used to move no keeper deadline at all.
+TEST(Leader, TheKeeperIsToldEveryDeadlineWithWhenItWasDecided) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  r.advance(800ms);
+  r.lease.renewed_at = r.clock.now() - 30ms;  // the renewal went out 30 ms before its answer
+  r.lease.valid_until = r.lease.renewed_at + kTtl;
+  r.step(Tick{});
+  auto moved = all<MoveDeadline>(r.last);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].kill_at, stop_schedule(r.lease.valid_until, kGrace, kTtl).kill_at);
+  EXPECT_EQ(moved[0].decided, r.lease.renewed_at);
+  r.advance(100ms);
+  r.lease.lost = true;
+  r.lease.lost_reason = "the key holds another holder's value";
+  r.step(Woke{});
+  moved = all<MoveDeadline>(r.last);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].kill_at, r.clock.now() + kGrace);  // the cut
+  EXPECT_EQ(moved[0].decided, r.clock.now());
+  // Told before anything else of the stop is done: a daemon stopped right after its log
+  // line or its kill_signal leaves the keeper holding the cut.
+  ASSERT_FALSE(r.last.empty());
+  EXPECT_TRUE(std::holds_alternative<MoveDeadline>(r.last.front()));
+  // A renewal answered late changes nothing for the keeper: the stop's cut stands.
+  r.lease.lost = false;
+  r.renew();
+  r.step(Tick{});
+  EXPECT_TRUE(all<MoveDeadline>(r.last).empty());
+  // A shutdown's stop cuts it as well.
+  Rig s(settings(Mode::kSupervise));
+  s.run_child();
+  s.step(Signals{{}, true, SIGTERM});
+  moved = all<MoveDeadline>(s.last);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].kill_at, s.clock.now() + kGrace);
+}
+
+// While the child runs, the keeper hears from the daemon at least every half tick, the
+// same deadline again (its stamp unchanged): a keeper that hears nothing for a tick takes
+// the daemon as frozen and sends kill_signal itself. No word is due once the child is gone.
+TEST(Leader, TheKeeperHearsFromTheDaemonEveryHalfTick) {
+  auto set = settings(Mode::kSupervise);
+  set.tick = 1000ms;
+  Rig r(set);
+  r.run_child();
+  EXPECT_EQ(r.machine.keeper_due(), r.clock.now() + 500ms);
+  r.advance(499ms);
+  r.step(Tick{});
+  EXPECT_TRUE(all<MoveDeadline>(r.last).empty());
+  r.advance(1ms);
+  r.step(Tick{});
+  auto moved = all<MoveDeadline>(r.last);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].kill_at, stop_schedule(r.lease.valid_until, kGrace, kTtl).kill_at);
+  EXPECT_EQ(moved[0].decided, r.lease.renewed_at);
+  EXPECT_EQ(r.machine.keeper_due(), r.clock.now() + 500ms);
+  // Through a stop too, until SIGKILL.
+  r.advance(2500ms);
+  r.step(Tick{});
+  ASSERT_EQ(r.machine.state(), LeaderState::kStopping);
+  EXPECT_EQ(all<MoveDeadline>(r.last).size(), 1u);
+  r.step(ChildExited{143});
+  EXPECT_EQ(r.machine.keeper_due(), Clock::time_point::max());
+}
+
+// A daemon and its keeper frozen together past the lease (a paused VM) with the child
+// running: on waking the daemon says so at error (how long past the deadline, the token),
+// counts it, and kills the child at once. Before: only "stopping child ... with SIGTERM".
+TEST(Leader, ADaemonFrozenPastItsLeaseWithTheChildAliveSaysSoCountsItAndKillsAtOnce) {
+  for (bool woke : {true, false}) {  // the wake-up after poll, or the loop's next turn
+    auto set = settings(Mode::kOneshot);
+    set.token = 1795602556497048;
+    Rig r(set);
+    r.run_child();
+    r.advance(kTtl + 3800ms);
+    if (woke) {
+      r.step(Woke{});
+    } else {
+      r.step(Tick{});
+    }
+    EXPECT_TRUE(said(r.last, "this host was frozen 3800ms past its lease", Level::kError)) << woke;
+    EXPECT_TRUE(said(r.last, "token 1795602556497048 may have overlapped the next holder", Level::kError));
+    EXPECT_EQ(all<FrozenPastLease>(r.last).size(), 1u);
+    EXPECT_EQ(signals(r.last), std::vector<int>{SIGKILL});
+    EXPECT_FALSE(said(r.last, "stopping child", Level::kWarn));
+    EXPECT_EQ(r.machine.state(), LeaderState::kKilling);
+    r.step(Signals{});
+    r.step(ChildExited{137});
+    ASSERT_TRUE(r.machine.done());
+    EXPECT_EQ(r.machine.outcome()->exit_code, kExitTempFail);  // lost to the deadline (75)
+  }
+  // Within the kill margin of the deadline it is the ordinary stop, not a freeze.
+  Rig r(settings(Mode::kOneshot));
+  r.run_child();
+  r.advance(kTtl);
+  r.step(Woke{});
+  EXPECT_TRUE(all<FrozenPastLease>(r.last).empty());
+  // A child whose keeper killed it only as it woke too (frozen as well) lived past the
+  // lease all the same.
+  Rig k(settings(Mode::kSupervise));
+  k.run_child();
+  const auto deadline = k.lease.valid_until;
+  k.advance(kTtl + 2s);
+  k.step(Woke{ChildSeen{true, SIGKILL, deadline + 1900ms}});
+  EXPECT_TRUE(said(k.last, "this host was frozen 1900ms past its lease", Level::kError));
+  EXPECT_EQ(all<FrozenPastLease>(k.last).size(), 1u);
+  EXPECT_TRUE(signals(k.last).empty());
+}
+
+// Only the daemon was stopped: its keeper stopped the child at the lease's stop time. On
+// SIGCONT the daemon says so, and neither "stops" the child with SIGTERM nor forwards the
+// SIGCONT it got to a child that is gone (before: both, seconds after the child died).
+TEST(Leader, AChildItsKeeperStoppedWhileTheDaemonCouldNotRunIsSaidNotStoppedAgain) {
+  for (Mode mode : {Mode::kOneshot, Mode::kSupervise}) {
+    Rig r(settings(mode));
+    r.run_child();
+    const auto sched = stop_schedule(r.lease.valid_until, kGrace, kTtl);
+    r.advance(kTtl + 5s);
+    const ChildSeen gone{true, SIGTERM, sched.term_at + 1s};
+    r.step(Tick{gone});  // the loop's turn saw it first
+    EXPECT_TRUE(said(r.last, "was stopped by its keeper with SIGTERM", Level::kWarn));
+    EXPECT_TRUE(said(r.last, "while this daemon could not run", Level::kWarn));
+    EXPECT_FALSE(said(r.last, "stopping child", Level::kWarn));
+    EXPECT_TRUE(signals(r.last).empty());
+    EXPECT_TRUE(all<FrozenPastLease>(r.last).empty());
+    EXPECT_TRUE(all<MoveDeadline>(r.last).empty());
+    r.step(Woke{gone});  // said once
+    EXPECT_TRUE(r.last.empty());
+    r.step(Signals{{SIGCONT}, false, SIGTERM});
+    EXPECT_TRUE(signals(r.last).empty());
+    EXPECT_FALSE(said(r.last, "forwarding", Level::kInfo));
+    r.step(ChildExited{143});
+    ASSERT_TRUE(r.machine.done());
+    if (mode == Mode::kOneshot) {
+      EXPECT_EQ(r.machine.outcome()->exit_code, kExitTempFail);
+    } else {
+      EXPECT_EQ(r.machine.outcome()->kind, AfterExit::Kind::kRecontend);
+    }
+  }
+  // A child that ended on its own before its stop time is no such case.
+  Rig r(settings(Mode::kOneshot));
+  r.run_child();
+  r.advance(1s);
+  r.step(Woke{ChildSeen{true, 0, {}}});
+  EXPECT_TRUE(r.last.empty());
+  r.step(ChildExited{0});
+  EXPECT_EQ(r.machine.outcome()->exit_code, 0);
+}
+
+// A daemon that runs on time and meets its keeper's SIGKILL of the same instant (a stop's
+// kill time, which both hold) had no pause: the escalation is said as the daemon's own is,
+// naming the keeper (the line used to go missing: the keeper's report woke the daemon first).
+TEST(Leader, AKeepersKillAtTheSameInstantIsNoPause) {
+  Rig r(settings(Mode::kSupervise));
+  r.run_child();
+  r.step(Signals{{}, true, SIGTERM});
+  const auto kill_at = r.clock.now() + kGrace;
+  for (int i = 0; i < 3; ++i) {  // turns every half tick, as the keeper's word makes them
+    r.advance(500ms);
+    r.step(Tick{});
+  }
+  r.advance(500ms);
+  ASSERT_EQ(r.clock.now(), kill_at);
+  r.step(Tick{ChildSeen{true, SIGKILL, kill_at}});
+  EXPECT_TRUE(said(r.last, "still running 2s after SIGTERM; its keeper sent SIGKILL to its tree", Level::kWarn));
+  EXPECT_FALSE(said(r.last, "sending SIGKILL", Level::kWarn));
+  EXPECT_FALSE(said(r.last, "could not run", Level::kWarn));
+  EXPECT_TRUE(signals(r.last).empty());
+  r.step(ChildExited{137});
+  EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", ""}));
+}
+
+// A keeper killed from outside (the OOM killer, kill -9) takes the job with it: said at
+// error, status 71 (EX_OSERR) in oneshot, a child failure for supervise's restart policy.
+TEST(Leader, AKeeperKilledFromOutsideIsSaidAndIsAChildFailure) {
+  Rig o(settings(Mode::kOneshot));
+  o.run_child();
+  o.step(ChildExited{redisgo::kExitOsError, SIGKILL});
+  EXPECT_TRUE(said(o.last, "the keeper process pid=99 was killed from outside by SIGKILL (the OOM killer?): the job "
+                           "was killed with it",
+                   Level::kError));
+  EXPECT_EQ(o.machine.outcome()->exit_code, 71);
+  Rig s(settings(Mode::kSupervise));  // restart on-failure
+  s.run_child();
+  s.step(ChildExited{redisgo::kExitOsError, SIGKILL});
+  EXPECT_EQ(s.machine.state(), LeaderState::kRestarting);
+  EXPECT_TRUE(said(s.last, "child exited status=71", Level::kWarn));
+}

@@ -27,6 +27,9 @@ using redisgo::testing::wait_until;
 
 namespace {
 
+// How long before its answer the fake says a confirmed round was sent.
+constexpr auto kSentBefore = 7ms;
+
 // What the fake does on one renew() call.
 enum class Step { kConfirm, kUnconfirmed, kLost, kThrow };
 
@@ -59,6 +62,7 @@ class FakeBackend final : public LeaseBackend {
         r.confirmed = true;
         r.votes = 1;
         r.valid_until = clock_.now() + ttl_;
+        r.sent = clock_.now() - kSentBefore;  // as a backend measures it: the round's send
         break;
       case Step::kUnconfirmed:
         r.errors.push_back({"127.0.0.1:1", redisgo::redis::Fault::kTimeout, "redis 127.0.0.1:1: no reply within 5 ms"});
@@ -103,6 +107,26 @@ TEST(Renewer, ConfirmedRenewalsMoveTheDeadline) {
   EXPECT_EQ(r.valid_until(), clock.now() + 1s);  // FakeClock did not move: now + ttl
   EXPECT_TRUE(wake.triggered());
   EXPECT_FALSE(r.lost());
+}
+
+// The deadline comes with when it was decided: the acquisition's start, then each moving
+// renewal's send (the keeper weighs a new deadline by it: process/deadline_rule.h).
+TEST(Renewer, TheDeadlineComesWithWhenItsRenewalWasSent) {
+  FakeClock clock;
+  Script script;
+  script.then = Step::kUnconfirmed;
+  Interrupt wake;
+  const auto started = clock.now() - 20ms;
+  Renewer r(fake(script, clock, 1s), 2ms, started, clock.now() + 100ms, wake, clock);
+  ASSERT_TRUE(wait_until([&] { return calls(script) >= 2; }, 5s));
+  EXPECT_EQ(r.renewed_at(), started);  // unconfirmed rounds decide nothing
+  {
+    std::lock_guard lk(script.mu);
+    script.then = Step::kConfirm;
+  }
+  ASSERT_TRUE(wait_until([&] { return r.renewals() >= 1; }, 5s));
+  EXPECT_EQ(r.valid_until(), clock.now() + 1s);
+  EXPECT_EQ(r.renewed_at(), clock.now() - kSentBefore);
 }
 
 TEST(Renewer, LostIsReportedOnceAndRenewingStops) {

@@ -49,7 +49,7 @@ const char* const kFamilies[] = {
     "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
     "redisgo_task_node_up",          "redisgo_task_wait_seconds",
     "redisgo_task_line_length",      "redisgo_task_cannot_acquire",
-    "redisgo_task_textfile_write_errors_total"};
+    "redisgo_task_textfile_write_errors_total", "redisgo_task_frozen_past_lease_total"};
 
 }  // namespace
 
@@ -152,6 +152,9 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_child_starts_total Child processes started.\n"
       "# TYPE redisgo_task_child_starts_total counter\n"
       "redisgo_task_child_starts_total{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_frozen_past_lease_total Times this host was frozen past its lease deadline with its child alive: the child may have overlapped the next holder.\n"
+      "# TYPE redisgo_task_frozen_past_lease_total counter\n"
+      "redisgo_task_frozen_past_lease_total{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_child_last_exit_status Exit status of the last child (128+N for signal N; -1 before the first exit).\n"
       "# TYPE redisgo_task_child_last_exit_status gauge\n"
       "redisgo_task_child_last_exit_status{key=\"jobs:nightly\"} -1\n"
@@ -190,6 +193,7 @@ TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   m.add_lease_loss("deadline");
   m.add_lease_loss("redis_down");  // a cause not known in advance gets its own series
   m.add_child_start();
+  m.add_frozen_past_lease();
   m.set_child_exit(143);
   m.add_step_down("health");
   m.set_node_up("b:2", true);
@@ -205,6 +209,7 @@ TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"deadline\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"redis_down\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_child_starts_total{key=\"k\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_frozen_past_lease_total{key=\"k\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_child_last_exit_status{key=\"k\"}"), "143");
   EXPECT_EQ(value_of(t, "redisgo_task_step_downs_total{key=\"k\",cause=\"health\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"a:1\"}"), "0");
@@ -399,7 +404,7 @@ TEST(MetricsRender, VersionMovesOnlyWhenAValueChanges) {
   EXPECT_EQ(m.version(), v);
   for (auto update : std::vector<std::function<void()>>{
            [&] { m.set_token(7); }, [&] { m.add_acquisition(); }, [&] { m.add_renewal("confirmed", 0.001); },
-           [&] { m.add_lease_loss("lost"); }, [&] { m.add_child_start(); }, [&] { m.set_child_exit(0); },
+           [&] { m.add_lease_loss("lost"); }, [&] { m.add_child_start(); }, [&] { m.add_frozen_past_lease(); }, [&] { m.set_child_exit(0); },
            [&] { m.add_step_down("health"); }, [&] { m.set_node_up("n", true); }, [&] { m.set_node_up("new", false); }}) {
     v = m.version();
     update();

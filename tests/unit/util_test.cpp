@@ -190,6 +190,7 @@ TEST(ExitStatus, OneTableFromOutcomeToStatus) {
   EXPECT_EQ(exit_status(Outcome::kBadConfig), 78);
   EXPECT_EQ(exit_status(Outcome::kTimedOut), 124);
   EXPECT_EQ(exit_status(Outcome::kBug), 70);
+  EXPECT_EQ(exit_status(Outcome::kKeeperKilled), 71);
   EXPECT_EQ(exit_status(Outcome::kOutputFailed), 74);
   EXPECT_EQ(exit_status(Outcome::kCannotRun), 126);
   EXPECT_EQ(exit_status(Outcome::kNotFound), 127);
