@@ -147,7 +147,7 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
       a.paused_since_ms = redis::as_string(f->element[2]).value_or("");
       a.paused_until_ms = redis::as_string(f->element[3]).value_or("");
     }
-    if (r.size() > 7) a.refusal = shown_text(redis::as_string(r.element(7)).value_or(""));
+    if (r.size() > 7) a.refusal = redis::as_string(r.element(7)).value_or("");
     if (const redisReply* s = r.element(6); s && s->type == REDIS_REPLY_ARRAY) {
       for (std::size_t j = 0; j + 2 < s->elements; j += 3) {
         list::NodeKey::Slot slot;

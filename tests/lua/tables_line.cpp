@@ -7,7 +7,7 @@
 namespace redisgo::luatable {
 namespace {
 
-const std::vector<std::string> kRelFair{kKey, kLine};
+const std::vector<std::string> kRelFair{kKey, kLine, kFence};
 const std::vector<std::string> kRelFairArgs{"A", "2000", kReleased};
 
 Key pause_key(std::int64_t ttl_ms = 60000) {
@@ -51,11 +51,12 @@ std::vector<Row> release_fair_rows() {
        .keys = kRelFair, .argv = kRelFairArgs, .reply = Err(kRefused)},
       {.name = "ACL: DEL refused after the wake found nobody: the script's error, the key stays", .acl = {{"del"}},
        .given = {str(kKey, "A", 5000)}, .keys = kRelFair, .argv = kRelFairArgs, .reply = Raised(kRefused)},
-      {.name = "another's: 0, the line untouched", .given = {str(kKey, "B", 5000), zset(kLine, {{"C", "100"}})},
-       .listeners = {wake("C"), kReleased}, .keys = kRelFair, .argv = kRelFairArgs, .reply = I(0)},
+      {.name = "another's: 0 with its holder and the fence, the line untouched",
+       .given = {str(kKey, "B", 5000), str(kFence, "7"), zset(kLine, {{"C", "100"}})},
+       .listeners = {wake("C"), kReleased}, .keys = kRelFair, .argv = kRelFairArgs, .reply = A({I(0), S("B"), S("7")})},
       {.name = "gone: 0", .keys = kRelFair, .argv = kRelFairArgs, .reply = I(0)},
-      {.name = "a key of another type: 0, left alone", .given = {hash(kKey, {{"f", "v"}})}, .keys = kRelFair,
-       .argv = kRelFairArgs, .reply = I(0)},
+      {.name = "a key of another type: 0 and its type, left alone", .given = {hash(kKey, {{"f", "v"}})},
+       .keys = kRelFair, .argv = kRelFairArgs, .reply = A({I(0), S(""), S(""), S("hash")})},
   };
 }
 
@@ -183,16 +184,19 @@ const std::vector<std::string> kListKeys{kKey, kFence, kLine, kPause, kSlot2};
 std::vector<Row> list_key_rows() {
   return {
       {.name = "nothing there", .keys = kListKeys,
-       .reply = A({S(""), I(-2), S(""), I(0), I(-2), A({S(""), S(""), S(""), S("")}), A({})})},
+       .reply = A({S(""), I(-2), S(""), I(0), I(-2), A({S(""), S(""), S(""), S("")}), A({}), S("")})},
       {.name = "held, fenced, two waiting, paused, another slot held",
        .given = {str(kKey, "A", 5000), str(kFence, "7"), zset(kLine, {{"B", "100"}, {"C", "200"}}), pause_key(),
                  str(kSlot2, "D", 3000)},
        .keys = kListKeys,
        .reply = A({S("A"), In(3500, 5000), S("7"), I(2), In(58500, 60000), A({S("ops"), S("deploy"), S("100"), S("123")}),
-                   A({S("1"), S("D"), In(1500, 3000)})})},
+                   A({S("1"), S("D"), In(1500, 3000)}), S("")})},
+      {.name = "a daemon's note of refused renewals: read by its name in ARGV",
+       .given = {str("k:refused", "the note", 60000)}, .keys = kListKeys, .argv = {"k:refused"},
+       .reply = A({S(""), I(-2), S(""), I(0), I(-2), A({S(""), S(""), S(""), S("")}), A({}), S("the note")})},
       {.name = "a line and a pause of other types: -1 and empty fields",
        .given = {str(kLine, "x"), str(kPause, "x", 60000)}, .keys = kListKeys,
-       .reply = A({S(""), I(-2), S(""), I(-1), In(58500, 60000), A({S(""), S(""), S(""), S("")}), A({})})},
+       .reply = A({S(""), I(-2), S(""), I(-1), In(58500, 60000), A({S(""), S(""), S(""), S("")}), A({}), S("")})},
       {.name = "the lease key of another type: the script's WRONGTYPE", .given = {hash(kKey, {{"f", "v"}})},
        .keys = kListKeys, .reply = Raised(kWrongType)},
       {.name = "the fence counter of another type: the script's WRONGTYPE", .given = {hash(kFence, {{"f", "v"}})},
