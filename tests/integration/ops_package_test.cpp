@@ -191,11 +191,47 @@ TEST(OpsPackage, TheVersionIsTheProjectVersion) {
   ASSERT_TRUE(std::regex_search(cmake, v, std::regex(R"(project\(redisgo_task VERSION ([0-9.]+))")));
   EXPECT_EQ(upstream, std::string(v[1])) << "debian/changelog is not at CMakeLists.txt's version: add an entry";
   auto r = run_task_binary({"version"}, 10s);
-  EXPECT_EQ(r.out, "redisgo_task " + upstream + "\n");
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("redisgo_task " + std::regex_replace(upstream, std::regex(R"(\.)"), "\\.") +
+                                                 R"( \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n)")))
+      << r.out;
   // The source package's and the binary package's name.
   const std::string control = read_file(kDebian + "/control");
   EXPECT_NE(control.find("Source: " + kPackage + "\n"), std::string::npos);
   EXPECT_NE(control.find("Package: " + kPackage + "\n"), std::string::npos);
+}
+
+// `version` names the commit it was built from: git's in a clone (this build's), and in a
+// tree without .git, as the Debian package is built, the file COMMIT that scripts/package
+// writes there (cmake/commit.cmake).
+TEST(OpsPackage, TheVersionNamesTheCommitOfTheTree) {
+  auto [gcode, head] = sh("git -C " + quote(kSource) + " rev-parse --short=12 HEAD");
+  if (gcode != 0) GTEST_SKIP() << "not a git clone: " << head;
+  // The build looks the commit up when it builds: a commit or an edit since shows as soon
+  // as the binary is built again, so compare with what the tree was when it was built.
+  auto r = run_task_binary({"version"}, 10s);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\(commit ([0-9a-f]{12})(-dirty)?\))"))) << r.out;
+  auto [known, out] = sh("git -C " + quote(kSource) + " cat-file -e " + std::string(m[1]) + "^{commit}");
+  EXPECT_EQ(known, 0) << m[1] << " is no commit of this clone: " << out;
+  EXPECT_EQ(run_task_binary({"--version"}, 10s).out, r.out);
+
+  const std::string script = kSource + "/cmake/commit.cmake";
+  TempDir tree;  // no .git: the COMMIT file, as scripts/package writes it
+  tree.write("COMMIT", "3998ae5c1a2b\n");
+  const std::string generated = tree.path() + "/commit.cpp";
+  auto [ccode, cout] = sh("cmake -DSOURCE=" + quote(tree.path()) + " -DOUT=" + quote(generated) + " -P " + quote(script));
+  ASSERT_EQ(ccode, 0) << cout;
+  EXPECT_NE(read_file(generated).find("kCommit[] = \"3998ae5c1a2b\";"), std::string::npos) << read_file(generated);
+  // -DREDISGO_COMMIT (COMMIT here) wins over the file, and only a commit name's characters
+  // reach the C++ literal; with nothing to name, "unknown".
+  std::tie(ccode, cout) = sh("cmake -DSOURCE=" + quote(tree.path()) + " -DOUT=" + quote(generated) +
+                             " -DCOMMIT='v1\"; evil' -P " + quote(script));
+  ASSERT_EQ(ccode, 0) << cout;
+  EXPECT_NE(read_file(generated).find("kCommit[] = \"v1evil\";"), std::string::npos) << read_file(generated);
+  std::filesystem::remove(tree.path() + "/COMMIT");
+  std::tie(ccode, cout) = sh("cmake -DSOURCE=" + quote(tree.path()) + " -DOUT=" + quote(generated) + " -P " + quote(script));
+  ASSERT_EQ(ccode, 0) << cout;
+  EXPECT_NE(read_file(generated).find("kCommit[] = \"unknown\";"), std::string::npos) << read_file(generated);
 }
 
 TEST(OpsPackage, BuildDependsHasWhatSetupInstallsForTheBuild) {
