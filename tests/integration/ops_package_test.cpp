@@ -141,12 +141,15 @@ TEST_F(OpsPackageInstall, TheInstallListIsWhatCMakeInstalls) {
   const std::string unit_dir = rules_define("REDISGO_SYSTEMD_UNIT_DIR");
   const std::string package_doc_dir = rules_define("CMAKE_INSTALL_DOCDIR");
   const std::string zsh_dir = rules_define("REDISGO_ZSH_COMPLETION_DIR");
-  ASSERT_EQ(unit_dir, "/lib/systemd/system") << "bookworm's units go to /lib/systemd/system";
+  // The release's own: /lib/systemd/system on Debian 12, /usr/lib/systemd/system on 13.
+  ASSERT_EQ(unit_dir, "$(SYSTEMD_UNIT_DIR)") << "the unit goes where the release's systemd.pc says";
+  EXPECT_NE(read_file(kDebian + "/rules").find("pkg-config --variable=systemdsystemunitdir systemd"), std::string::npos);
   ASSERT_EQ(package_doc_dir, "share/doc/" + kPackage) << "a package's documentation is in /usr/share/doc/<package>";
   ASSERT_EQ(zsh_dir, "share/zsh/vendor-completions") << "where Debian's zsh looks for a package's completions";
   ASSERT_EQ(rules_define("REDISGO_BUILD_TESTS"), "OFF");
   const std::vector<std::pair<std::string, std::string>> to_build = {
-      {"lib/systemd/system/", "usr/lib/systemd/system/"},  // cmake/systemd_unit_dir.cmake for /usr
+      // Either release's unit directory (debian/rules); cmake/systemd_unit_dir.cmake for /usr.
+      {"{,usr/}lib/systemd/system/", "usr/lib/systemd/system/"},
       {"usr/" + package_doc_dir + "/", "usr/" + doc_dir() + "/"},
       {"usr/" + zsh_dir + "/", "usr/" + cache_value("REDISGO_ZSH_COMPLETION_DIR") + "/"},
   };
