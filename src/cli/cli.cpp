@@ -33,7 +33,14 @@
 #endif
 
 namespace redisgo::cli {
+
+/// The commit this binary was built from (generated/commit.cpp, cmake/commit.cmake).
+extern const char kCommit[];
+
 namespace {
+
+/// What `version` and `--version` print.
+std::string version_line() { return std::string("redisgo_task " REDISGO_VERSION " (commit ") + kCommit + ")"; }
 
 constexpr const char* kMainFooter = R"(Examples:
   redisgo_task validate --config /etc/redisgo_task/backup.toml
@@ -571,7 +578,7 @@ int start_task(config::Config cfg, const Args& a) {
 /// Runs the subcommand the command line named.
 int dispatch(const Chosen& subs, const Args& a) {
   if (subs.version) {
-    std::cout << "redisgo_task " << REDISGO_VERSION << "\n";
+    std::cout << version_line() << "\n";
     return 0;
   }
 
@@ -644,7 +651,7 @@ int run(int argc, char** argv) {
     CLI::App app{"redisgo_task " REDISGO_VERSION " - run a command as a cluster-wide singleton on Redis"};
     app.footer(footer(kMainFooter));
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("redisgo_task ") + REDISGO_VERSION);
+    app.set_version_flag("--version", version_line());
     const Subcommands subs = add_subcommands(app, args, only_command(argc, argv));
     if (auto code = unknown_command(app, argc, argv)) return *code;
     if (auto code = parse(app, argc, argv)) return *code;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "util/error.h"
 
@@ -23,8 +24,17 @@ redisReplyObjectFunctions* default_functions() {
   return fn;
 }
 
-void* limited_create_array(const redisReadTask* task, int elements) {
-  if (elements < 0 || elements > ReplyReader::kMaxArrayElements) return nullptr;  // reader: OOM error
+// The count's type: int in hiredis 0.14 (Debian 12), size_t from 1.0 (Debian 13).
+#if HIREDIS_MAJOR >= 1
+using ArrayCount = std::size_t;
+#else
+using ArrayCount = int;
+#endif
+
+void* limited_create_array(const redisReadTask* task, ArrayCount elements) {
+  if (std::cmp_less(elements, 0) || std::cmp_greater(elements, ReplyReader::kMaxArrayElements)) {
+    return nullptr;  // reader: OOM error
+  }
   return default_functions()->createArray(task, elements);
 }
 

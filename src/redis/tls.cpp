@@ -5,8 +5,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -35,12 +37,17 @@ std::string openssl_errors() {
 }
 
 // ---- A socket BIO that never raises SIGPIPE ----------------------------------------------
+// Written whole rather than as a copy of OpenSSL's socket BIO with read and write replaced:
+// the getters that copy needed (BIO_meth_get_ctrl, ...) are deprecated from OpenSSL 3.5
+// (Debian 13). The descriptor is the BIO's data; it is never closed here (BIO_NOCLOSE: the
+// Transport owns it).
+
+int bio_fd(BIO* b) { return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b))); }
 
 int bio_write(BIO* b, const char* data, int len) {
   BIO_clear_retry_flags(b);
-  const int fd = static_cast<int>(BIO_get_fd(b, nullptr));
   for (;;) {
-    ssize_t n = ::send(fd, data, static_cast<std::size_t>(len), MSG_NOSIGNAL);
+    ssize_t n = ::send(bio_fd(b), data, static_cast<std::size_t>(len), MSG_NOSIGNAL);
     if (n >= 0) return static_cast<int>(n);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(b);
@@ -50,9 +57,8 @@ int bio_write(BIO* b, const char* data, int len) {
 
 int bio_read(BIO* b, char* data, int len) {
   BIO_clear_retry_flags(b);
-  const int fd = static_cast<int>(BIO_get_fd(b, nullptr));
   for (;;) {
-    ssize_t n = ::recv(fd, data, static_cast<std::size_t>(len), 0);
+    ssize_t n = ::recv(bio_fd(b), data, static_cast<std::size_t>(len), 0);
     if (n >= 0) return static_cast<int>(n);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(b);
@@ -60,17 +66,51 @@ int bio_read(BIO* b, char* data, int len) {
   }
 }
 
-/// Our socket BIO: OpenSSL's own, with read and write replaced (its ctrl keeps the fd).
+int bio_puts(BIO* b, const char* text) { return bio_write(b, text, static_cast<int>(std::strlen(text))); }
+
+/// What OpenSSL's socket BIO answers, for the requests a TLS connection makes: the fd set
+/// and read back, the close flag, and flush (a no-op: every write goes straight out).
+long bio_ctrl(BIO* b, int cmd, long num, void* ptr) {
+  switch (cmd) {
+    case BIO_C_SET_FD:
+      BIO_set_data(b, reinterpret_cast<void*>(static_cast<std::intptr_t>(*static_cast<int*>(ptr))));
+      BIO_set_shutdown(b, static_cast<int>(num));
+      BIO_set_init(b, 1);
+      return 1;
+    case BIO_C_GET_FD:
+      if (!BIO_get_init(b)) return -1;
+      if (ptr) *static_cast<int*>(ptr) = bio_fd(b);
+      return bio_fd(b);
+    case BIO_CTRL_GET_CLOSE: return BIO_get_shutdown(b);
+    case BIO_CTRL_SET_CLOSE: BIO_set_shutdown(b, static_cast<int>(num)); return 1;
+    case BIO_CTRL_DUP:
+    case BIO_CTRL_FLUSH: return 1;
+    default: return 0;
+  }
+}
+
+int bio_create(BIO* b) {
+  BIO_set_data(b, reinterpret_cast<void*>(static_cast<std::intptr_t>(-1)));
+  BIO_set_init(b, 0);
+  return 1;
+}
+
+int bio_destroy(BIO* b) {
+  if (BIO_get_init(b) && BIO_get_shutdown(b)) ::close(bio_fd(b));
+  BIO_set_init(b, 0);
+  return 1;
+}
+
 const BIO_METHOD* nosignal_socket_method() {
   static const BIO_METHOD* method = [] {
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "redisgo socket");
-    const BIO_METHOD* base = BIO_s_socket();
+    if (!m) return m;  // out of memory: TlsTransport says it cannot create a BIO
     BIO_meth_set_write(m, bio_write);
     BIO_meth_set_read(m, bio_read);
-    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(base));
-    BIO_meth_set_create(m, BIO_meth_get_create(base));
-    BIO_meth_set_destroy(m, BIO_meth_get_destroy(base));
-    BIO_meth_set_puts(m, BIO_meth_get_puts(base));
+    BIO_meth_set_puts(m, bio_puts);
+    BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    BIO_meth_set_destroy(m, bio_destroy);
     return m;
   }();
   return method;
@@ -118,7 +158,8 @@ class TlsTransport final : public Transport {
     ssl_ = SSL_new(ctx);
     if (!ssl_) throw IoError("TLS: cannot create a connection: " + openssl_errors());
     SSL_set_app_data(ssl_, this);
-    BIO* bio = BIO_new(nosignal_socket_method());
+    const BIO_METHOD* method = nosignal_socket_method();
+    BIO* bio = method ? BIO_new(method) : nullptr;
     if (!bio) throw IoError("TLS: cannot create a BIO: " + openssl_errors());
     BIO_set_fd(bio, fd_.get(), BIO_NOCLOSE);
     SSL_set_bio(ssl_, bio, bio);

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace redisgo {
 namespace {
@@ -44,6 +46,30 @@ void append_plain(std::string& out, const std::string& digits, int exp10, double
   }
 }
 
+/// The shortest digits that read back as `v` (finite, above 0), without trailing zeros, and
+/// the power of ten of the first: fmt's "{}" writes exactly those digits (Dragonbox, as
+/// std::to_chars uses Ryu), in the fixed form ("0.00125", "1500") or the exponent form
+/// ("1.5e+16"), which are read back here.
+std::string shortest_digits(double v, int& exp10) {
+  char text[64];
+  const auto written = fmt::format_to_n(text, sizeof text, "{}", v);
+  const std::string_view s(text, std::min(written.size, sizeof text));
+  const auto e = s.find('e');
+  const std::string_view mantissa = s.substr(0, e);
+  const auto point = mantissa.find('.');
+  const int before_point = static_cast<int>(point == std::string_view::npos ? mantissa.size() : point);
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  const auto first = digits.find_first_not_of('0');  // "0.00125": the zeros are not digits
+  digits.erase(0, first);
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  exp10 = before_point - 1 - static_cast<int>(first);
+  if (e != std::string_view::npos) exp10 += std::atoi(std::string(s.substr(e + 1)).c_str());
+  return digits;
+}
+
 }  // namespace
 
 void append_shortest(std::string& out, double v, FloatStyle style) {
@@ -55,11 +81,8 @@ void append_shortest(std::string& out, double v, FloatStyle style) {
     out += '0';
     return;
   }
-  // The shortest digits that read back as v (Dragonbox, as std::to_chars uses Ryu).
-  const auto dec = fmt::detail::dragonbox::to_decimal(v);
-  std::string digits = std::to_string(dec.significand);
-  const int exp10 = dec.exponent + static_cast<int>(digits.size()) - 1;
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  int exp10 = 0;
+  std::string digits = shortest_digits(v, exp10);
   if (style == FloatStyle::kGeneral) {
     if (exp10 < -4 || exp10 >= kGeneralPrecision) {
       append_scientific(out, digits, exp10);

@@ -141,12 +141,15 @@ TEST_F(OpsPackageInstall, TheInstallListIsWhatCMakeInstalls) {
   const std::string unit_dir = rules_define("REDISGO_SYSTEMD_UNIT_DIR");
   const std::string package_doc_dir = rules_define("CMAKE_INSTALL_DOCDIR");
   const std::string zsh_dir = rules_define("REDISGO_ZSH_COMPLETION_DIR");
-  ASSERT_EQ(unit_dir, "/lib/systemd/system") << "bookworm's units go to /lib/systemd/system";
+  // The release's own: /lib/systemd/system on Debian 12, /usr/lib/systemd/system on 13.
+  ASSERT_EQ(unit_dir, "$(SYSTEMD_UNIT_DIR)") << "the unit goes where the release's systemd.pc says";
+  EXPECT_NE(read_file(kDebian + "/rules").find("pkg-config --variable=systemdsystemunitdir systemd"), std::string::npos);
   ASSERT_EQ(package_doc_dir, "share/doc/" + kPackage) << "a package's documentation is in /usr/share/doc/<package>";
   ASSERT_EQ(zsh_dir, "share/zsh/vendor-completions") << "where Debian's zsh looks for a package's completions";
   ASSERT_EQ(rules_define("REDISGO_BUILD_TESTS"), "OFF");
   const std::vector<std::pair<std::string, std::string>> to_build = {
-      {"lib/systemd/system/", "usr/lib/systemd/system/"},  // cmake/systemd_unit_dir.cmake for /usr
+      // Either release's unit directory (debian/rules); cmake/systemd_unit_dir.cmake for /usr.
+      {"{,usr/}lib/systemd/system/", "usr/lib/systemd/system/"},
       {"usr/" + package_doc_dir + "/", "usr/" + doc_dir() + "/"},
       {"usr/" + zsh_dir + "/", "usr/" + cache_value("REDISGO_ZSH_COMPLETION_DIR") + "/"},
   };
@@ -191,11 +194,47 @@ TEST(OpsPackage, TheVersionIsTheProjectVersion) {
   ASSERT_TRUE(std::regex_search(cmake, v, std::regex(R"(project\(redisgo_task VERSION ([0-9.]+))")));
   EXPECT_EQ(upstream, std::string(v[1])) << "debian/changelog is not at CMakeLists.txt's version: add an entry";
   auto r = run_task_binary({"version"}, 10s);
-  EXPECT_EQ(r.out, "redisgo_task " + upstream + "\n");
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("redisgo_task " + std::regex_replace(upstream, std::regex(R"(\.)"), "\\.") +
+                                                 R"( \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)\n)")))
+      << r.out;
   // The source package's and the binary package's name.
   const std::string control = read_file(kDebian + "/control");
   EXPECT_NE(control.find("Source: " + kPackage + "\n"), std::string::npos);
   EXPECT_NE(control.find("Package: " + kPackage + "\n"), std::string::npos);
+}
+
+// `version` names the commit it was built from: git's in a clone (this build's), and in a
+// tree without .git, as the Debian package is built, the file COMMIT that scripts/package
+// writes there (cmake/commit.cmake).
+TEST(OpsPackage, TheVersionNamesTheCommitOfTheTree) {
+  auto [gcode, head] = sh("git -C " + quote(kSource) + " rev-parse --short=12 HEAD");
+  if (gcode != 0) GTEST_SKIP() << "not a git clone: " << head;
+  // The build looks the commit up when it builds: a commit or an edit since shows as soon
+  // as the binary is built again, so compare with what the tree was when it was built.
+  auto r = run_task_binary({"version"}, 10s);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(\(commit ([0-9a-f]{12})(-dirty)?\))"))) << r.out;
+  auto [known, out] = sh("git -C " + quote(kSource) + " cat-file -e " + std::string(m[1]) + "^{commit}");
+  EXPECT_EQ(known, 0) << m[1] << " is no commit of this clone: " << out;
+  EXPECT_EQ(run_task_binary({"--version"}, 10s).out, r.out);
+
+  const std::string script = kSource + "/cmake/commit.cmake";
+  TempDir tree;  // no .git: the COMMIT file, as scripts/package writes it
+  tree.write("COMMIT", "3998ae5c1a2b\n");
+  const std::string generated = tree.path() + "/commit.cpp";
+  auto [ccode, cout] = sh("cmake -DSOURCE=" + quote(tree.path()) + " -DOUT=" + quote(generated) + " -P " + quote(script));
+  ASSERT_EQ(ccode, 0) << cout;
+  EXPECT_NE(read_file(generated).find("kCommit[] = \"3998ae5c1a2b\";"), std::string::npos) << read_file(generated);
+  // -DREDISGO_COMMIT (COMMIT here) wins over the file, and only a commit name's characters
+  // reach the C++ literal; with nothing to name, "unknown".
+  std::tie(ccode, cout) = sh("cmake -DSOURCE=" + quote(tree.path()) + " -DOUT=" + quote(generated) +
+                             " -DCOMMIT='v1\"; evil' -P " + quote(script));
+  ASSERT_EQ(ccode, 0) << cout;
+  EXPECT_NE(read_file(generated).find("kCommit[] = \"v1evil\";"), std::string::npos) << read_file(generated);
+  std::filesystem::remove(tree.path() + "/COMMIT");
+  std::tie(ccode, cout) = sh("cmake -DSOURCE=" + quote(tree.path()) + " -DOUT=" + quote(generated) + " -P " + quote(script));
+  ASSERT_EQ(ccode, 0) << cout;
+  EXPECT_NE(read_file(generated).find("kCommit[] = \"unknown\";"), std::string::npos) << read_file(generated);
 }
 
 TEST(OpsPackage, BuildDependsHasWhatSetupInstallsForTheBuild) {
