@@ -553,3 +553,35 @@ TEST(MetricsRender, LastSuccessIsRestoredFromAPreviousTextfile) {
   EXPECT_TRUE(third.restore_last_success("redisgo_task_last_success_timestamp_seconds{key=\"third\"} 1.7e9\n"));
   EXPECT_EQ(value_of(third.render(), "redisgo_task_last_success_timestamp_seconds{key=\"third\"}"), "1700000000");
 }
+
+// once_per slots skipped (redisgo_task(1), METRICS): every reason at 0 from the start, in the
+// record a oneshot run leaves, and carried from run to run so that the count only grows on a
+// host (each cron run is a process of its own) and increase() sees every skip.
+TEST(MetricsRender, SkippedOncePerSlotsAreInTheRecordAndCarriedAcrossRuns) {
+  FakeClock clock;
+  Metrics first("nightly", {}, clock);
+  for (const char* reason : {"restart_guard", "not_durable", "claim_failed"}) {
+    EXPECT_EQ(value_of(first.render(), std::string("redisgo_task_once_per_slots_skipped_total{key=\"nightly\",reason=\"") +
+                                           reason + "\"}"),
+              "0")
+        << reason;
+  }
+  first.add_once_skipped("restart_guard");
+  const std::string previous = first.render_record();
+  EXPECT_EQ(value_of(previous, "redisgo_task_once_per_slots_skipped_total{key=\"nightly\",reason=\"restart_guard\"}"), "1")
+      << previous;
+  EXPECT_NE(previous.find("# TYPE redisgo_task_once_per_slots_skipped_total counter\n"), std::string::npos);
+
+  Metrics second("nightly", {}, clock);
+  EXPECT_TRUE(second.restore_once_skipped(previous));
+  second.add_once_skipped("restart_guard");
+  EXPECT_EQ(second.once_skipped("restart_guard"), 2u);
+  EXPECT_EQ(second.once_skipped("not_durable"), 0u);
+  EXPECT_FALSE(second.restore_once_skipped(previous)) << "an older count never replaces ours";
+  Metrics other("other", {}, clock);
+  EXPECT_FALSE(other.restore_once_skipped(previous)) << "another key's line";
+  EXPECT_FALSE(other.restore_once_skipped(
+      "redisgo_task_once_per_slots_skipped_total{key=\"other\",reason=\"restart_guard\"} -3\n"));
+  EXPECT_FALSE(other.restore_once_skipped(
+      "redisgo_task_once_per_slots_skipped_total{key=\"other\",reason=\"restart_guard\"} 1e3\n"));
+}
