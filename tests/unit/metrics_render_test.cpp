@@ -48,7 +48,8 @@ const char* const kFamilies[] = {
     "redisgo_task_lease_losses_total", "redisgo_task_child_starts_total",
     "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
     "redisgo_task_node_up",          "redisgo_task_wait_seconds",
-    "redisgo_task_line_length",      "redisgo_task_cannot_acquire"};
+    "redisgo_task_line_length",      "redisgo_task_cannot_acquire",
+    "redisgo_task_once_per_slots_skipped_total"};
 
 }  // namespace
 
@@ -158,6 +159,11 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_last_success_timestamp_seconds Unix time a child last exited 0 (0 before the first; a oneshot run carries the one its textfile had).\n"
       "# TYPE redisgo_task_last_success_timestamp_seconds gauge\n"
       "redisgo_task_last_success_timestamp_seconds{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_once_per_slots_skipped_total once_per slots that no host ran though nobody had run them, by reason (a oneshot run carries the count its textfile had).\n"
+      "# TYPE redisgo_task_once_per_slots_skipped_total counter\n"
+      "redisgo_task_once_per_slots_skipped_total{key=\"jobs:nightly\",reason=\"claim_failed\"} 0\n"
+      "redisgo_task_once_per_slots_skipped_total{key=\"jobs:nightly\",reason=\"not_durable\"} 0\n"
+      "redisgo_task_once_per_slots_skipped_total{key=\"jobs:nightly\",reason=\"restart_guard\"} 0\n"
       "# HELP redisgo_task_step_downs_total Times this daemon stepped down as leader, by cause.\n"
       "# TYPE redisgo_task_step_downs_total counter\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
