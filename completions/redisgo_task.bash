@@ -18,7 +18,7 @@ _redisgo_task() {
     prev=${COMP_WORDS[COMP_CWORD - 1]} cur=""
   fi
 
-  local commands="task status validate check handover list pause resume version"
+  local commands="task status validate check handover list pause resume adopt version"
   local -A options=(
     [task]="--config --key --holder-prefix --wait --no-wait --help"
     [status]="--config --key --holder-prefix --json --help"
@@ -28,6 +28,7 @@ _redisgo_task() {
     [list]="--config --pattern --json --help"
     [pause]="--config --key --for --reason --stop --help"
     [resume]="--config --key --help"
+    [adopt]="--config --key --help"
     [version]="--help"
   )
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/installed.h"
+#include "commands/adopt.h"
 #include "commands/check.h"
 #include "commands/list.h"
 #include "commands/pause.h"
@@ -49,9 +50,10 @@ constexpr const char* kMainFooter = R"(Examples:
   redisgo_task status --config job.toml --json
   redisgo_task handover --config /etc/redisgo_task/worker.toml
   redisgo_task list --config /etc/redisgo_task/worker.toml --pattern 'jobs:*'
+  redisgo_task adopt --config /etc/redisgo_task/report.toml
 
 Exit status: the child's own (oneshot); 75 the lease is held by another (busy) or was lost,
-or the once_per slot was run already;
+or the once_per slot was run already or skipped (logged at error: a restart guard skip);
 69 no quorum of Redis nodes reachable; 77 Redis refused the credentials or TLS verification
 failed; 124 child timed out; 78 bad configuration or command line; 70 internal error;
 0 supervise stopped on request.
@@ -121,6 +123,16 @@ constexpr const char* kResumeFooter = R"(Example:
   redisgo_task resume --config /etc/redisgo_task/report.toml
 Ends a pause at once and wakes the waiters, as a release would. Exit 0 (also when the key
 was not paused), 69 no quorum reachable, 77 refused (ACL).)";
+
+constexpr const char* kAdoptFooter = R"(Example:
+  redisgo_task adopt --config /etc/redisgo_task/report.toml
+once_per: declares the current slot (the one nearest to now) unclaimed, on every node. Servers
+that never ran this key look exactly like servers that restarted empty, which the restart
+guard does not believe: on a first deployment (or after a restart that skipped a slot, once
+you know it did not run), this lets the slot run. A node restarted after the declaration
+does not count through it. Recorded with who ran it and when (check and status show it).
+Exit 0 once a quorum of nodes holds it, 75 when a node has a claim of the slot (it ran: who
+ran it is said), 69 no quorum reachable, 77 refused (ACL), 78 a config without once_per.)";
 
 constexpr const char* kVersionFooter = R"(Example:
   redisgo_task version
@@ -329,6 +341,7 @@ struct Subcommands {
   CLI::App* list = nullptr;
   CLI::App* pause = nullptr;
   CLI::App* resume = nullptr;
+  CLI::App* adopt = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -336,7 +349,7 @@ struct Subcommands {
 /// CLI11's objects can be gone before the command runs.
 struct Chosen {
   bool task = false, status = false, validate = false, check = false, handover = false, list = false, pause = false,
-       resume = false, version = false;
+       resume = false, adopt = false, version = false;
   bool handover_timeout_given = false;
 };
 
@@ -351,6 +364,7 @@ Chosen chosen(const Subcommands& subs) {
   c.list = given(subs.list);
   c.pause = given(subs.pause);
   c.resume = given(subs.resume);
+  c.adopt = given(subs.adopt);
   c.version = given(subs.version);
   c.handover_timeout_given = c.handover && subs.handover->count("--timeout") > 0;
   return c;
@@ -358,7 +372,7 @@ Chosen chosen(const Subcommands& subs) {
 
 /// The subcommands' names, in the order --help lists them.
 constexpr std::string_view kCommandNames[] = {"task", "status", "validate", "check", "handover",
-                                              "list", "pause",  "resume",   "version"};
+                                              "list", "pause",  "resume",   "adopt",   "version"};
 
 /// The subcommand to build alone: the first argument when it names one exactly. Building
 /// CLI11's options, checks and footers for all nine was a fifth of the instructions of a
@@ -450,6 +464,14 @@ CLI::App* add_resume(CLI::App& app, Args& a) {
   return resume;
 }
 
+CLI::App* add_adopt(CLI::App& app, Args& a) {
+  auto* adopt = app.add_subcommand("adopt", "once_per: declare the current slot unclaimed (a first deployment)");
+  adopt->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  adopt->add_option("-k,--key", a.key, "Lock key (overrides [redis] key)");
+  adopt->footer(footer(kAdoptFooter));
+  return adopt;
+}
+
 /// Every subcommand, in the order --help lists them, with its options writing into `a`;
 /// only `only` when it is not empty.
 Subcommands add_subcommands(CLI::App& app, Args& a, std::string_view only) {
@@ -463,6 +485,7 @@ Subcommands add_subcommands(CLI::App& app, Args& a, std::string_view only) {
   if (want("list")) subs.list = add_list(app, a);
   if (want("pause")) subs.pause = add_pause(app, a);
   if (want("resume")) subs.resume = add_resume(app, a);
+  if (want("adopt")) subs.adopt = add_adopt(app, a);
   if (want("version")) {
     subs.version = app.add_subcommand("version", "Print the version");
     subs.version->footer(footer(kVersionFooter));
@@ -619,6 +642,9 @@ int dispatch(const Chosen& subs, const Args& a) {
       return subs.pause ? commands::run_pause(*cfg, *timeout, a.pause_reason, a.pause_stop, std::cout, std::cerr)
                          : commands::run_resume(*cfg, std::cout, std::cerr);
     });
+  }
+  if (subs.adopt) {
+    return guarded("adopt", a.config_path, Outcome::kUnavailable, [&] { return commands::run_adopt(*cfg, std::cout, std::cerr); });
   }
   if (subs.list) {
     return guarded("list", a.config_path, Outcome::kUnavailable,

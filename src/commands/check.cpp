@@ -17,6 +17,7 @@
 #include "lock/scripts.h"
 #include "redis/acl.h"
 #include "redis/topology.h"
+#include "util/clock.h"
 #include "util/text.h"
 
 namespace redisgo::commands {
@@ -50,6 +51,9 @@ struct Probe {
   redis::AsyncConnection conn;
   CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause, subscribe;
   CallPtr subscribe_control;  ///< SUBSCRIBE to the control channel, as a supervise leader does
+  /// once_per: the witness and the claims of the slot nearest to now and the next (kReadOnce),
+  /// and whether this user may run what makes a claim durable (WAITAOF, WAIT).
+  CallPtr once, waitaof, wait;
   /// The pause read again: by EVALSHA, as the daemon runs every script after its first use.
   CallPtr by_sha;
   SteadyClock::time_point sent{};
@@ -356,7 +360,7 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
 /// Sends the questions to every probe and drives them all in one poll loop (each call
 /// bounded by its connection's connect_timeout + io_timeout).
 void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r,
-         int limit, bool once_per) {
+         int limit, std::optional<std::chrono::milliseconds> once_per) {
   std::vector<redis::AsyncConnection*> conns;
   for (auto& p : probes) {
     p->sent = SteadyClock::now();
@@ -373,6 +377,16 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     p->by_sha = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});
+    if (once_per) {
+      const auto current = lock::nearest_slot(wall_ms(), *once_per);
+      const auto next = current + once_per->count() / 1000;
+      const bool located = r.topology == config::Topology::kSentinel || r.topology == config::Topology::kCluster;
+      p->once = p->conn.eval(lock::kReadOnce, {keys.witness(), keys.claim(current), keys.claim(next)},
+                             {located ? "1" : ""});
+      // Both return at once with nothing to wait for; refused (NOPERM) is what they tell.
+      if (r.restart_guard) p->waitaof = p->conn.send({"WAITAOF", "0", "0", "0"});
+      if (located) p->wait = p->conn.send({"WAIT", "0", "0"});
+    }
     conns.push_back(&p->conn);
   }
   redis::DriveOptions o;
@@ -453,6 +467,29 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
   }, o);
 }
 
+/// once_per: what a node answered for the rule (check::once_findings).
+check::OnceProbe once_probe(const Probe& p) {
+  check::OnceProbe o;
+  o.node = p.name;
+  lock::OnceNode n;
+  std::vector<std::optional<lock::ClaimRecord>> claims;
+  if (p.once && p.once->ok() && lock::parse_read_once_reply(p.once->reply().get(), 2, n, claims)) {
+    o.state = n;
+    o.current = claims[0];
+    o.next = claims[1];
+  } else {
+    o.why = why(p, p.once);
+  }
+  o.appendfsync = config_value(p.appendfsync).value_or("");
+  auto refused = [&](const CallPtr& c) {
+    const std::string e = c && c->done() && !c->ok() ? why(p, c) : "";
+    return check::acl_refused(e) ? e : "";
+  };
+  o.waitaof_error = refused(p.waitaof);
+  o.wait_error = refused(p.wait);
+  return o;
+}
+
 const char* topology_name(config::Topology t) {
   switch (t) {
     case config::Topology::kSingle: return "host";
@@ -503,7 +540,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
   const int node_count = r.topology == config::Topology::kRedlock ? static_cast<int>(r.nodes.size()) : 1;
   const int quorum = node_count / 2 + 1;
 
-  ask(probes, keys, r, config.task.limit, config.task.once_per.has_value());
+  ask(probes, keys, r, config.task.limit, config.task.once_per);
 
   int usable = 0;
   bool refused = false;
@@ -531,6 +568,13 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
     ids.push_back({p->name, run_id});
   }
   for (auto& f : check::duplicate_findings(ids, quorum)) findings.push_back(std::move(f));
+  if (config.task.once_per) {
+    std::vector<check::OnceProbe> once;
+    for (const auto& p : probes) {
+      if (p->usable) once.push_back(once_probe(*p));
+    }
+    for (auto& f : check::once_findings(once, config, wall_ms(), quorum)) findings.push_back(std::move(f));
+  }
   if (r.topology == config::Topology::kRedlock) findings.push_back(check::quorum_finding(usable, node_count, quorum));
   if (r.tls.enabled && r.tls.skip_verify) {
     findings.push_back(make(Level::kWarn, "tls", "", "tls_skip_verify = true: the servers' certificates are not verified",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "lock/once.h"
 #include "redis/topology.h"
 
 namespace redisgo::commands::check {
@@ -211,6 +212,25 @@ struct ClusterView {
   std::optional<redis::Endpoint> owner;
 };
 ClusterView cluster_findings(const redis::ClusterReport& report, const std::string& key);
+
+/// once_per (redisgo_task(1), once_per): what one server said for the rule (kReadOnce), with
+/// the claims of the slot nearest to now and of the one after it.
+struct OnceProbe {
+  std::string node;
+  std::optional<lock::OnceNode> state;  ///< nullopt: not read (`why`)
+  std::string why;
+  std::optional<lock::ClaimRecord> current, next;
+  std::string appendfsync;              ///< CONFIG GET appendfsync ("" unknown)
+  std::string waitaof_error;            ///< WAITAOF 0 0 0 refused ("" = ran, or not asked)
+  std::string wait_error;               ///< WAIT 0 0 refused (Sentinel, Cluster)
+};
+/// Per node: whether it counts as unclaimed for the next slot to run (the one nearest to
+/// now when it has not run, else the one after), whether it still would after a restart, and
+/// what keeps its claims from counting (appendfsync no, WAITAOF or WAIT refused, a Sentinel or
+/// Cluster master without a replica); then for the setup: whether that slot would run or be
+/// skipped, and what to do. `now_ms`: this host's clock.
+std::vector<Finding> once_findings(const std::vector<OnceProbe>& probes, const config::Config& config,
+                                   std::int64_t now_ms, int quorum);
 
 /// "1.2 ms" / "-350.0 ms" / "2.31 s" for figures in messages.
 std::string format_us(std::int64_t us);

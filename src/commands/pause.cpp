@@ -17,8 +17,6 @@
 
 namespace redisgo::commands {
 
-namespace {
-
 /// "alice@ops1": who paused (the sudo caller rather than root, when there is one).
 std::string operator_name() {
   std::string user;
@@ -29,6 +27,8 @@ std::string operator_name() {
   if (user.empty()) user = "uid " + std::to_string(::geteuid());
   return user + "@" + daemon::holder_head("");  // this host's name, as in holder ids
 }
+
+namespace {
 
 /// What an ACL user needs for `pause` and `resume` (README "A fleet view").
 std::string rights(const lock::LeaseKeys& keys) {

@@ -16,6 +16,10 @@ namespace redisgo::commands {
 
 using Millis = std::chrono::milliseconds;
 
+/// "alice@ops1": who runs an operator's command that Redis records (`pause`, `adopt`): the
+/// sudo caller rather than root, when there is one, at this host's name.
+std::string operator_name();
+
 /// Writes the pause on every node (a quorum must take it, or it is dropped again: 69, or 77
 /// when refused). A running holder finishes its job, or with `stop` is asked to stop it now
 /// (as `handover` asks; 75 when nobody heard the request). 0 once paused.

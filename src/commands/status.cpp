@@ -189,6 +189,37 @@ void write_slots(const std::vector<QuorumView>& views, const config::Config& con
   if (json) out << "]";
 }
 
+/// once_per: the last `adopt` any node records (who declared which slot unclaimed, when) and
+/// the highest witness (lock/once_scripts.h).
+void write_adoption(lock::LeaseBackend& backend, const lock::LeaseKeys& keys, bool json, std::ostream& out) {
+  std::vector<lock::OnceNode> nodes;
+  try {
+    nodes = backend.read_once(keys.witness(), {});
+  } catch (const Error&) {
+    // Unreadable: nothing shown; the nodes' own lines say why.
+  }
+  const lock::OnceNode* last = nullptr;
+  for (const auto& n : nodes) {
+    if (n.reachable && n.adopted > 0 && (!last || n.adopted_ms > last->adopted_ms)) last = &n;
+  }
+  const std::int64_t witness = lock::highest_witness(nodes);
+  if (json) {
+    out << ",\"witness\":" << (witness > 0 ? log::json_quoted(utc_text(witness)) : "null") << ",\"adopted\":";
+    if (last) {
+      out << "{\"slot\":" << log::json_quoted(utc_text(last->adopted)) << ",\"by\":" << log::json_quoted(last->adopted_by)
+          << ",\"at_ms\":" << last->adopted_ms << ",\"count\":" << last->adopts << "}";
+    } else {
+      out << "null";
+    }
+    return;
+  }
+  if (last) {
+    out << "adopt: the slot of " << utc_text(last->adopted) << " was declared unclaimed by " << log::printable(last->adopted_by)
+        << " at " << utc_text(last->adopted_ms / 1000) << " (" << last->adopts << " adopt(s) of this key on "
+        << last->node << ")\n";
+  }
+}
+
 /// once_per: the claims of the slots around now (a claim lives 2 x once_per).
 void write_claims(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
   if (!config.task.once_per) return;
@@ -230,6 +261,7 @@ void write_claims(lock::LeaseBackend& backend, const config::Config& config, boo
   }
   if (json) out << "]";
   if (!json && first) out << "no run claimed in the last slots\n";
+  write_adoption(backend, keys, json, out);
 }
 
 /// How long the restart guard still keeps node `n` from granting the key; nullopt when it

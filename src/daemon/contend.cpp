@@ -355,28 +355,6 @@ void Runner::note_nodes(const std::vector<std::string>& answered, const std::vec
   }
 }
 
-std::optional<int> Runner::slot_already_run() {
-  if (!cfg_.task.once_per) return std::nullopt;
-  const Millis period = *cfg_.task.once_per;
-  once_slot_s_ = lock::nearest_slot(started_ms_, period);
-  once_key_ = keys_.claim(once_slot_s_);
-  log_->info("once_per {}: this run belongs to the slot of {}", format_duration(period), utc_text(once_slot_s_));
-  // One read, no lease needed: a host that fires while (or after) another runs this slot
-  // exits at once instead of waiting for the lease only to find the claim. Unreadable:
-  // contend as usual; the claim under the lease decides.
-  try {
-    const auto claims = backend_->read_claims({*once_key_});
-    if (!claims.empty() && claims[0]) {
-      log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
-                 describe_claim(*claims[0]));
-      return kExitTempFail;
-    }
-  } catch (const Error& e) {
-    log_->debug("could not read the slot's claim before contending: {}", e.what());
-  }
-  return std::nullopt;
-}
-
 int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   int unreachable = 0, refused = 0;
   std::string example;

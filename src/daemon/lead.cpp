@@ -120,6 +120,7 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
 }
 
 std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& acquired) {
+  claim_made_ = std::make_shared<std::atomic<bool>>(false);  // set by claim_slot
   try {
     auto make = [this, slot = acquired.slot, token = acquired.token, granted = acquired.granted](int cancel_fd) {
       lock::LeaseOptions o = lease_opts_;
@@ -131,6 +132,7 @@ std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& ac
         o.claim_key = *once_key_;
         o.claim_ttl = claim_ttl();
         o.claim_start_ms = started_ms_;
+        o.claim_made = claim_made_;
       }
       // A node that failed is tried again at the renewer's own retry pace, not after the
       // node's doubling backoff: a Redis back from a restart within a second must get the
@@ -159,38 +161,6 @@ std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& ac
     log_release(backend_->release());
     return nullptr;
   }
-}
-
-std::optional<int> Runner::claim_slot(const lock::Acquisition& acquired, lock::Renewer& renewer) {
-  if (!once_key_) return std::nullopt;
-  // once_per: the slot is claimed under the lease, before the child can start.
-  // Restart guard: a run of this slot can have started half a period before it (hosts
-  // name the nearest slot); a server that started after that may have forgotten it.
-  const std::int64_t guard_from_ms =
-      cfg_.redis.restart_guard ? once_slot_s_ * 1000 - cfg_.task.once_per->count() / 2 : 0;
-  const lock::Claim claim = backend_->claim(*once_key_, acquired.token, started_ms_, claim_ttl(), guard_from_ms);
-  if (claim.kind == lock::Claim::Kind::kClaimed) {
-    log_->info("claimed the slot of {} (once_per {})", utc_text(once_slot_s_), format_duration(*cfg_.task.once_per));
-    return std::nullopt;
-  }
-  release_lease(renewer);
-  read_signals();
-  if (stop_requested_) return stopped_while_waiting();
-  if (claim.kind == lock::Claim::Kind::kTaken) {
-    log_->info("the slot of {} was run already by {}; not running it again", utc_text(once_slot_s_),
-               describe_claim(claim.previous));
-    return kExitTempFail;
-  }
-  if (claim.kind == lock::Claim::Kind::kGuarded) {
-    // At most once per slot: a server that lost its data after this slot's run may
-    // have begun would hand it out again. Not run, and said where cron mails it.
-    log_->warn("the slot of {} is not run: {} (after a run of the slot could have begun) and has no claim "
-               "for it; without persistence it would have forgotten one (restart guard)",
-               utc_text(once_slot_s_), claim.error);
-    return kExitTempFail;
-  }
-  log_->error("cannot claim the slot of {} (once_per): {}; not running", utc_text(once_slot_s_), claim.error);
-  return claim.refused ? kExitNoPerm : kExitUnavailable;
 }
 
 bool Runner::drive(Leading& l, const leader::Event& event) {

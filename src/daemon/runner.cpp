@@ -29,18 +29,6 @@ std::vector<std::string> node_names(const lock::LeaseOptions& o) {
 
 std::string cause_key(const lock::NodeError& e) { return e.node.empty() ? redis::to_string(e.fault) : e.node; }
 
-std::string describe_claim(const lock::ClaimRecord& c) {
-  std::string out = "holder " + c.holder + " (token " + (c.token.empty() ? "?" : c.token);
-  if (!c.start_ms.empty()) {
-    try {
-      out += ", started " + utc_text(std::stoll(c.start_ms) / 1000);
-    } catch (...) {
-    }
-  }
-  out += c.status.empty() ? ", no exit status recorded" : ", exit status " + c.status;
-  return out + ")";
-}
-
 Runner::Runner(const TaskOptions& options, const Dependencies& deps)
     : opts_(options),
       deps_(deps),
@@ -132,9 +120,11 @@ bool Runner::start_exporter() {
     options.at_stop = cfg_.task.mode == Mode::kOneshot ? metrics::ExporterOptions::AtStop::kRecord
                                                        : metrics::ExporterOptions::AtStop::kRemove;
     if (!options.textfile.empty()) {
-      // The last success of the runs before this one (a cron job's runs are processes of
-      // their own). Bounded: a hung mount does not hold up the start.
-      metrics_.restore_last_success(metrics::read_previous_textfile(options.textfile, std::chrono::seconds(1)));
+      // The last success and the once_per slots skipped of the runs before this one (a cron
+      // job's runs are processes of their own). Bounded: a hung mount does not hold up the start.
+      const std::string previous = metrics::read_previous_textfile(options.textfile, std::chrono::seconds(1));
+      metrics_.restore_last_success(previous);
+      metrics_.restore_once_skipped(previous);
     }
     exporter_ = std::make_unique<metrics::Exporter>(metrics_, std::move(options));
   } catch (const Error& e) {

@@ -4,7 +4,8 @@
 /// (docs/DESIGN.md "The phases"):
 ///   runner.cpp   set-up, the run loop, waiting on the loop's fds, signals
 ///   contend.cpp  the standby phase: attempts, waits, reports (StandbyMachine)
-///   lead.cpp     the leader phase: renewals, the once_per claim, the child (LeaderMachine)
+///   lead.cpp     the leader phase: renewals, the child (LeaderMachine)
+///   once.cpp     once_per: the read before contending, the claim under the lease
 ///
 /// One thread runs the event loop over a signalfd, the keeper's pidfd, the renewer's wake
 /// fd, a CLOCK_BOOTTIME timerfd for every deadline, and the release-channel subscribers;
@@ -49,8 +50,6 @@ inline constexpr Millis kSettleBeforeExit{200};
 /// A failure's cause, stable across attempts: the node (whether its connection was
 /// closed, then refused, it is one node down), or for a failure of the whole round its kind.
 std::string cause_key(const lock::NodeError& e);
-/// A claim as a log line shows it: "holder h (token 7, started ..., exit status 0)".
-std::string describe_claim(const lock::ClaimRecord& c);
 
 class Runner {
  public:
@@ -95,8 +94,6 @@ class Runner {
   /// A holder whose key has no TTL (set by hand): said once.
   void report_never_expires(const lock::Acquisition& acq);
   int give_up(const lock::Acquisition& acq, int attempts);
-  /// once_per: before contending, whether this run's slot was run already (exit 75 then).
-  std::optional<int> slot_already_run();
   /// The node health seen in a round, for redisgo_task_node_up.
   void note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors);
 
@@ -108,8 +105,6 @@ class Runner {
   static constexpr Millis kLimitCheckEvery{300'000};
   /// The renewal thread for this lease; nullptr (logged, released) when it cannot start.
   std::unique_ptr<lock::Renewer> start_renewer(const lock::Acquisition& acquired);
-  /// once_per: claims the slot under the lease; an exit status when it is not to run.
-  std::optional<int> claim_slot(const lock::Acquisition& acquired, lock::Renewer& renewer);
   /// The leader machine's loop, until it has an outcome.
   void run_leader(Leading& l);
   /// One turn's events after poll: Woke, the control channels, the health check, Signals,
@@ -164,6 +159,16 @@ class Runner {
   /// run's lease: 2 x once_per (redisgo_task(1), MODES), and never less than 2 x expire, so that it outlives
   /// the gap between two renewals and a dead holder's lease.
   Millis claim_ttl() const { return std::max(*cfg_.task.once_per, cfg_.redis.expire) * 2; }
+
+  // --- once_per (once.cpp) ---
+  /// Before contending, whether this run's slot was run already (exit 75 then).
+  std::optional<int> slot_already_run();
+  /// Claims the slot under the lease; an exit status when it is not to run.
+  std::optional<int> claim_slot(const lock::Acquisition& acquired, lock::Renewer& renewer);
+  /// The highest witness the nodes show, read under the lease (0: none, or unreadable).
+  std::int64_t highest_witness();
+  /// A slot not run after its claim (run already; skipped: logged at error and counted).
+  int slot_not_run(const lock::Claim& claim);
 
   // --- shared (runner.cpp) ---
   /// Reads pending signals. TERM/INT set stop_requested_; others are returned for forwarding.
@@ -227,6 +232,8 @@ class Runner {
   std::uint64_t textfile_failures_ = 0;
   log::CauseLog metrics_log_;
   std::optional<std::string> once_key_;   ///< once_per: the claim of this run's slot
+  /// once_per: the claim counted (claim_slot); the renewals write a lost claim again only then.
+  std::shared_ptr<std::atomic<bool>> claim_made_;
   std::int64_t once_slot_s_ = 0;          ///< its start, seconds since the epoch
   std::int64_t started_ms_;               ///< when this run started (wall clock)
 };

@@ -7,6 +7,7 @@
 /// plus PUBLISH on the release channel, and the undo of a failed attempt is a
 /// compare-and-DEL that publishes nothing.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lock/once.h"
 #include "redis/connection.h"
 #include "util/clock.h"
 
@@ -42,6 +44,9 @@ struct LeaseKeys {
   std::vector<std::string> slots_from(int first) const;
   /// once_per: the claim of the slot that starts at `slot_start_s` (seconds since the epoch).
   std::string claim(std::int64_t slot_start_s) const;
+  /// once_per: the witness and the `adopt` record (lock/once_scripts.h), "<base>:once:witness"
+  /// (no slot's start: `list` and `status` take no claim for it).
+  std::string witness() const { return base + ":once:witness"; }
   /// `pause`: while this key exists (always with a TTL), no host starts the job.
   std::string pause() const { return base + ":pause"; }
   /// Renewals refused: the note a daemon leaves while it holds back (RefusalNote), and the
@@ -160,6 +165,10 @@ struct LeaseOptions {
   /// The claim's recorded start (ms since the epoch): a renewal that finds the claim gone
   /// (the node restarted empty) writes it again with this start and the token. 0 = never.
   std::int64_t claim_start_ms = 0;
+  /// Set (by the daemon) once the claim counted on a quorum: until then a renewal writes no
+  /// claim again (it would claim the slot where the rule did not let it, or bring back a
+  /// claim that was dropped because it fell short). Null: as if set.
+  std::shared_ptr<const std::atomic<bool>> claim_made;
   /// The restart guard: a node where the key is absent and that has been up for less than
   /// this grants nothing to a new holder (kAcquireFair). The daemon passes `expire`
   /// (restart_guard = true) or 0 (off). A busy lease seen with more TTL left than this
@@ -346,23 +355,44 @@ struct NodeView {
   std::string peer;
 };
 
-/// once_per: the outcome of claiming a slot, and what a claim records.
-struct ClaimRecord {
-  std::string holder;
-  std::string token;
-  std::string start_ms;   ///< when the run started, ms since the epoch
-  std::string status;     ///< exit status once the run ended; "" while it runs (or if its host died)
+/// once_per: what the daemon asks when it claims a slot under its lease.
+struct ClaimRequest {
+  std::string claim_key;
+  std::string witness_key;
+  std::int64_t slot_s = 0;          ///< the slot's start, s since the epoch
+  std::uint64_t token = 0;
+  std::int64_t start_ms = 0;        ///< when this run started
+  Millis ttl{0};                    ///< the claim's TTL
+  /// Restart guard: the earliest time a run of the slot can have started (ms since the
+  /// epoch); 0 = no guard (every node counts, nothing is fsynced or witnessed).
+  std::int64_t guard_from_ms = 0;
+  std::int64_t highest_witness = 0; ///< the highest witness the nodes showed before (0: none)
+  Millis witness_ttl{0};
 };
+
+/// once_per: the outcome of claiming a slot.
 struct Claim {
   enum class Kind {
-    kClaimed,      ///< a quorum recorded our claim: run
-    kTaken,        ///< the slot was claimed already (by `previous`): do not run
-    kGuarded,      ///< a node started after a run of the slot could have begun: do not run
-    kFailed,       ///< neither: too few nodes answered, or the lease was gone
+    kClaimed,     ///< a quorum recorded our claim, each where it counts, durable: run
+    kTaken,       ///< the slot was claimed already (by `previous`): do not run
+    kGuarded,     ///< too few nodes count as unclaimed: one may have lost a run's claim
+    kNotDurable,  ///< a quorum took the claim, but too few made it durable in time
+    kFailed,      ///< neither: too few nodes answered, or the lease was gone
   } kind = Kind::kFailed;
   ClaimRecord previous;
-  std::string error;     ///< kFailed: why; kGuarded: which node started when
+  std::string error;     ///< kFailed: why (each node's error is in `notes`)
   bool refused = false;  ///< kFailed: a node refused our credentials or the script (ACL): exit 77
+  /// Per node, what it said: "<node>: counts as unclaimed (...)", "<node>: does not count:
+  /// started ...", "<node>: WAITAOF did not confirm ...". For the log of a slot not run, and
+  /// at debug of one run.
+  std::vector<std::string> notes;
+  /// Nodes that counted as unclaimed (before the claim was made durable).
+  int counted = 0;
+  /// Nodes that counted through an `adopt` record, with who wrote it and when.
+  std::vector<std::string> adopted;
+  /// Sentinel, Cluster: masters that took the claim with no replica to acknowledge it (a
+  /// failover now may lose it).
+  std::vector<std::string> unreplicated;
 };
 
 /// The outcome of publishing a control message.
@@ -399,15 +429,40 @@ class LeaseBackend {
   /// (an attempt that ran late at a paused node, a release that did not arrive), undone
   /// rather than waited for. While it holds a lease, acquire() refuses like anyone's.
   virtual void released_elsewhere() {}
-  /// once_per: claims `claim_key` for this holder while the lease is held. A node that
-  /// already has a claim makes it kTaken (at most once per slot, whoever else claimed).
-  /// Restart guard: `guard_from_ms` is the earliest time a run of the slot can have started
-  /// (0 = no guard); a node without the claim that started later than that may have lost a
-  /// run's claim, and grants no claim (kGuarded when no quorum claims).
-  virtual Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
-                      std::int64_t guard_from_ms) {
-    (void)claim_key, (void)token, (void)start_ms, (void)ttl, (void)guard_from_ms;
+  /// once_per: claims the slot for this holder while the lease is held (lock/once.h). A
+  /// node that already has a claim makes it kTaken (at most once per slot, whoever else
+  /// claimed). Restart guard: a node counts only as the rule says, and a claim there counts
+  /// only once fsynced (WAITAOF) where the node can, and acknowledged by a replica where a
+  /// Sentinel or Cluster master has one. A claim that does not reach a quorum is dropped.
+  virtual Claim claim(const ClaimRequest& request) {
+    (void)request;
     return {};
+  }
+  /// once_per: every node's side of the rule and its claims of `claim_keys` (each
+  /// OnceNode's `claim` is that of the first key; `claims` per node, per key).
+  virtual std::vector<OnceNode> read_once(const std::string& witness_key, const std::vector<std::string>& claim_keys,
+                                          std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) {
+    (void)witness_key, (void)claim_keys, (void)claims;
+    return {};
+  }
+  /// `adopt`: declares the slot unclaimed on every node that has no claim of it (written:
+  /// the nodes' TIME of the record, 0 where it was not).
+  struct Adoption {
+    std::vector<std::int64_t> written_ms;   ///< per node
+    std::vector<std::string> errors;        ///< per node that failed, its error
+    std::optional<ClaimRecord> claimed;     ///< a claim found on the way: nothing adopted there
+    std::string claimed_on;                 ///< ... on this node
+    bool refused = false;                   ///< a node refused (ACL)
+  };
+  virtual Adoption adopt(const std::string& claim_key, const std::string& witness_key, std::int64_t slot_s,
+                         const std::string& by, Millis witness_ttl) {
+    (void)claim_key, (void)witness_key, (void)slot_s, (void)by, (void)witness_ttl;
+    return {};
+  }
+  /// Drops an `adopt` record that did not reach a quorum, where it was written.
+  virtual void drop_adoption(const std::string& witness_key, std::int64_t slot_s,
+                             const std::vector<std::int64_t>& written_ms) noexcept {
+    (void)witness_key, (void)slot_s, (void)written_ms;
   }
   /// Records the run's exit status in our claim ("" drops our claim: the slot did not run).
   /// Never throws.

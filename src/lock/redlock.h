@@ -72,8 +72,13 @@ class RedlockBackend final : public LeaseBackend {
   int node_count() const override { return static_cast<int>(nodes_.size()); }
   void select_slot(int slot) override;
   void released_elsewhere() override { holding_ = false; }
-  Claim claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
-              std::int64_t guard_from_ms) override;
+  Claim claim(const ClaimRequest& request) override;
+  std::vector<OnceNode> read_once(const std::string& witness_key, const std::vector<std::string>& claim_keys,
+                                  std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) override;
+  Adoption adopt(const std::string& claim_key, const std::string& witness_key, std::int64_t slot_s,
+                 const std::string& by, Millis witness_ttl) override;
+  void drop_adoption(const std::string& witness_key, std::int64_t slot_s,
+                     const std::vector<std::int64_t>& written_ms) noexcept override;
   void finish_claim(const std::string& claim_key, const std::string& status) noexcept override;
   std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override;
   Published publish(const std::string& channel, const std::string& message) override;
@@ -146,6 +151,13 @@ class RedlockBackend final : public LeaseBackend {
   void undo_leftovers(const std::vector<bool>& leftover, int keep);
   /// Sentinel: WAIT for the replicas on the nodes that granted; false if too few have it.
   bool replicated(const std::vector<bool>& granted, std::vector<NodeError>& errors);
+  /// claim(): what each node's claim reply says, for the counting (redlock_once.cpp).
+  struct ClaimTally;
+  /// claim(): reads every node's reply into `t` (and a claim found there into `out`).
+  void tally_claims(const ClaimRequest& q, const std::vector<redis::CallPtr>& calls, ClaimTally& t, Claim& out);
+  /// claim(): WAITAOF where the claim must be fsynced, WAIT where a Sentinel or Cluster
+  /// master has a replica; marks in `t` the claims that became durable. False: cancelled.
+  bool make_durable(const ClaimRequest& q, ClaimTally& t, Claim& out);
   /// Reads what arrived for earlier rounds and accounts each node's health from the
   /// calls that completed (one failure per broken connection, not per call).
   void sweep() noexcept;

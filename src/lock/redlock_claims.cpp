@@ -1,5 +1,6 @@
-// RedlockBackend: what is read or written beside the lease: inspect (status),
-// once_per claims, control messages.
+// RedlockBackend: what is read or written beside the lease: inspect (status), the end and
+// the reading of once_per claims (the claim itself: redlock_once.cpp), control messages,
+// pause and resume.
 #include "lock/redlock.h"
 
 #include "lock/fencing.h"
@@ -45,86 +46,6 @@ std::vector<NodeView> RedlockBackend::inspect() {
     v.uptime_s = r->uptime_s;
   }
   return views;
-}
-
-Claim RedlockBackend::claim(const std::string& claim_key, std::uint64_t token, std::int64_t start_ms, Millis ttl,
-                            std::int64_t guard_from_ms) {
-  Claim out;
-  const std::size_t n = nodes_.size();
-  sweep();
-  auto calls = send(kClaim, {held_key(), claim_key},
-                    {options_.holder, std::to_string(token), std::to_string(start_ms), std::to_string(ttl.count()),
-                     guard_from_ms > 0 ? std::to_string(guard_from_ms) : ""},
-                    {},
-                    Send::kAlways);
-  auto reply_of = [&](std::size_t i) {
-    return calls[i] && calls[i]->ok() ? parse_claim_reply(calls[i]->reply().get()) : ClaimReply{};
-  };
-  // A run needs its claim on a quorum; any node that has another claim means the slot
-  // was run (whoever ran it claimed a quorum, and every two quorums share a node).
-  auto decided = [&] {
-    int yes = 0, pending = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!calls[i]->done()) {
-        ++pending;
-        continue;
-      }
-      const auto r = reply_of(i);
-      if (r.kind == ClaimReply::Kind::kTaken) return true;
-      yes += r.kind == ClaimReply::Kind::kClaimed ? 1 : 0;
-    }
-    return yes >= quorum() || yes + pending < quorum();
-  };
-  const bool finished = wait(calls, decided, true);
-  sweep();
-  int yes = 0, unanswered = 0;
-  std::vector<std::string> errors;
-  std::string guarded;  // the first node held back by the restart guard, and when it started
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto r = reply_of(i);
-    if (r.kind == ClaimReply::Kind::kTaken && out.kind != Claim::Kind::kTaken) {
-      out.kind = Claim::Kind::kTaken;
-      out.previous = {r.holder, r.token, r.start_ms, r.status};
-    } else if (r.kind == ClaimReply::Kind::kClaimed) {
-      ++yes;
-    } else if (r.kind == ClaimReply::Kind::kGuarded) {
-      if (guarded.empty()) {
-        const long long ago_s = (wall_ms() - std::stoll(r.start_ms)) / 1000;
-        guarded = nodes_[i].name + " started " + std::to_string(std::max(0LL, ago_s)) + " s ago";
-      }
-    } else if (r.kind == ClaimReply::Kind::kNotOurs) {
-      errors.push_back(nodes_[i].name + ": the lease is no longer ours");
-    } else if (calls[i]->done()) {
-      out.refused = out.refused || calls[i]->fault() == Fault::kAuth;
-      errors.push_back(calls[i]->ok() ? nodes_[i].name + ": unexpected reply to the claim script" : calls[i]->error());
-    } else {
-      ++unanswered;  // still on its way: it may yet write our claim there
-    }
-  }
-  // Our claim is dropped wherever it was written or may yet be (a claim still in flight when
-  // the others had decided: the drop goes behind it on the same connection). A partial claim
-  // left behind made every host skip that slot as "run already" though nothing ran.
-  const bool written = yes > 0 || unanswered > 0;
-  if (out.kind == Claim::Kind::kTaken) {
-    if (written) finish_claim(claim_key, "");  // ours where it was written: the slot is not ours
-    return out;
-  }
-  if (finished && yes >= quorum()) {
-    out.kind = Claim::Kind::kClaimed;
-    return out;
-  }
-  if (written) finish_claim(claim_key, "");
-  if (finished && !guarded.empty()) {
-    out.kind = Claim::Kind::kGuarded;
-    out.error = guarded;
-    return out;
-  }
-  out.error = "the slot was claimed on " + std::to_string(yes) + " node(s)" +
-              (unanswered > 0 ? " (" + std::to_string(unanswered) + " more had not answered)" : "") +
-              ", fewer than the quorum of " + std::to_string(quorum()) + (written ? "; our claim was dropped again" : "");
-  for (const auto& e : errors) out.error += "; " + e;
-  if (!finished) out.error = "cancelled";
-  return out;
 }
 
 void RedlockBackend::finish_claim(const std::string& claim_key, const std::string& status) noexcept {

@@ -68,6 +68,7 @@ RedlockBackend::ScriptCall RedlockBackend::renew_call() const {
   // anyone else from taking it first (docs/DESIGN.md "Restart guard").
   const bool repair = options_.token != 0;
   const bool claim = !options_.claim_key.empty();
+  const bool rewrite = claim && options_.claim_start_ms > 0 && (!options_.claim_made || options_.claim_made->load());
   ScriptCall call;
   call.keys = {held_key(), keys_.fence};
   call.args = {options_.holder,
@@ -75,7 +76,7 @@ RedlockBackend::ScriptCall RedlockBackend::renew_call() const {
                repair ? std::to_string(options_.token) : "",
                fence_ttl_arg_,
                claim ? std::to_string(options_.claim_ttl.count()) : "",
-               claim && options_.claim_start_ms > 0 ? std::to_string(options_.claim_start_ms) : "",
+               rewrite ? std::to_string(options_.claim_start_ms) : "",
                // One node and one slot: a counter above our token proves a later grant
                // of this key (a semaphore's slots share the counter: it proves nothing).
                nodes_.size() == 1 && slot_keys_.size() == 1 ? "1" : ""};

@@ -198,15 +198,18 @@ ClaimReply parse_claim_reply(const redisReply* r) {
   ClaimReply out;
   const auto flag = redis::as_integer(element(r, 0));
   if (!r || r->type != REDIS_REPLY_ARRAY || !flag) return out;
-  if (*flag == 1 && r->elements == 1) {
-    out.kind = ClaimReply::Kind::kClaimed;
+  if (*flag == 1 && r->elements == 4) {
+    const auto how = text(element(r, 1));
+    const auto fsync = redis::as_integer(element(r, 2));
+    if (how && fsync && counted_from(*how) != Counted::kNo && parse_once_state(element(r, 3), out.state)) {
+      out.kind = ClaimReply::Kind::kClaimed;
+      out.how = counted_from(*how);
+      out.fsync = *fsync == 1;
+    }
   } else if (*flag == -1 && r->elements == 1) {
     out.kind = ClaimReply::Kind::kNotOurs;
   } else if (*flag == 2 && r->elements == 2) {
-    if (auto started = text(element(r, 1)); started && !started->empty()) {
-      out.kind = ClaimReply::Kind::kGuarded;
-      out.start_ms = *started;
-    }
+    if (parse_once_state(element(r, 1), out.state)) out.kind = ClaimReply::Kind::kGuarded;
   } else if (*flag == 0 && r->elements == 5) {
     auto holder = text(element(r, 1)), token = text(element(r, 2)), start = text(element(r, 3)),
          status = text(element(r, 4));

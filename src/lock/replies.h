@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "lock/once.h"
+
 namespace redisgo::lock {
 
 /// A holder id as logs and `status` show it: ours are well under 300 bytes; a foreign value
@@ -86,13 +88,17 @@ struct InspectReply {
 };
 std::optional<InspectReply> parse_inspect_reply(const redisReply* r);
 
-/// The claim script: {1} claimed, {-1} the lease is not ours, {0, holder, token, start,
-/// status} taken, {2, "<server start, ms>"} held back by the restart guard. kInvalid for anything else. The read-claims script gives kTaken or
-/// kInvalid (no claim) per key.
+/// The claim script (lock/once_scripts.h kClaim): {1, how, fsync 0/1, state} claimed,
+/// {-1} the lease is not ours, {0, holder, token, start, status} taken, {2, state} held back
+/// by the restart guard (the node does not count as unclaimed). kInvalid for anything else.
+/// The read-claims script gives kTaken or kInvalid (no claim) per key.
 struct ClaimReply {
   enum class Kind { kClaimed, kNotOurs, kTaken, kGuarded, kInvalid };
   Kind kind = Kind::kInvalid;
-  std::string holder, token, start_ms, status;  ///< kTaken; kGuarded: start_ms, when the server started
+  std::string holder, token, start_ms, status;  ///< kTaken
+  Counted how = Counted::kNo;                   ///< kClaimed: how the node counted
+  bool fsync = false;                           ///< kClaimed: to be fsynced (WAITAOF) before it counts
+  OnceNode state;                               ///< kClaimed, kGuarded: the node before the claim
 };
 ClaimReply parse_claim_reply(const redisReply* r);
 /// The read-claims script's reply for `keys` keys; nullopt when it is not of that shape.

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "lock/once_scripts.h"
 #include "redis/connection.h"
 
 namespace redisgo::lock {
@@ -316,68 +317,6 @@ end
 return {exists, holder, redis.call('PTTL', KEYS[1]), fence or '', up, fence_type}
 )lua";
 inline const Script kInspect{kInspectSource};
-
-/// Claim a once_per slot (redisgo_task(1), MODES), while holding the lease. KEYS: lease key, claim
-/// key. ARGV: holder, token, start (ms since the epoch), claim ttl in ms, the earliest time
-/// a run of this slot can have started (ms since the epoch; "" = no restart guard).
-/// The lease not ours: {-1}. Already claimed: {0, holder, token, start, status or ""};
-/// something else at the claim key (another type) counts as claimed too: at most once.
-/// Restart guard: no claim, but the server may have started after a run of the slot could
-/// have begun (so it may have forgotten that run's claim): {2, "<latest start, ms>"}, not
-/// claimed. (Uptime is whole seconds: the server is taken to have started as late as it can
-/// have.) INFO refused: claimed as without the guard.
-/// Else HSET holder/token/start with PEXPIRE: {1}.
-inline const std::string kClaimSource = kUptimeFunction + R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return {-1}
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  local c = redis.pcall('HMGET', KEYS[2], 'holder', 'token', 'start', 'status')
-  if c.err then
-    return {0, '(not a claim: ' .. redis.call('TYPE', KEYS[2]).ok .. ')', '', '', ''}
-  end
-  return {0, c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
-end
-if ARGV[5] and ARGV[5] ~= '' then
-  local up = uptime_s()
-  if up then
-    local t = redis.call('TIME')
-    local started = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - (up - 1) * 1000
-    if started > tonumber(ARGV[5]) then
-      return {2, string.format('%.0f', started)}
-    end
-  end
-end
-redis.call('HSET', KEYS[2], 'holder', ARGV[1], 'token', ARGV[2], 'start', ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return {1}
-)lua";
-inline const Script kClaim{kClaimSource};
-
-/// Record how a claimed slot's run ended, or drop a claim that did not run. KEYS: claim
-/// key. ARGV: holder, exit status ("" = drop the claim). Only a claim of ours: 1, else 0.
-inline const Script kFinishClaim{R"lua(
-if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then
-  return 0
-end
-if ARGV[2] == '' then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('HSET', KEYS[1], 'status', ARGV[2])
-end
-return 1
-)lua"};
-
-/// Read once_per claims (for `status`). KEYS: claim keys. No ARGV. Read-only:
-/// per key {holder, token, start, status} (each "" when absent; holder "" = no claim).
-inline const Script kReadClaims{R"lua(
-local out = {}
-for i = 1, #KEYS do
-  local c = redis.call('HMGET', KEYS[i], 'holder', 'token', 'start', 'status')
-  out[i] = {c[1] or '', c[2] or '', c[3] or '', c[4] or ''}
-end
-return out
-)lua"};
 
 /// A control message (`handover`). No KEYS. ARGV: channel, message. Returns the number
 /// of subscribers that received it (PUBLISH's reply).
@@ -971,7 +910,7 @@ return {note, type(ttl) == 'number' and ttl or -2, ''}
 /// key's own namespace (nobody reads them; each lives at most 1 s and is deleted at once).
 /// KEYS: scratch, scratch line. ARGV: "1" to try the line's commands (whatever `fair` says:
 /// fair = false runs the line's scripts too), "1" to
-/// try HSET (once_per). Every call through pcall: {"" , ""} when all ran, else {what was
+/// try the hash commands of once_per's claims and witness. Every call through pcall: {"" , ""} when all ran, else {what was
 /// refused, the error}.
 inline const Script kCheckRights{R"lua(
 local function try(what, ...)
@@ -990,6 +929,9 @@ local ok, refused = pcall(function()
   try('DEL', 'DEL', KEYS[1])
   if ARGV[2] == '1' then
     try('HSET', 'HSET', KEYS[1], 'holder', 'check')
+    try('HGET', 'HGET', KEYS[1], 'holder')
+    try('HMGET', 'HMGET', KEYS[1], 'holder', 'token')
+    try('EXISTS', 'EXISTS', KEYS[1])
     try('DEL', 'DEL', KEYS[1])
   end
   if ARGV[3] and ARGV[3] ~= '' then
@@ -1069,7 +1011,8 @@ return {redis.call('GET', KEYS[1]) or '', redis.call('PTTL', KEYS[1]), redis.cal
 
 /// Every script above.
 inline const std::vector<const Script*> kLeaseScripts{&kRenew, &kRelease, &kUndo, &kRaiseFence, &kInspect,
-                                                      &kClaim, &kFinishClaim, &kReadClaims,
+                                                      &kClaim, &kFinishClaim, &kReadClaims, &kReadOnce,
+                                                      &kAdopt, &kDropAdopt,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
                                                       &kReleaseFair, &kReadLine, &kListKey, &kPause,
                                                       &kResume, &kReadPause, &kSlotsBeyond, &kCheckRights,

@@ -79,6 +79,8 @@ constexpr const char* kRenewalResults[] = {"confirmed", "failed", "lost"};
 constexpr const char* kLossCauses[] = {"deadline", "lost", "taken"};
 constexpr const char* kBlockedCauses[] = {"credentials", "error", "tls", "unreachable"};
 constexpr const char* kStepDownCauses[] = {"cannot_start", "handover", "health", "pause", "renewal_refused", "restart_limit"};
+constexpr const char* kSkipReasons[] = {"claim_failed", "not_durable", "restart_guard"};
+constexpr const char* kSkippedName = "redisgo_task_once_per_slots_skipped_total";
 /// redisgo_task_state's label values, in the order of State.
 constexpr std::array<const char*, kStateCount> kStateNames{
     "standby",  "in_line",     "restart_guard",       "paused",     "leader",
@@ -201,6 +203,10 @@ struct Metrics::Impl {
                   "Unix time a child last exited 0 (0 before the first; a oneshot run carries the one its "
                   "textfile had).");
     timestamp(out, "redisgo_task_last_success_timestamp_seconds", last_success);
+    append_header(out, kSkippedName, "counter",
+                  "once_per slots that no host ran though nobody had run them, by reason (a oneshot run carries the "
+                  "count its textfile had).");
+    counters(out, kSkippedName, "reason", skipped);
   }
   /// The config's series (the caller holds mu).
   void settings_series(std::string& out) const {
@@ -269,6 +275,7 @@ struct Metrics::Impl {
   std::map<std::string, std::uint64_t, std::less<>> renewals;
   std::map<std::string, std::uint64_t, std::less<>> losses;
   std::map<std::string, std::uint64_t, std::less<>> step_downs;
+  std::map<std::string, std::uint64_t, std::less<>> skipped;  ///< once_per slots not run, by reason
   std::vector<std::pair<std::string, bool>> nodes;  ///< configured order, then first seen
   Histogram<kBuckets.size()> renewal_durations{kBuckets};
   Histogram<kWaitBuckets.size()> waits{kWaitBuckets};
@@ -284,6 +291,7 @@ Metrics::Metrics(std::string key, std::vector<std::string> nodes, const Clock& c
   for (auto* r : kRenewalResults) impl_->renewals.emplace(r, 0);
   for (auto* c : kLossCauses) impl_->losses.emplace(c, 0);
   for (auto* c : kStepDownCauses) impl_->step_downs.emplace(c, 0);
+  for (auto* r : kSkipReasons) impl_->skipped.emplace(r, 0);
   for (auto* c : kBlockedCauses) impl_->blocked.emplace(c, 0);
   std::set<std::string> seen;
   for (auto& n : nodes) {
@@ -388,6 +396,20 @@ void Metrics::add_step_down(std::string_view cause) {
   changed();
 }
 
+void Metrics::add_once_skipped(std::string_view reason) {
+  {
+    std::lock_guard lock(impl_->mu);
+    Impl::bump(impl_->skipped, reason);
+  }
+  changed();
+}
+
+std::uint64_t Metrics::once_skipped(std::string_view reason) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->skipped.find(reason);
+  return it == impl_->skipped.end() ? 0 : it->second;
+}
+
 void Metrics::set_node_up(std::string_view node, bool up) {
   bool moved = false;
   {
@@ -466,6 +488,31 @@ bool Metrics::restore_last_success(std::string_view previous) {
     return true;
   }
   return false;
+}
+
+bool Metrics::restore_once_skipped(std::string_view previous) {
+  bool took = false;
+  std::lock_guard lock(impl_->mu);
+  for (auto& [reason, count] : impl_->skipped) {
+    std::string prefix = std::string(kSkippedName) + "{" + impl_->key_label + ",reason=\"" + reason + "\"} ";
+    for (std::size_t at = 0; at < previous.size();) {
+      const std::size_t eol = std::min(previous.find('\n', at), previous.size());
+      const std::string_view line = previous.substr(at, eol - at);
+      at = eol + 1;
+      if (line.substr(0, prefix.size()) != prefix) continue;
+      const std::string_view digits = line.substr(prefix.size());
+      if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) break;
+      std::uint64_t v = 0;
+      for (char c : digits) v = v * 10 + static_cast<std::uint64_t>(c - '0');
+      if (v > count) {
+        count = v;
+        took = true;
+      }
+      break;
+    }
+  }
+  if (took) changed();
+  return took;
 }
 
 std::string Metrics::render_record() const {

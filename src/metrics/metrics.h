@@ -98,6 +98,11 @@ class Metrics {
   void set_child_exit(int status);
   /// redisgo_task_step_downs_total{cause="restart_limit"|"health"|"handover"|"cannot_start"}.
   void add_step_down(std::string_view cause);
+  /// redisgo_task_once_per_slots_skipped_total{reason="restart_guard"|"not_durable"|"claim_failed"}:
+  /// a once_per slot that this run did not run though nobody had (too few nodes count as
+  /// unclaimed; the claim not made durable in time; the claim not written on a quorum).
+  void add_once_skipped(std::string_view reason);
+  std::uint64_t once_skipped(std::string_view reason) const;
   /// redisgo_task_node_up{node="..."} (0/1). An unknown node name is added.
   void set_node_up(std::string_view node, bool up);
   /// redisgo_task_state{state="..."}: 1 for `state`, 0 for the others.
@@ -126,6 +131,12 @@ class Metrics {
   /// True when it took a value.
   bool restore_last_success(std::string_view previous_textfile);
 
+  /// A previous textfile's redisgo_task_once_per_slots_skipped_total for this key, where it
+  /// is above ours: a oneshot run from cron carries the count of the runs before it, so that
+  /// the counter only grows on a host and increase() sees every skipped slot. True when it
+  /// took a value.
+  bool restore_once_skipped(std::string_view previous_textfile);
+
   /// The whole exposition, # HELP and # TYPE lines included, label values escaped.
   std::string render() const;
   /// render() and redisgo_task_textfile_written_timestamp_seconds = `now_unix`: the
@@ -133,7 +144,8 @@ class Metrics {
   /// scrape time say the same).
   std::string render_textfile(double now_unix) const;
   /// What a oneshot run leaves in its textfile when it exits: the series that describe
-  /// the finished run (build info, once_per, last start, last success, last exit status)
+  /// the finished run (build info, once_per, last start, last success, last exit status,
+  /// once_per slots skipped)
   /// and none of the live ones (leader, state, nodes, the written timestamp), so that the
   /// file reports no leader that is gone and no stale daemon, but keeps cron's last success.
   std::string render_record() const;

@@ -251,7 +251,11 @@ bool AsyncConnection::retry_auth() {
 
 CallPtr AsyncConnection::send(std::vector<std::string> argv) { return submit(std::move(argv), nullptr); }
 
-CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* script) {
+CallPtr AsyncConnection::send(std::vector<std::string> argv, Millis blocks) {
+  return submit(std::move(argv), nullptr, std::max(Millis(0), blocks));
+}
+
+CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* script, Millis blocks) {
   auto call = std::make_shared<Call>();
   try {
     if (stale()) {
@@ -261,7 +265,7 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
     }
     const auto now = SteadyClock::now();
     const bool was_idle = state_ == State::kIdle;
-    auto deadline = now + options_.io_timeout;
+    auto deadline = now + options_.io_timeout + blocks;
     if (state_ != State::kOpen) deadline += options_.connect_timeout;
     if (was_idle) {
       auth_retried_ = false;

@@ -148,6 +148,9 @@ class AsyncConnection {
   /// Queues a command (argv form); starts connecting if needed. Never throws for a node
   /// failure: the call fails instead (possibly already when this returns).
   CallPtr send(std::vector<std::string> argv);
+  /// A command that blocks on the server for up to `blocks` (WAIT, WAITAOF): its reply is
+  /// given io_timeout plus that long.
+  CallPtr send(std::vector<std::string> argv, Millis blocks);
   /// `script` with these keys and args: EVAL the first time on this connection, EVALSHA after.
   CallPtr eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
@@ -207,7 +210,7 @@ class AsyncConnection {
     Kind kind;
   };
 
-  CallPtr submit(std::vector<std::string> argv, const Script* script);
+  CallPtr submit(std::vector<std::string> argv, const Script* script, Millis blocks = Millis(0));
   void begin_connect();
   void after_resolution();
   void connect_next_address();

@@ -108,7 +108,12 @@ int resp(const std::uint8_t* data, std::size_t size) {
       if (claim.kind != lock::ClaimReply::Kind::kTaken) check(claim.holder.empty(), "only a taken claim names a holder");
       for (std::size_t keys = 0; keys < 4; ++keys) {
         if (auto claims = lock::parse_read_claims_reply(reply.get(), keys)) check(claims->size() == keys, "one per key");
+        lock::OnceNode node;
+        std::vector<std::optional<lock::ClaimRecord>> found;
+        if (lock::parse_read_once_reply(reply.get(), keys, node, found)) check(found.size() == keys, "one per claim key");
       }
+      lock::OnceNode state;
+      if (lock::parse_once_state(reply.get(), state)) check(state.aof >= -1 && state.aof <= 1, "aof is -1, 0 or 1");
       (void)redis::type_name(reply.get());
       (void)redis::as_string(reply.get());
       for (std::size_t i = 0; i < reply.size(); ++i) (void)redis::as_string(reply.element(i));

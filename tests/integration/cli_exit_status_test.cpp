@@ -156,7 +156,7 @@ TEST(CliExitStatus, CommandLineMistakesAre78WithWhatExists) {
   auto r = run_task_binary({"tsak", "--config", cfg}, 10s);
   EXPECT_EQ(r.code, 78);
   EXPECT_NE(r.err.find("unknown command 'tsak'; did you mean 'task'?"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("task status validate check handover list pause resume version"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("task status validate check handover list pause resume adopt version"), std::string::npos) << r.err;
 
   r = run_task_binary({"task", "--config", cfg, "--key", ""}, 10s);
   EXPECT_EQ(r.code, 78);

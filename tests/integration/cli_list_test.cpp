@@ -62,6 +62,8 @@ TEST_F(CliList, OneNodeShowsHolderLineClaimsAndFreeKeysAndFilters) {
   ASSERT_TRUE(wait_until([&] { return redis.cli({"ZCARD", "{jobs:worker}:line"}) == "1"; }, 5s)) << standby.err();
   // Not ours: a name that ends in ":fence" but that no key derives.
   redis.cli({"SET", "plain:fence", "12"});
+  // once_per's witness lives beside the claims ("{K}:once:witness"): it is no claim.
+  redis.cli({"HSET", "{jobs:report}:once:witness", "slot", "1795000000", "durable", "1"});
 
   auto r = list(worker);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -74,6 +76,8 @@ TEST_F(CliList, OneNodeShowsHolderLineClaimsAndFreeKeysAndFilters) {
   EXPECT_NE(r.out.find("  once_per: last slot "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exit status 0"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("plain"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("witness"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("1970"), std::string::npos) << r.out;
 
   r = list(worker, {"--pattern", "*work*", "--json"});
   EXPECT_EQ(r.code, 0) << r.err;

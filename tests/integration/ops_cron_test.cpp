@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -191,6 +192,38 @@ TEST_F(OpsCron, ARestartGuardRefusalIsNoSilentSkip) {
   EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
   EXPECT_NE(mail.find("(restart guard); giving up"), std::string::npos) << mail;
   expect_summary(mail, cfg + " (key " + test_key() + ")", "the job was not run", 75);
+}
+
+TEST_F(OpsCron, ASkippedOncePerSlotIsMailedWithItsReason) {
+  // A server started a moment ago with no persistence, once_per 1 h: it cannot tell "never saw
+  // the key" from "restarted empty", so the slot is not run. Unlike a slot that another host
+  // ran (silent), nobody runs this one: the mail says so, which slot, and why. (The wrapper
+  // runs with --no-wait: first past the lease's own restart guard, one expire long.)
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string info = redis_.cli({"INFO", "server"});
+        const auto at = info.find("uptime_in_seconds:");
+        return at != std::string::npos && std::atoi(info.c_str() + at + 18) >= 4;
+      },
+      10s, 100ms));
+  for (const std::string format : {"text", "json"}) {
+    ConfigSpec spec;
+    spec.nodes = "host = \"" + redis_.address() + "\"";
+    spec.key = test_key(format);
+    spec.log_level = "info";
+    spec.restart_guard = true;
+    spec.extra_task = "once_per = \"1h\"\n";
+    const auto cfg = dir_.write("skipped-" + format + ".toml", make_config(spec) + "format = \"" + format + "\"\n");
+    auto [code, mail] = run({cfg, "--", "/bin/sh", "-c", "echo job-ran"});
+    EXPECT_EQ(code, 75) << format << ": " << mail;
+    EXPECT_EQ(mail.find("job-ran"), std::string::npos) << mail;
+    EXPECT_NE(mail.find("once_per slot skipped"), std::string::npos) << format << ": " << mail;
+    EXPECT_NE(mail.find("redisgo_task adopt --config " + cfg), std::string::npos) << format << ": " << mail;
+    expect_summary(mail, cfg + " (key " + test_key(format) + ")", "the job was not run: its once_per slot of ", 75);
+    EXPECT_NE(summary(mail).find("was skipped: only 0 of 1 Redis node(s) count as unclaimed"),
+              std::string::npos)
+        << format << ": " << summary(mail);
+  }
 }
 
 TEST_F(OpsCron, TheJobsOutputAndStatusPassThrough) {

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -224,6 +225,79 @@ TEST_F(SentinelTask, TheMasterKilledWhileLeadingFollowsTheSentinelsFailoverWitho
     set.kill_master();
     meter.expect_bounds(meter.stop());
   });
+}
+
+/// Milliseconds into the day of a text log line ("2026-...T10:40:54.538Z info ..."); -1 if not one.
+long long log_ms(const std::string& line) {
+  int h = 0, m = 0, sec = 0, ms = 0;
+  const auto t = line.find('T');
+  if (t == std::string::npos || std::sscanf(line.c_str() + t + 1, "%d:%d:%d.%dZ", &h, &m, &sec, &ms) != 4) return -1;
+  return ((h * 60LL + m) * 60 + sec) * 1000 + ms;
+}
+
+/// When the first log line containing `what` was written (log_ms); -1 if none.
+long long logged_at(const std::string& log, const std::string& what) {
+  for (const auto& line : split_lines(log)) {
+    if (line.find(what) != std::string::npos) return log_ms(line);
+  }
+  return -1;
+}
+
+// once_per under Sentinel (docs/DESIGN.md "Restart guard", once_per claims): a failover is not
+// a restart (the promoted replica has been up all along, so it counts as unclaimed), and
+// replication is asynchronous. A claim therefore counts only once a replica has acknowledged
+// it (WAIT), whatever restart_guard says: a run never starts on a claim that a failover can
+// lose, and the slot is not run twice.
+TEST_F(SentinelTask, AOncePerClaimWaitsForTheReplicaSoAFailoverDoesNotRunTheSlotTwice) {
+  SentinelSet set(SentinelSet::Options{true});
+  const std::string runs = dir_.path() + "/runs";
+  auto once = [&](const std::string& key) {
+    ConfigSpec spec;
+    spec.nodes = set.config_lines();
+    spec.key = test_key(key);
+    spec.log_level = "info";
+    spec.io_timeout = "500ms";
+    spec.extra_task = "once_per = \"1h\"\n";
+    return dir_.write("once-" + key + ".toml", make_config(spec));
+  };
+  const auto first = once("first"), second = once("second");
+  auto run = [&](const std::string& cfg, const std::string& label) {
+    return run_task_binary({"task", "--config", cfg, "--", "/bin/sh", "-c", "echo " + label + " >> " + runs}, 30s);
+  };
+  auto count = [&](const std::string& label) {
+    std::size_t n = 0;
+    for (const auto& l : split_lines(read_file(runs))) n += l == label ? 1 : 0;
+    return n;
+  };
+
+  // The replica hears the master 600 ms late each way: the job starts only once the replica
+  // has acknowledged the claim, more than a second after the lease was acquired.
+  set.replication_link().latency(600ms);
+  auto r = run(first, "first");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const long long acquired = logged_at(r.err, "acquired key="), started = logged_at(r.err, "child started");
+  ASSERT_GE(acquired, 0) << r.err;
+  EXPECT_GE(started - acquired, 1000) << "the job did not wait for the replica's acknowledgement\n" << r.err;
+
+  // The replica hears nothing: the claim of the second key is never acknowledged, so its
+  // slot is not run (loudly); the master dies, the sentinels promote the replica, which never
+  // had that claim, and the slot runs there, once.
+  set.replication_link().blackhole();
+  r = run(second, "second");
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_NE(r.err.find("no replica acknowledged it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("once_per slot skipped"), std::string::npos) << r.err;
+  EXPECT_EQ(count("second"), 0u) << r.err;
+  set.kill_master();
+  r = run(second, "second");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("the master has no replica connected to acknowledge it"), std::string::npos) << r.err;
+  EXPECT_EQ(count("second"), 1u) << "the slot ran twice across the failover\n" << r.err;
+  // The first key's claim was acknowledged before the failover: the new master has it.
+  r = run(first, "first");
+  EXPECT_EQ(r.code, 75) << r.err;
+  EXPECT_NE(r.err.find("was run already"), std::string::npos) << r.err;
+  EXPECT_EQ(count("first"), 1u);
 }
 
 }  // namespace

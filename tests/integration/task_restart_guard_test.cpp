@@ -329,7 +329,8 @@ TEST_F(TaskRestartGuard, AOncePerClaimLostInARestartIsWrittenAgainByItsRun) {
 
 TEST_F(TaskRestartGuard, AOncePerSlotIsNotRunOnAServerThatStartedAfterTheSlotCouldHaveBegun) {
   // The server may have lost a claim of this slot with its data (a run before the
-  // restart, its claim gone): at most once per slot means not running it, loudly.
+  // restart, its claim gone): at most once per slot means not running it, loudly: an error
+  // that says why (no persistence) and what to do (adopt on a first deployment).
   RedisServer redis;
   ConfigSpec spec = on(redis);
   spec.expire = "1s";
@@ -341,9 +342,12 @@ TEST_F(TaskRestartGuard, AOncePerSlotIsNotRunOnAServerThatStartedAfterTheSlotCou
   auto r = run_task_binary({"task", "--config", cfg, "--", "/bin/sh", "-c", "echo job-ran"}, 15s);
   EXPECT_EQ(r.code, 75) << r.err;
   EXPECT_EQ(r.out.find("job-ran"), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find("is not run"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is not run (once_per slot skipped)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("(restart guard)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("warn"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" error [daemon] the slot of "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(redis.address() + ": does not count: started "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("with AOF off"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`redisgo_task adopt --config " + cfg + "`"), std::string::npos) << r.err;
   EXPECT_EQ(redis.cli({"EXISTS", test_key()}), "0") << "the lease is released";
 }
 

@@ -30,6 +30,28 @@ std::string find_redis_server() {
   return "";
 }
 
+/// The "v=X.Y.Z" of `redis-server --version` run as `argv`; "" when it does not run.
+std::string server_version(const std::vector<std::string>& argv) {
+  std::string cmd = "timeout 10";
+  for (const auto& a : argv) cmd += " '" + a + "'";
+  cmd += " --version 2>/dev/null";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    std::array<char, 512> buf;
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    ::pclose(p);
+  }
+  const auto at = out.find(" v=");
+  if (at == std::string::npos) return "";
+  return out.substr(at + 3, out.find(' ', at + 3) - at - 3);
+}
+
+bool at_least_7_2(const std::string& version) {
+  int major = 0, minor = 0;
+  return std::sscanf(version.c_str(), "%d.%d", &major, &minor) == 2 && (major > 7 || (major == 7 && minor >= 2));
+}
+
 bool port_answers(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -92,6 +114,27 @@ int free_port() {
 }
 
 std::string task_binary() { return REDISGO_TASK_BINARY; }
+
+std::vector<std::string> redis_server_with_waitaof(std::string* version) {
+  static const std::pair<std::vector<std::string>, std::string> found = [] {
+    const std::string host = find_redis_server();
+    if (!host.empty()) {
+      const std::string v = server_version({host});
+      if (at_least_7_2(v)) return std::make_pair(std::vector<std::string>{host}, v);
+    }
+    const std::string root = "/var/cache/redisgo-task/trixie";
+    const std::vector<std::string> loaded{root + "/lib64/ld-linux-x86-64.so.2", "--library-path",
+                                          root + "/lib/x86_64-linux-gnu:" + root + "/usr/lib/x86_64-linux-gnu",
+                                          root + "/usr/bin/redis-server"};
+    if (::access(loaded[0].c_str(), X_OK) == 0 && ::access(loaded[3].c_str(), R_OK) == 0) {
+      const std::string v = server_version(loaded);
+      if (at_least_7_2(v)) return std::make_pair(loaded, v);
+    }
+    return std::make_pair(std::vector<std::string>{}, std::string());
+  }();
+  if (version) *version = found.second;
+  return found.first;
+}
 
 RedisServerOptions with_password(std::string password) {
   RedisServerOptions o;
@@ -227,8 +270,9 @@ void RedisServer::start() {
 }
 
 void RedisServer::launch() {
-  std::string server = find_redis_server();
-  if (server.empty()) {
+  std::vector<std::string> program = options_.program;
+  if (program.empty() && !find_redis_server().empty()) program = {find_redis_server()};
+  if (program.empty()) {
     ADD_FAILURE() << "redis-server not found: run scripts/setup to install it";
     return;
   }
@@ -252,6 +296,13 @@ void RedisServer::launch() {
     for (const auto& u : options_.acl_users) out << u << "\n";
     for (const auto& line : options_.extra_config) out << line << "\n";
   }
+  // Built before the fork: the child only execs.
+  std::string sentinel_flag = "--sentinel";
+  std::vector<char*> argv;
+  for (auto& a : program) argv.push_back(a.data());
+  argv.push_back(conf.data());
+  if (options_.sentinel) argv.push_back(sentinel_flag.data());
+  argv.push_back(nullptr);
   pid_t pid = ::fork();
   if (pid == 0) {
     // Do not let the server inherit the test's blocked signal mask.
@@ -259,11 +310,7 @@ void RedisServer::launch() {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     ::setpgid(0, 0);
-    if (options_.sentinel) {
-      ::execl(server.c_str(), server.c_str(), conf.c_str(), "--sentinel", static_cast<char*>(nullptr));
-    } else {
-      ::execl(server.c_str(), server.c_str(), conf.c_str(), static_cast<char*>(nullptr));
-    }
+    ::execv(argv[0], argv.data());
     ::_exit(127);
   }
   if (pid < 0) return;

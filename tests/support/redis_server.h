@@ -38,7 +38,16 @@ struct RedisServerOptions {
   bool cluster_bus = false;
   /// Run as redis-sentinel (`sentinel` lines go in extra_config; the config must be writable).
   bool sentinel = false;
+  /// The server to run, as an argv prefix (the config file follows); empty: the host's
+  /// redis-server. redis_server_with_waitaof() gives one of Redis >= 7.2.
+  std::vector<std::string> program;
 };
+
+/// A redis-server that has WAITAOF (Redis >= 7.2): the host's when it is that recent, else
+/// Debian 13's Redis 8 in /var/cache/redisgo-task/trixie run through that root's own dynamic
+/// loader (scripts/setup; no chroot needed). Empty when there is none: the tests of once_per's
+/// AOF branch then skip, saying so. `version` (if given) receives its version.
+std::vector<std::string> redis_server_with_waitaof(std::string* version = nullptr);
 
 /// Options with requirepass `password`.
 RedisServerOptions with_password(std::string password);

@@ -35,10 +35,17 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // ---- Sentinel ------------------------------------------------------------------------
 
-SentinelSet::SentinelSet() {
+SentinelSet::SentinelSet() : SentinelSet(Options{}) {}
+
+SentinelSet::SentinelSet(Options options) {
   servers_.push_back(std::make_unique<RedisServer>());
+  int upstream = servers_[0]->port();
+  if (options.proxied_replication) {
+    link_ = std::make_unique<FaultProxy>(upstream);
+    upstream = link_->port();
+  }
   RedisServerOptions replica;
-  replica.extra_config = {"replicaof 127.0.0.1 " + std::to_string(servers_[0]->port())};
+  replica.extra_config = {"replicaof 127.0.0.1 " + std::to_string(upstream)};
   servers_.push_back(std::make_unique<RedisServer>(replica));
   const bool linked = wait_until(
       [&] { return info_field(servers_[1]->cli({"INFO", "replication"}), "master_link_status") == "up"; }, 10s);
@@ -48,7 +55,9 @@ SentinelSet::SentinelSet() {
     s.sentinel = true;
     s.extra_config = {"sentinel monitor " + std::string(kMaster) + " 127.0.0.1 " + std::to_string(servers_[0]->port()) + " 2",
                       "sentinel down-after-milliseconds " + std::string(kMaster) + " 1000",
-                      "sentinel failover-timeout " + std::string(kMaster) + " 3000",
+                      // Behind a proxy the replica follows an address the sentinels do not know as the
+                      // master's, and they would point it at the master after this long.
+                      "sentinel failover-timeout " + std::string(kMaster) + (link_ ? " 120000" : " 3000"),
                       "sentinel parallel-syncs " + std::string(kMaster) + " 1"};
     sentinels_.push_back(std::make_unique<RedisServer>(s));
   }

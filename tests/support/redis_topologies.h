@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/fault_proxy.h"
 #include "support/redis_server.h"
 
 namespace redisgo::testing {
@@ -21,6 +22,15 @@ class SentinelSet {
   /// sentinels (quorum 2, down-after 1000 ms, failover-timeout 3000 ms) and waits until
   /// each knows the replica and the other sentinels. Fails the test if it cannot.
   SentinelSet();
+  /// The same, with the replica's link to the master through a FaultProxy (replication_link()),
+  /// so that a test can hold back or delay what the master sends it (failover-timeout is then
+  /// 120 s: the sentinels would otherwise point the replica at the master's own address).
+  struct Options {
+    bool proxied_replication = false;
+  };
+  explicit SentinelSet(Options options);
+  /// The proxy between the replica and the first master (proxied_replication only).
+  FaultProxy& replication_link() { return *link_; }
 
   RedisServer& master() { return *servers_[master_]; }
   RedisServer& replica() { return *servers_[1 - master_]; }
@@ -42,6 +52,7 @@ class SentinelSet {
   void wait_for_master(const std::string& address, std::chrono::milliseconds timeout);
   std::vector<std::unique_ptr<RedisServer>> servers_;   // [0] first master, [1] first replica
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
+  std::unique_ptr<FaultProxy> link_;
   int master_ = 0;
 };
 

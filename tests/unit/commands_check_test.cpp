@@ -386,3 +386,80 @@ TEST(CheckOutput, TextLinesStartWithTheLevelAndJsonIsOneObject) {
   EXPECT_EQ(json_number(-0.0001), "0");
   EXPECT_EQ(json_number(12.0), "12");
 }
+
+namespace {
+
+/// A node as kReadOnce reports it, `up_s` seconds up at `now_ms`.
+OnceProbe once_node(const std::string& name, std::int64_t now_ms, std::int64_t up_s, int aof = 0,
+                    const std::string& version = "7.0.15", std::int64_t witness = 0) {
+  OnceProbe p;
+  p.node = name;
+  redisgo::lock::OnceNode n;
+  n.node = name;
+  n.reachable = true;
+  n.now_ms = now_ms;
+  n.uptime_s = up_s;
+  n.aof = aof;
+  n.version = version;
+  n.witness = witness;
+  n.witness_durable = witness > 0;
+  p.state = n;
+  return p;
+}
+
+}  // namespace
+
+TEST(CheckOncePer, SaysAheadWhetherTheNextSlotRunsAndWhatARestartWouldDo) {
+  redisgo::config::Config c = config_with(5000ms, 1000ms, 1000ms);
+  c.source = "/etc/redisgo_task/nightly.toml";
+  c.redis.restart_guard = true;
+  c.task.once_per = std::chrono::hours(24);
+  const std::int64_t slot = 1'795'651'200;            // 2026-11-26T00:00:00Z
+  const std::int64_t now = slot * 1000 - 9 * 3600'000;  // 15:00 the day before: the slot nearest is tonight's
+  auto text = [](const std::vector<Finding>& fs) {
+    std::ostringstream out;
+    write_text(fs, out);
+    return out.str();
+  };
+  // A first deployment: three servers up for an hour, since after the slot could begin (12:00).
+  std::vector<OnceProbe> fresh{once_node("a", now, 3600), once_node("b", now, 3600), once_node("c", now, 3600)};
+  auto fs = once_findings(fresh, c, now, 2);
+  std::string t = text(fs);
+  EXPECT_EQ(exit_code(fs, true), 1) << t;
+  EXPECT_NE(t.find("warn once_per: the slot of 2026-11-26T00:00:00Z would be skipped: 0 node(s) count as unclaimed"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("redisgo_task adopt --config /etc/redisgo_task/nightly.toml"), std::string::npos) << t;
+  EXPECT_NE(t.find("warn once_per a: does not count as unclaimed for the slot of 2026-11-26T00:00:00Z"),
+            std::string::npos)
+      << t;
+
+  // Up since the morning: they count; a restart would leave them out (AOF off), except the
+  // one with AOF on Redis 8 and a witness, which would still count.
+  std::vector<OnceProbe> up{once_node("a", now, 8 * 3600), once_node("b", now, 8 * 3600),
+                            once_node("c", now, 8 * 3600, 1, "8.0.2", slot - 86400)};
+  fs = once_findings(up, c, now, 2);
+  t = text(fs);
+  EXPECT_EQ(exit_code(fs, true), 0) << t;
+  EXPECT_NE(t.find("ok   once_per: the slot of 2026-11-26T00:00:00Z would run: 3 node(s) count"), std::string::npos) << t;
+  EXPECT_NE(t.find("once_per a: counts as unclaimed"), std::string::npos) << t;
+  EXPECT_NE(t.find("it would not count (AOF is off)"), std::string::npos) << t;
+  EXPECT_NE(t.find("once_per c: counts as unclaimed for the slot of 2026-11-26T00:00:00Z (up since"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("after a restart it still counts, through its AOF and witness"), std::string::npos) << t;
+
+  // The slot ran: the next one is judged. appendfsync no makes a node's claims never count.
+  up[0].current = redisgo::lock::ClaimRecord{"h:1:x", "7", "1795651200000", "0"};
+  up[2].appendfsync = "no";
+  fs = once_findings(up, c, now, 2);
+  t = text(fs);
+  EXPECT_NE(t.find("the slot of 2026-11-26T00:00:00Z was run by holder h:1:x"), std::string::npos) << t;
+  EXPECT_NE(t.find("the next, 2026-11-27T00:00:00Z, would run"), std::string::npos) << t;
+  EXPECT_NE(t.find("fail once_per c: AOF with appendfsync no"), std::string::npos) << t;
+  // A user without +waitaof on an AOF node of Redis >= 7.2: its claims never count either.
+  up[2].appendfsync = "everysec";
+  up[2].waitaof_error = "NOPERM this user has no permissions to run the 'waitaof' command";
+  t = text(once_findings(up, c, now, 2));
+  EXPECT_NE(t.find("fail once_per c: this user may not run WAITAOF"), std::string::npos) << t;
+  EXPECT_NE(t.find("grant +waitaof"), std::string::npos) << t;
+}

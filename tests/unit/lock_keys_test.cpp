@@ -124,6 +124,7 @@ TEST(LeaseKeys, SlotsClaimsAndControlShareTheKeysHashSlot) {
   EXPECT_EQ(k.slot(0), "backup");  // limit = 1 is the plain lease
   EXPECT_EQ(k.slot(3), "{backup}:slot:3");
   EXPECT_EQ(k.claim(1800000000), "{backup}:once:1800000000");
+  EXPECT_EQ(k.witness(), "{backup}:once:witness");
   EXPECT_EQ(k.control, "{backup}:control");
   auto t = LeaseKeys::derive("jobs:{backup}:lock");
   EXPECT_EQ(t.slot(1), "jobs:{backup}:lock:slot:1");
@@ -175,7 +176,25 @@ TEST(Replies, TheSemaphoreGrantNamesItsSlotKey) {
 
 TEST(Replies, AClaimIsClaimedTakenNotOursOrNotUnderstood) {
   using redisgo::lock::ClaimReply;
-  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:1\r\n").get()).kind, ClaimReply::Kind::kClaimed);
+  // {1, how it counted, fsync, the node's state} (lock/once_scripts.h kClaim).
+  const std::string state =
+      "*11\r\n:5\r\n:1795600000000\r\n:1\r\n$5\r\n8.0.2\r\n$10\r\n1795599900\r\n$1\r\n1\r\n"
+      "$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n:-1\r\n";
+  auto c = redisgo::lock::parse_claim_reply(reply_of("*4\r\n:1\r\n$7\r\nwitness\r\n:1\r\n" + state).get());
+  ASSERT_EQ(c.kind, ClaimReply::Kind::kClaimed);
+  EXPECT_EQ(c.how, redisgo::lock::Counted::kWitness);
+  EXPECT_TRUE(c.fsync);
+  EXPECT_EQ(c.state.uptime_s, 5);
+  EXPECT_EQ(c.state.version, "8.0.2");
+  EXPECT_EQ(c.state.witness, 1795599900);
+  EXPECT_TRUE(c.state.witness_durable);
+  EXPECT_EQ(c.state.adopted, 0);
+  auto g = redisgo::lock::parse_claim_reply(reply_of("*2\r\n:2\r\n" + state).get());
+  EXPECT_EQ(g.kind, ClaimReply::Kind::kGuarded);
+  // The claim reply of an older version ({1}) is not understood by this one.
+  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:1\r\n").get()).kind, ClaimReply::Kind::kInvalid);
+  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*4\r\n:1\r\n$5\r\nmaybe\r\n:1\r\n" + state).get()).kind,
+            ClaimReply::Kind::kInvalid);
   EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:-1\r\n").get()).kind, ClaimReply::Kind::kNotOurs);
   auto t = redisgo::lock::parse_claim_reply(reply_of("*5\r\n:0\r\n$1\r\nh\r\n$2\r\n42\r\n$3\r\n100\r\n$1\r\n3\r\n").get());
   ASSERT_EQ(t.kind, ClaimReply::Kind::kTaken);

@@ -49,7 +49,8 @@ const char* const kFamilies[] = {
     "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
     "redisgo_task_node_up",          "redisgo_task_wait_seconds",
     "redisgo_task_line_length",      "redisgo_task_cannot_acquire",
-    "redisgo_task_textfile_write_errors_total", "redisgo_task_frozen_past_lease_total"};
+    "redisgo_task_textfile_write_errors_total", "redisgo_task_frozen_past_lease_total",
+    "redisgo_task_once_per_slots_skipped_total"};
 
 }  // namespace
 
@@ -164,6 +165,11 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_last_success_timestamp_seconds Unix time a child last exited 0 (0 before the first; a oneshot run carries the one its textfile had).\n"
       "# TYPE redisgo_task_last_success_timestamp_seconds gauge\n"
       "redisgo_task_last_success_timestamp_seconds{key=\"jobs:nightly\"} 0\n"
+      "# HELP redisgo_task_once_per_slots_skipped_total once_per slots that no host ran though nobody had run them, by reason (a oneshot run carries the count its textfile had).\n"
+      "# TYPE redisgo_task_once_per_slots_skipped_total counter\n"
+      "redisgo_task_once_per_slots_skipped_total{key=\"jobs:nightly\",reason=\"claim_failed\"} 0\n"
+      "redisgo_task_once_per_slots_skipped_total{key=\"jobs:nightly\",reason=\"not_durable\"} 0\n"
+      "redisgo_task_once_per_slots_skipped_total{key=\"jobs:nightly\",reason=\"restart_guard\"} 0\n"
       "# HELP redisgo_task_step_downs_total Times this daemon stepped down as leader, by cause.\n"
       "# TYPE redisgo_task_step_downs_total counter\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"cannot_start\"} 0\n"
@@ -583,4 +589,36 @@ TEST(MetricsRender, LastSuccessIsRestoredFromAPreviousTextfile) {
   EXPECT_EQ(value_of(third.render(), "redisgo_task_last_success_timestamp_seconds{key=\"third\"}"), "0");
   EXPECT_TRUE(third.restore_last_success("redisgo_task_last_success_timestamp_seconds{key=\"third\"} 1.7e9\n"));
   EXPECT_EQ(value_of(third.render(), "redisgo_task_last_success_timestamp_seconds{key=\"third\"}"), "1700000000");
+}
+
+// once_per slots skipped (redisgo_task(1), METRICS): every reason at 0 from the start, in the
+// record a oneshot run leaves, and carried from run to run so that the count only grows on a
+// host (each cron run is a process of its own) and increase() sees every skip.
+TEST(MetricsRender, SkippedOncePerSlotsAreInTheRecordAndCarriedAcrossRuns) {
+  FakeClock clock;
+  Metrics first("nightly", {}, clock);
+  for (const char* reason : {"restart_guard", "not_durable", "claim_failed"}) {
+    EXPECT_EQ(value_of(first.render(), std::string("redisgo_task_once_per_slots_skipped_total{key=\"nightly\",reason=\"") +
+                                           reason + "\"}"),
+              "0")
+        << reason;
+  }
+  first.add_once_skipped("restart_guard");
+  const std::string previous = first.render_record();
+  EXPECT_EQ(value_of(previous, "redisgo_task_once_per_slots_skipped_total{key=\"nightly\",reason=\"restart_guard\"}"), "1")
+      << previous;
+  EXPECT_NE(previous.find("# TYPE redisgo_task_once_per_slots_skipped_total counter\n"), std::string::npos);
+
+  Metrics second("nightly", {}, clock);
+  EXPECT_TRUE(second.restore_once_skipped(previous));
+  second.add_once_skipped("restart_guard");
+  EXPECT_EQ(second.once_skipped("restart_guard"), 2u);
+  EXPECT_EQ(second.once_skipped("not_durable"), 0u);
+  EXPECT_FALSE(second.restore_once_skipped(previous)) << "an older count never replaces ours";
+  Metrics other("other", {}, clock);
+  EXPECT_FALSE(other.restore_once_skipped(previous)) << "another key's line";
+  EXPECT_FALSE(other.restore_once_skipped(
+      "redisgo_task_once_per_slots_skipped_total{key=\"other\",reason=\"restart_guard\"} -3\n"));
+  EXPECT_FALSE(other.restore_once_skipped(
+      "redisgo_task_once_per_slots_skipped_total{key=\"other\",reason=\"restart_guard\"} 1e3\n"));
 }

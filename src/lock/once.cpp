@@ -1,0 +1,171 @@
+#include "lock/once.h"
+
+#include <algorithm>
+
+#include "lock/fencing.h"
+#include "redis/reply.h"
+#include "util/duration.h"
+
+namespace redisgo::lock {
+namespace {
+
+const redisReply* element(const redisReply* r, std::size_t i) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements || !r->element) return nullptr;
+  return r->element[i];
+}
+
+std::optional<std::string> text(const redisReply* e) {
+  if (e && e->type == REDIS_REPLY_ERROR) return std::nullopt;
+  return redis::as_string(e);
+}
+
+/// A count written by our scripts ("" = none, 0); nullopt when it is not one.
+std::optional<std::int64_t> count_of(const std::optional<std::string>& s) {
+  if (!s) return std::nullopt;
+  if (s->empty()) return 0;
+  const auto v = parse_token(*s);
+  if (!v || *v >= kFenceLimit) return std::nullopt;
+  return static_cast<std::int64_t>(*v);
+}
+
+}  // namespace
+
+std::string describe_claim(const ClaimRecord& c) {
+  std::string out = "holder " + c.holder + " (token " + (c.token.empty() ? "?" : c.token);
+  if (const auto start = parse_token(c.start_ms); start && *start < kFenceLimit) {
+    out += ", started " + utc_text(static_cast<std::int64_t>(*start) / 1000);
+  }
+  out += c.status.empty() ? ", no exit status recorded" : ", exit status " + c.status;
+  return out + ")";
+}
+
+std::optional<std::int64_t> server_started_ms(const OnceNode& n) {
+  if (n.uptime_s < 0 || n.now_ms <= 0) return std::nullopt;
+  // Whole seconds of a cached clock: a server up 0.1 s may say 1 (docs/DESIGN.md
+  // "Restart guard"), so it is taken to have started one second later than it says.
+  return n.now_ms - (n.uptime_s - 1) * 1000;
+}
+
+bool supports_waitaof(std::string_view version) {
+  int major = 0, minor = 0;
+  std::size_t i = 0;
+  auto number = [&](int& out) {
+    const std::size_t from = i;
+    while (i < version.size() && version[i] >= '0' && version[i] <= '9' && i - from < 6) out = out * 10 + (version[i++] - '0');
+    return i > from;
+  };
+  if (!number(major) || i >= version.size() || version[i++] != '.' || !number(minor)) return false;
+  return major > 7 || (major == 7 && minor >= 2);
+}
+
+bool fsyncs_claims(const OnceNode& n) { return n.aof == 1 && supports_waitaof(n.version); }
+
+const char* to_string(Counted how) {
+  switch (how) {
+    case Counted::kUptime: return "uptime";
+    case Counted::kAdopt: return "adopt";
+    case Counted::kWitness: return "witness";
+    case Counted::kUnguarded: return "noinfo";
+    case Counted::kGuardOff: return "off";
+    case Counted::kNo: return "";
+  }
+  return "";
+}
+
+Counted counted_from(std::string_view word) {
+  for (Counted c : {Counted::kUptime, Counted::kAdopt, Counted::kWitness, Counted::kUnguarded, Counted::kGuardOff}) {
+    if (word == to_string(c)) return c;
+  }
+  return Counted::kNo;
+}
+
+OnceVerdict once_verdict(const OnceNode& n, std::int64_t slot_s, std::int64_t guard_from_ms, std::int64_t highest) {
+  if (guard_from_ms <= 0) return {Counted::kGuardOff, "restart_guard = false"};
+  const auto started = server_started_ms(n);
+  if (!started) return {Counted::kUnguarded, "INFO refused: the restart guard cannot apply"};
+  const std::string since = utc_text(*started / 1000);
+  if (*started <= guard_from_ms) return {Counted::kUptime, "up since " + since + ", before the slot could begin"};
+  if (n.adopted == slot_s && n.adopted_ms >= *started) {
+    return {Counted::kAdopt, "up since before `adopt` declared the slot unclaimed (" + n.adopted_by + ", " +
+                                 utc_text(n.adopted_ms / 1000) + ")"};
+  }
+  std::string why = "started " + since + ", after the slot could begin (" + utc_text(guard_from_ms / 1000) + "), ";
+  if (n.adopted == slot_s) why += "after `adopt` declared it unclaimed (" + utc_text(n.adopted_ms / 1000) + "), ";
+  if (n.aof == 0) return {Counted::kNo, why + "with AOF off: a restart loses the claims since the last save"};
+  if (n.aof < 0) return {Counted::kNo, why + "and its AOF setting could not be read (INFO persistence)"};
+  if (!supports_waitaof(n.version)) {
+    return {Counted::kNo, why + "with AOF on but Redis " + (n.version.empty() ? std::string("(version unknown)") : n.version) +
+                              ", which has no WAITAOF (7.2 and later): its claims were not fsynced before their runs"};
+  }
+  if (n.witness <= 0) return {Counted::kNo, why + "with no witness (a fresh or wiped server: no evidence that it kept its claims)"};
+  if (!n.witness_durable) {
+    return {Counted::kNo, why + "with a witness written where claims were not fsynced (AOF off or Redis < 7.2 then)"};
+  }
+  if (n.witness < highest) {
+    return {Counted::kNo, why + "with a witness (slot " + utc_text(n.witness) + ") lower than another node's (slot " +
+                              utc_text(highest) + "): its data is older than the others'"};
+  }
+  return {Counted::kWitness, "AOF on, WAITAOF, and a witness (slot " + utc_text(n.witness) + ") as high as any node's"};
+}
+
+std::int64_t highest_witness(const std::vector<OnceNode>& nodes) {
+  std::int64_t w = 0;
+  for (const auto& n : nodes) {
+    if (n.reachable) w = std::max(w, n.witness);
+  }
+  return w;
+}
+
+std::string once_advice(const std::string& config_path) {
+  return "on a first deployment (servers that never ran this key), declare the slot unclaimed with `redisgo_task adopt "
+         "--config " +
+         config_path +
+         "`; for maintenance restarts, run Redis >= 7.2 with AOF (appendonly yes, appendfsync everysec), whose "
+         "claims survive a restart";
+}
+
+Millis witness_ttl(Millis once_per) {
+  constexpr Millis kWeek = std::chrono::hours(24 * 7);
+  return std::max(kWeek, once_per * 4);
+}
+
+bool parse_once_state(const redisReply* r, OnceNode& n) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 11) return false;
+  const auto up = redis::as_integer(element(r, 0)), now = redis::as_integer(element(r, 1)),
+             aof = redis::as_integer(element(r, 2)), replicas = redis::as_integer(element(r, 10));
+  const auto version = text(element(r, 3)), durable = text(element(r, 5)), by = text(element(r, 8));
+  const auto witness = count_of(text(element(r, 4))), adopted = count_of(text(element(r, 6))),
+             adopted_ms = count_of(text(element(r, 7))), adopts = count_of(text(element(r, 9)));
+  if (!up || !now || !aof || !replicas || !version || !durable || !by) return false;
+  n.uptime_s = *up;
+  n.now_ms = *now;
+  n.aof = static_cast<int>(std::clamp<long long>(*aof, -1, 1));
+  n.version = version->substr(0, 32);
+  // A witness or an adopt record that is not ours to read (set by hand): no evidence.
+  n.witness = witness.value_or(0);
+  n.witness_durable = witness && *durable == "1";
+  n.adopted = adopted.value_or(0);
+  n.adopted_ms = adopted ? adopted_ms.value_or(0) : 0;
+  n.adopted_by = by->substr(0, 256);
+  n.adopts = adopts.value_or(0);
+  n.replicas = *replicas;
+  return true;
+}
+
+bool parse_read_once_reply(const redisReply* r, std::size_t claim_keys, OnceNode& n,
+                           std::vector<std::optional<ClaimRecord>>& claims) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != claim_keys + 1) return false;
+  if (!parse_once_state(element(r, 0), n)) return false;
+  claims.assign(claim_keys, std::nullopt);
+  for (std::size_t i = 0; i < claim_keys; ++i) {
+    const redisReply* e = element(r, i + 1);
+    if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != 4) return false;
+    auto holder = text(element(e, 0)), token = text(element(e, 1)), start = text(element(e, 2)), status = text(element(e, 3));
+    if (!holder || !token || !start || !status) return false;
+    if (holder->empty()) continue;
+    claims[i] = ClaimRecord{*holder, *token, *start, *status};
+  }
+  return true;
+}
+
+}  // namespace redisgo::lock
