@@ -265,7 +265,13 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
     }
     const auto now = SteadyClock::now();
     const bool was_idle = state_ == State::kIdle;
-    auto deadline = now + options_.io_timeout + blocks;
+    // Redis answers in order: behind a command that blocks, a call is answered only once that
+    // one is. Counted from now, its deadline closed the connection under a WAIT, and what was
+    // queued behind (the drop of a claim) was lost unrun.
+    auto starts = now;
+    for (const auto& p : pending_) starts = std::max(starts, p.blocked_until);
+    const auto blocked_until = blocks > Millis(0) ? starts + blocks : SteadyClock::time_point{};
+    auto deadline = starts + options_.io_timeout + blocks;
     if (state_ != State::kOpen) deadline += options_.connect_timeout;
     if (was_idle) {
       auth_retried_ = false;
@@ -288,7 +294,7 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
     } else if (script) {
       argv[1] = script->sha();
     }
-    enqueue(std::move(argv), Kind::kUser, call, deadline);
+    enqueue(std::move(argv), Kind::kUser, call, deadline, blocked_until);
     if (state_ == State::kOpen) flush();
   } catch (const std::exception& e) {
     fail_with(e, Fault::kClosed);
@@ -309,13 +315,13 @@ CallPtr AsyncConnection::eval(const Script& script, const std::vector<std::strin
 }
 
 void AsyncConnection::enqueue(std::vector<std::string> argv, Kind kind, CallPtr call,
-                              SteadyClock::time_point deadline) {
+                              SteadyClock::time_point deadline, SteadyClock::time_point blocked_until) {
   if (out_offset_ == out_.size()) {
     out_.clear();
     out_offset_ = 0;
   }
   (auth_gate_ && kind == Kind::kUser ? held_ : out_) += format_command(argv);
-  pending_.push_back(Pending{std::move(call), deadline, kind});
+  pending_.push_back(Pending{std::move(call), deadline, kind, blocked_until});
 }
 
 void AsyncConnection::flush() {

@@ -208,6 +208,8 @@ class AsyncConnection {
     CallPtr call;
     SteadyClock::time_point deadline;
     Kind kind;
+    /// A command that blocks on the server (WAIT, WAITAOF): when it may end at the latest.
+    SteadyClock::time_point blocked_until{};
   };
 
   CallPtr submit(std::vector<std::string> argv, const Script* script, Millis blocks = Millis(0));
@@ -216,7 +218,8 @@ class AsyncConnection {
   void connect_next_address();
   void socket_connected();
   void continue_handshake();
-  void enqueue(std::vector<std::string> argv, Kind kind, CallPtr call, SteadyClock::time_point deadline);
+  void enqueue(std::vector<std::string> argv, Kind kind, CallPtr call, SteadyClock::time_point deadline,
+               SteadyClock::time_point blocked_until = {});
   void flush();
   void read_available();
   void dispatch(ReplyPtr reply);

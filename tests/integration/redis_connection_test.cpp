@@ -260,6 +260,25 @@ TEST(RedisConnection, PausedServerTimesOutThenRecovers) {
   EXPECT_EQ(text(run(conn, {"PING"})), "PONG");
 }
 
+// A call queued behind a command that blocks on the server (WAIT on a master without
+// replicas blocks for its whole timeout) is answered only after it. Its reply deadline counted
+// from its own send closed the connection under the WAIT, and the call was lost unrun.
+TEST(RedisConnection, ACallBehindABlockingCommandWaitsForItAndIsNotLost) {
+  RedisServer server;
+  AsyncConnection conn(options_for(server.address(), 200ms));
+  ASSERT_EQ(text(run(conn, {"PING"})), "PONG");
+  const auto key = test_key();
+  auto blocked = conn.send({"WAIT", "1", "800"}, 800ms);
+  auto behind = conn.send({"SET", key, "behind"});
+  auto both = [&] { return blocked->done() && behind->done(); };
+  drive({&conn}, both, for_at_most(5000ms));
+  EXPECT_TRUE(blocked->ok()) << text(blocked);
+  EXPECT_EQ(text(behind), "OK");
+  EXPECT_EQ(server.cli({"GET", key}), "behind");
+  // Once the WAIT has been answered, io_timeout alone bounds a call again.
+  EXPECT_EQ(text(run(conn, {"PING"})), "PONG");
+}
+
 TEST(RedisConnection, ReconnectsAfterRestart) {
   RedisServer server;
   AsyncConnection conn(options_for(server.address()));
