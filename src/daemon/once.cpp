@@ -11,6 +11,9 @@
 namespace redisgo::daemon {
 namespace {
 
+/// Claim rounds one run may make when signals other than a stop cut them short.
+constexpr int kClaimRounds = 8;
+
 /// "a; b; c".
 std::string joined(const std::vector<std::string>& parts) {
   std::string out;
@@ -73,7 +76,16 @@ std::optional<int> Runner::claim_slot(const lock::Acquisition& acquired, lock::R
     q.guard_from_ms = once_slot_s_ * 1000 - cfg_.task.once_per->count() / 2;
     q.highest_witness = highest_witness();
   }
-  const lock::Claim claim = backend_->claim(q);
+  lock::Claim claim = backend_->claim(q);
+  // A signal cuts a claim round short (the same wakeup serves SIGTERM), and the round drops
+  // what it wrote. Only a stop ends the run: any other signal is discarded while no child
+  // runs (redisgo_task(1), SIGNALS), and the round is made again. Bounded: a flood of
+  // signals ends in "cannot claim", not a loop.
+  for (int round = 1; claim.cancelled && round < kClaimRounds; ++round) {
+    read_signals();
+    if (stop_requested_) break;
+    claim = backend_->claim(q);
+  }
   for (const auto& node : claim.unreplicated) {
     log_->warn("the claim of the slot of {} is on {} only: the master has no replica connected to acknowledge it, so "
                "a failover before it is replicated could lose it and let the slot run twice",

@@ -382,6 +382,9 @@ struct Claim {
   ClaimRecord previous;
   std::string error;     ///< kFailed: why (each node's error is in `notes`)
   bool refused = false;  ///< kFailed: a node refused our credentials or the script (ACL): exit 77
+  /// kFailed: a signal ended the round before it was decided (our claim dropped again); the
+  /// caller decides whether that signal stops the run.
+  bool cancelled = false;
   /// Per node, what it said: "<node>: counts as unclaimed (...)", "<node>: does not count:
   /// started ...", "<node>: WAITAOF did not confirm ...". For the log of a slot not run, and
   /// at debug of one run.

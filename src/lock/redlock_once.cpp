@@ -82,6 +82,7 @@ Claim RedlockBackend::claim(const ClaimRequest& q) {
   if (t.written) finish_claim(q.claim_key, "");
   if (!durable_done) {
     out.error = "cancelled";
+    out.cancelled = true;
     return out;
   }
   if (counted >= quorum()) {

@@ -300,6 +300,59 @@ TEST_F(SentinelTask, AOncePerClaimWaitsForTheReplicaSoAFailoverDoesNotRunTheSlot
   EXPECT_EQ(count("first"), 1u);
 }
 
+// A signal that stops nothing (SIGHUP, SIGWINCH) is discarded while no child runs. One that
+// came while a claim waited for the replica's acknowledgement ended the round: the slot was
+// "cannot claim ... cancelled" and exit 69, though nothing was wrong. The round is made
+// again and the slot runs.
+TEST_F(SentinelTask, ASighupDuringAClaimRoundDoesNotCostTheSlot) {
+  SentinelSet set(SentinelSet::Options{true});
+  ConfigSpec spec;
+  spec.nodes = set.config_lines();
+  spec.key = test_key("hup");
+  spec.log_level = "info";
+  spec.io_timeout = "500ms";
+  spec.extra_task = "once_per = \"1h\"\n";
+  const auto cfg = dir_.write("once-hup.toml", make_config(spec));
+  const std::string runs = dir_.path() + "/runs";
+  // The acknowledgement takes 1.2 s or more: the SIGHUP lands inside the claim round.
+  set.replication_link().latency(600ms);
+  TaskProcess p(dir_.path(), "hup", {"task", "--config", cfg, "--", "/bin/sh", "-c", "echo ran >> " + runs});
+  ASSERT_TRUE(p.wait_for_log("acquired key=", 20s)) << p.err();
+  p.signal(SIGHUP);
+  EXPECT_EQ(p.wait_for(30s), 0) << p.err();
+  EXPECT_EQ(split_lines(read_file(runs)).size(), 1u) << p.err();
+  EXPECT_EQ(p.err().find("cancelled"), std::string::npos) << p.err();
+}
+
+// A stop while the claim waits for the replica's acknowledgement: the run ends (75, nothing
+// started), and its claim is dropped again. The drop, queued behind the WAIT, was lost when
+// its reply deadline passed under the WAIT: the claim stayed with "no exit status recorded"
+// and every later host skipped the slot as run already, though nothing had run.
+TEST_F(SentinelTask, AStopDuringAClaimRoundDropsTheClaimAndTheSlotRunsLater) {
+  SentinelSet set(SentinelSet::Options{true});
+  ConfigSpec spec;
+  spec.nodes = set.config_lines();
+  spec.key = test_key("term");
+  spec.log_level = "info";
+  spec.io_timeout = "500ms";
+  spec.extra_task = "once_per = \"1h\"\n";
+  const auto cfg = dir_.write("once-term.toml", make_config(spec));
+  const std::string runs = dir_.path() + "/runs";
+  const std::vector<std::string> args{"task", "--config", cfg, "--", "/bin/sh", "-c", "echo ran >> " + runs};
+  set.replication_link().latency(600ms);
+  {
+    TaskProcess p(dir_.path(), "term", args);
+    ASSERT_TRUE(p.wait_for_log("acquired key=", 20s)) << p.err();
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait_for(30s), 75) << p.err();
+  }
+  EXPECT_TRUE(read_file(runs).empty());
+  set.replication_link().pass();
+  const auto r = run_task_binary(args, 30s);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(split_lines(read_file(runs)).size(), 1u) << r.err;
+}
+
 }  // namespace
 
 namespace {
