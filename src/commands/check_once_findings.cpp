@@ -34,7 +34,7 @@ Finding node_finding(const OnceProbe& p, const config::Config& config, std::int6
                 lock::once_advice(config.source));
   }
   std::string m = "counts as unclaimed for the slot of " + when + " (" + v.why + ")";
-  if (guard_from > 0 && v.how != Counted::kUnguarded) {
+  if (guard_from > 0) {
     const std::string weak = restart_weakness(n, highest);
     m += weak.empty() ? "; after a restart it still counts, through its AOF and witness"
                       : "; restarted after " + utc_text(guard_from / 1000) + " it would not count (" + weak +

@@ -65,7 +65,6 @@ const char* to_string(Counted how) {
     case Counted::kUptime: return "uptime";
     case Counted::kAdopt: return "adopt";
     case Counted::kWitness: return "witness";
-    case Counted::kUnguarded: return "noinfo";
     case Counted::kGuardOff: return "off";
     case Counted::kNo: return "";
   }
@@ -73,7 +72,7 @@ const char* to_string(Counted how) {
 }
 
 Counted counted_from(std::string_view word) {
-  for (Counted c : {Counted::kUptime, Counted::kAdopt, Counted::kWitness, Counted::kUnguarded, Counted::kGuardOff}) {
+  for (Counted c : {Counted::kUptime, Counted::kAdopt, Counted::kWitness, Counted::kGuardOff}) {
     if (word == to_string(c)) return c;
   }
   return Counted::kNo;
@@ -82,7 +81,12 @@ Counted counted_from(std::string_view word) {
 OnceVerdict once_verdict(const OnceNode& n, std::int64_t slot_s, std::int64_t guard_from_ms, std::int64_t highest) {
   if (guard_from_ms <= 0) return {Counted::kGuardOff, "restart_guard = false"};
   const auto started = server_started_ms(n);
-  if (!started) return {Counted::kUnguarded, "INFO refused: the restart guard cannot apply"};
+  // Unlike the lease's guard, which grants and warns, a claim needs the evidence: a node
+  // that cannot say when it started may have restarted and lost a run's claim.
+  if (!started) {
+    return {Counted::kNo, "INFO refused to this user (grant +info): it cannot say whether it restarted, and so lost a "
+                          "claim of the slot, since the slot could begin"};
+  }
   const std::string since = utc_text(*started / 1000);
   if (*started <= guard_from_ms) return {Counted::kUptime, "up since " + since + ", before the slot could begin"};
   if (n.adopted == slot_s && n.adopted_ms >= *started) {

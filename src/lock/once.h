@@ -75,11 +75,10 @@ enum class Counted {
   kUptime,     ///< up since before the slot could begin
   kAdopt,      ///< up since before the slot's `adopt` record
   kWitness,    ///< AOF, WAITAOF and a witness as high as any node's
-  kUnguarded,  ///< INFO refused: the guard cannot apply (as for the lease; warned)
   kGuardOff,   ///< restart_guard = false
   kNo,         ///< it does not count: it may have lost a claim of the slot
 };
-/// "uptime", "adopt", "witness", "noinfo", "off" (the claim script's words), "".
+/// "uptime", "adopt", "witness", "off" (the claim script's words), "".
 const char* to_string(Counted how);
 Counted counted_from(std::string_view word);
 

@@ -29,8 +29,8 @@ using redis::Script;
 /// nothing here. A witness of another type (set by hand) reads as none: no evidence.
 /// waitaof(version): the server has WAITAOF (7.2 and later).
 /// counts(state, guard_from ms, slot, highest witness): how a node without a claim of the
-/// slot counts as unclaimed ("uptime", "adopt", "witness", "noinfo"), or nil when it may have
-/// lost one (lock/once.h once_verdict says the same in words).
+/// slot counts as unclaimed ("uptime", "adopt", "witness"), or nil when it may have lost one
+/// (a server that refuses INFO cannot say when it started: it does not count) (lock/once.h once_verdict says the same in words).
 /// raise_witness(key, slot, durable, ttl): witness = max(witness, slot), the durable flag
 /// of this write, the TTL at least ttl. A key of another type is left alone (no evidence).
 inline const std::string kOnceFunctions = R"lua(
@@ -66,7 +66,7 @@ local function waitaof(version)
 end
 local function counts(s, guard_from, slot, highest)
   if s[1] < 0 then
-    return 'noinfo'
+    return nil
   end
   local started = s[2] - (s[1] - 1) * 1000
   if started <= guard_from then
@@ -86,11 +86,12 @@ local function raise_witness(key, slot, durable, ttl)
   if type(old) == 'table' then
     return false
   end
+  local left = redis.call('PTTL', key)
   if not tonumber(old) or tonumber(old) < slot then
     redis.call('HSET', key, 'slot', string.format('%.0f', slot))
   end
   redis.call('HSET', key, 'durable', durable)
-  if redis.call('PTTL', key) < tonumber(ttl) then
+  if left < tonumber(ttl) then
     redis.call('PEXPIRE', key, ttl)
   end
   return true
@@ -116,7 +117,10 @@ end
 /// something else at the claim key (another type) counts as claimed too: at most once.
 /// Restart guard: no claim, and the node does not count as unclaimed (counts(): it may have
 /// lost a claim of the slot): {2, state}, not claimed. Else HSET holder/token/start with
-/// PEXPIRE, and with the guard the witness raised to the slot: {1, how it counted, 1 when
+/// PEXPIRE, and with the guard the witness raised to the slot. Nothing is left half-written
+/// by a refusal (ACL): PEXPIRE is run on the absent claim key before the HSET (a claim
+/// without its expiry would hold the slot forever, never run), and a witness that cannot be
+/// written takes the claim away again before the refusal is returned. Claimed: {1, how it counted, 1 when
 /// the claim must be fsynced (WAITAOF) before it counts else 0, state} (state: once_state,
 /// as before the claim).
 inline const std::string kClaimSource = kOnceFunctions + R"lua(
@@ -136,6 +140,7 @@ if ARGV[5] ~= '' then
     return {2, s}
   end
 end
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('HSET', KEYS[2], 'holder', ARGV[1], 'token', ARGV[2], 'start', ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 local durable = 0
@@ -143,7 +148,14 @@ if ARGV[5] ~= '' then
   if s[3] == 1 and waitaof(s[4]) then
     durable = 1
   end
-  raise_witness(KEYS[3], slot, tostring(durable), ARGV[8])
+  local ok, err = pcall(raise_witness, KEYS[3], slot, tostring(durable), ARGV[8])
+  if not ok then
+    redis.pcall('DEL', KEYS[2])
+    if type(err) == 'table' then
+      return err
+    end
+    return redis.error_reply(tostring(err))
+  end
 end
 return {1, how, durable, s}
 )lua";

@@ -78,7 +78,7 @@ TEST(OnceRule, EachBranchAndWhyANodeDoesNotCount) {
        "not fsynced"},
       {"AOF with its setting unreadable", [] { auto n = aof8(60, 1); n.aof = -1; return n; }(), 0, Counted::kNo,
        "could not be read"},
-      {"INFO refused: the guard cannot apply", noinfo, 0, Counted::kUnguarded, "INFO refused"},
+      {"INFO refused: it cannot say it kept its claims, so it does not count", noinfo, 0, Counted::kNo, "grant +info"},
   };
   for (const auto& c : cases) {
     const auto v = redisgo::lock::once_verdict(c.n, kSlot, kGuardFrom, c.highest);
