@@ -93,10 +93,11 @@ class FairLine : public ::testing::Test {
   bool line_reaches(long long n, std::chrono::milliseconds timeout = 10s) {
     return wait_until([&] { return line_length() == n; }, timeout);
   }
-  /// A holder "A" with a 1 s job, then `waiters` (0.2 s jobs) joining the line one by one:
-  /// procs_[1] is the line's head.
+  /// A holder "A" whose job runs until end_holder(), then `waiters` (0.2 s jobs) joining the
+  /// line one by one: procs_[1] is the line's head. (A timed job raced the joins: a slow start
+  /// of a waiter under the sanitizers let it end before the line was whole.)
   bool holder_and_line(const std::string& cfg, std::initializer_list<const char*> waiters) {
-    start("A", cfg, "1");
+    start("A", cfg, "0; while [ ! -e " + holder_gate_ + " ]; do sleep 0.02; done");
     if (!jobs_reach(1, 10s)) return false;
     long long n = 0;
     for (const char* w : waiters) {
@@ -105,6 +106,7 @@ class FairLine : public ::testing::Test {
     }
     return true;
   }
+  void end_holder() const { std::ofstream(holder_gate_).put('x'); }
   std::vector<Interval> jobs() const { return intervals(read_file(log_)); }
   bool jobs_reach(std::size_t n, std::chrono::milliseconds timeout) {
     return wait_until([&] { return jobs().size() >= n; }, timeout);
@@ -123,6 +125,7 @@ class FairLine : public ::testing::Test {
   TempDir dir_;
   std::string key_ = "rgt:fair";
   std::string log_ = dir_.path() + "/jobs";
+  std::string holder_gate_ = dir_.path() + "/holder-gate";
   int configs_ = 0;
   std::vector<std::unique_ptr<TaskProcess>> procs_;
   std::vector<std::string> logs_;
@@ -338,6 +341,7 @@ TEST_F(FairLine, AFrozenHeadLosesItsTurnAfterTheWindowAndTheNextOneRuns) {
   auto m = meter();
   const auto began = std::chrono::steady_clock::now();
   m.start();
+  end_holder();
   ASSERT_EQ(procs_[0]->wait_for(10s), 0);
   ASSERT_EQ(procs_[2]->wait_for(10s), 0);
   expect_quiet(m, began);
@@ -422,6 +426,7 @@ TEST_F(FairLine, AHeadWokenDuringAPauseKeepsItsPlace) {
   ASSERT_TRUE(holder_and_line(cfg, {"B", "C"}));
   auto& b = *procs_[1];
   ASSERT_EQ(run_task_binary({"pause", "--config", cfg, "--for", "30s"}, 10s).code, 0);
+  end_holder();
   ASSERT_EQ(procs_[0]->wait_for(10s), 0);  // A's job ended and it released: B was woken, and met the pause
   const std::string line = "{" + key_ + "}:line";
   const std::string b_id = ":" + std::to_string(b.pid()) + ":";
@@ -440,9 +445,11 @@ TEST_F(FairLine, AHeadWokenDuringAPauseKeepsItsPlace) {
 
 TEST_F(FairLine, ASemaphoresFreedSlotGoesToTheHeadOfTheLineInOrder) {
   const auto cfg = config("oneshot", "", "limit = 2\n");
-  // The holders end 0.5 s apart (two slots freed at once would race their heads, a tie).
-  start("A", cfg, "1.5");
-  start("B", cfg, "2");
+  // The holders end when the line is whole, one after the other (two slots freed at once
+  // would race their heads, a tie): B once C has taken A's slot.
+  const std::string gate_b = dir_.path() + "/gate-b";
+  start("A", cfg, "0; while [ ! -e " + holder_gate_ + " ]; do sleep 0.02; done");
+  start("B", cfg, "0; while [ ! -e " + gate_b + " ]; do sleep 0.02; done");
   ASSERT_TRUE(jobs_reach(2, 10s));
   for (const char* n : {"C", "D", "E", "F"}) {
     start(n, cfg, "0.3");
@@ -451,6 +458,9 @@ TEST_F(FairLine, ASemaphoresFreedSlotGoesToTheHeadOfTheLineInOrder) {
   auto m = meter();
   const auto began = std::chrono::steady_clock::now();
   m.start();
+  end_holder();
+  ASSERT_TRUE(jobs_reach(3, 10s));
+  std::ofstream(gate_b).put('x');
   for (auto& p : procs_) ASSERT_EQ(p->wait_for(20s), 0) << p->err();
   expect_quiet(m, began);
   const auto v = jobs();
@@ -506,6 +516,7 @@ TEST_F(FairLine, TwoFrozenWaitersAtTheHeadCostTheNextOnlyAFewWindows) {
   auto m = meter();
   const auto began = std::chrono::steady_clock::now();
   m.start();
+  end_holder();
   EXPECT_EQ(d.wait_for(15s), 0) << d.err();
   expect_quiet(m, began);
   b.signal(SIGCONT);
