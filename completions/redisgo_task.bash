@@ -22,7 +22,7 @@ _redisgo_task() {
   local -A options=(
     [task]="--config --key --holder-prefix --wait --no-wait --help"
     [status]="--config --key --holder-prefix --json --help"
-    [validate]="--config --help"
+    [validate]="--config --defaults --help"
     [check]="--config --json --help"
     [handover]="--config --key --timeout --slot --force --help"
     [list]="--config --pattern --json --help"

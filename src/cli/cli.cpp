@@ -85,10 +85,13 @@ With limit > 1 every slot is shown; with once_per, the claims of the last slots.
 Exit 0 when a quorum of nodes could be read, 69 when not (77 when that is because Redis
 refused the credentials). Only [redis] needs to be valid.)";
 
-constexpr const char* kValidateFooter = R"(Example:
+constexpr const char* kValidateFooter = R"(Examples:
   redisgo_task validate --config /etc/redisgo_task/backup.toml
+  redisgo_task validate --defaults
 Prints the effective configuration (defaults filled in, secrets masked) and exits 0, or
-prints every problem with its file, line and column and exits 78.)";
+prints every problem with its file, line and column and exits 78. --defaults prints the
+default of every key instead, as TOML: "key = value", "key = value  # default: RULE" for a
+default derived from other keys, "# key: TEXT" for a key without a default value.)";
 
 constexpr const char* kCheckFooter = R"(Example:
   redisgo_task check --config /etc/redisgo_task/backup.toml
@@ -320,7 +323,7 @@ struct Args {
   std::string config_path;
   std::optional<std::string> key;
   std::optional<std::string> holder_prefix;
-  bool wait = false, no_wait = false, json = false;
+  bool wait = false, no_wait = false, json = false, defaults = false;
   std::vector<std::string> command;
   std::string handover_timeout;
   int handover_slot = 0;
@@ -412,7 +415,10 @@ CLI::App* add_status(CLI::App& app, Args& a) {
 
 CLI::App* add_validate(CLI::App& app, Args& a) {
   auto* validate = app.add_subcommand("validate", "Check a configuration file and print the effective settings");
-  validate->add_option("-c,--config", a.config_path, "TOML configuration file")->required()->check(CLI::ExistingFile);
+  auto* config = validate->add_option("-c,--config", a.config_path, "TOML configuration file")->check(CLI::ExistingFile);
+  validate->add_flag("--defaults", a.defaults, "Print the default of every configuration key instead (reads no file)")
+      ->excludes(config);
+  validate->require_option(1);  // --config or --defaults
   validate->footer(footer(kValidateFooter));
   return validate;
 }
@@ -612,6 +618,10 @@ int dispatch(const Chosen& subs, const Args& a) {
     ::sigprocmask(SIG_UNBLOCK, &handled, nullptr);
   }
 
+  if (subs.validate && a.defaults) {
+    std::cout << config::render_defaults();
+    return output_written(0);
+  }
   if (subs.validate) return run_validate(a.config_path);
 
   std::optional<std::chrono::milliseconds> timeout;

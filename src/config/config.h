@@ -223,6 +223,11 @@ Diagnostic diagnostic_at(const Config& config, const std::string& dotted_key, st
 /// "********" with where it came from noted in a comment. For `validate`.
 std::string render_effective(const Config& config);
 
+/// The default of every key, as TOML with section headers (`validate --defaults`); the
+/// form is described at the top of its output and in redisgo_task(1), validate. The docs'
+/// tables of defaults are checked against it.
+std::string render_defaults();
+
 /// The manual's maxima: every duration at most one year, expire at most one day (deadlines and
 /// poll timeouts stay far from any overflow), a key at most 512 bytes.
 inline constexpr Millis kMaxDuration{365LL * 24 * 3600 * 1000};

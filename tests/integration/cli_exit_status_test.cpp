@@ -129,6 +129,25 @@ TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
   }
 }
 
+// What README's exit table and the manual's unreachable_timeout say: unreachable_timeout
+// bounds the waiting of a run that would wait; a --no-wait run makes its one attempt and
+// exits 69 then, on a silent node (an address that answers nothing) as on a closed port.
+TEST(CliExitStatus, NoWaitExits69AfterItsOneAttemptNotAfterUnreachableTimeout) {
+  TempDir dir;
+  FakeServer silent;  // accepts, never answers
+  const std::vector<std::string> nodes = {"host = \"127.0.0.1:" + std::to_string(free_port()) + "\"",
+                                          "host = \"" + silent.address() + "\""};
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    SCOPED_TRACE(nodes[i]);
+    const auto cfg = config_for(dir, "down" + std::to_string(i) + ".toml", nodes[i], "unreachable_timeout = \"1m\"\n");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 30s);
+    EXPECT_EQ(r.code, 69) << r.err;
+    EXPECT_NE(r.err.find("no quorum"), std::string::npos) << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << r.err;
+  }
+}
+
 TEST(CliExitStatus, ATlsVerificationFailureIs77) {
   TempDir dir;
   const TlsFiles& certs = test_certificates();

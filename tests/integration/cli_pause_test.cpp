@@ -8,6 +8,9 @@
 
 #include <chrono>
 #include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -155,6 +158,86 @@ TEST(CliPauseAcl, AResumeThatCannotWakeTheWaitersSaysSo) {
   EXPECT_EQ(r.code, 77) << r.out << r.err;
   EXPECT_NE(r.err.find("the waiters were not woken"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("+publish"), std::string::npos) << r.err;
+}
+
+/// README's ACL recipe for `pause` (the code block after "<!-- pause-rights -->"), for the
+/// key pz: the words after "ACL SETUSER ops on >PASSWORD".
+std::vector<std::string> readme_pause_rights() {
+  const std::string readme = read_file(std::string(REDISGO_SOURCE_DIR) + "/README.md");
+  const auto mark = readme.find("<!-- pause-rights -->");
+  if (mark == std::string::npos) return {};
+  const std::string head = "ACL SETUSER ops on >PASSWORD ";
+  const auto start = readme.find(head, mark);
+  if (start == std::string::npos) return {};
+  std::istringstream in(readme.substr(start + head.size(), readme.find('\n', start) - start - head.size()));
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) {
+    for (auto at = w.find("report"); at != std::string::npos; at = w.find("report")) w.replace(at, 6, "pz");
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// The rights README gives an ACL user that pauses are the ones a refusal prints, and they
+// are enough: pause, resume handing the free lease to the waiting daemon, pause --stop.
+TEST(CliPauseAcl, TheReadmesRightsAreWhatARefusalNamesAndEnough) {
+  const auto rights = readme_pause_rights();
+  ASSERT_GE(rights.size(), 5u) << "no ACL line after <!-- pause-rights --> in README.md";
+  TempDir dir;
+  ConfigSpec spec;
+  spec.key = "pz";
+  spec.extra_redis = "username = \"ops\"\npassword_env = \"RGT_OPS_PW\"\n";
+  const std::map<std::string, std::string> env{{"RGT_OPS_PW", "ops-Pw"}};
+  {
+    // Without +hset: refused, and the message names what the user needs.
+    std::vector<std::string> fewer;
+    for (const auto& r : rights) {
+      if (r != "+hset") fewer.push_back(r);
+    }
+    ASSERT_LT(fewer.size(), rights.size()) << "README's rights for pause lack +hset";
+    RedisServer redis(with_acl_user("user ops on >ops-Pw " + joined(fewer)));
+    spec.nodes = "host = \"" + redis.address() + "\"";
+    const auto cfg = dir.write("fewer.toml", make_config(spec));
+    auto r = run_task_binary({"pause", "--config", cfg, "--for", "60s"}, 10s, env);
+    EXPECT_EQ(r.code, 77) << r.err;
+    // "... needs the keys pz and {pz}:*, the channels {pz}:*, and +eval +evalsha ...)"
+    const std::regex said(R"(needs the keys (\S+) and (\S+), the channels (\S+), and ([^)]+)\))");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, said)) << r.err;
+    std::vector<std::string> named{"~" + m[1].str(), "~" + m[2].str(), "&" + m[3].str()};
+    std::istringstream in(m[4].str());
+    for (std::string w; in >> w;) named.push_back(w);
+    EXPECT_EQ(std::set<std::string>(named.begin(), named.end()), std::set<std::string>(rights.begin(), rights.end()))
+        << "README.md: " << joined(rights) << "\nthe refusal: " << m[0];
+  }
+  RedisServer redis(with_acl_user("user ops on >ops-Pw " + joined(rights)));
+  spec.nodes = "host = \"" + redis.address() + "\"";
+  const auto ops = dir.write("ops.toml", make_config(spec));
+  ConfigSpec daemon_spec = spec;  // the daemon as the default user
+  daemon_spec.extra_redis.clear();
+  daemon_spec.mode = "supervise";
+  daemon_spec.log_level = "info";
+  const auto cfg = dir.write("daemon.toml", make_config(daemon_spec));
+  auto p = run_task_binary({"pause", "--config", ops, "--for", "60s"}, 10s, env);
+  ASSERT_EQ(p.code, 0) << p.err;
+  TaskProcess d(dir.path(), "d", {"task", "--config", cfg, "--", "sleep", "30"});
+  ASSERT_TRUE(d.wait_for_log("is paused by ", 5s)) << d.err();
+  p = run_task_binary({"resume", "--config", ops}, 10s, env);
+  EXPECT_EQ(p.code, 0) << p.err;
+  ASSERT_TRUE(d.wait_for_log("child started", 5s)) << d.err();
+  p = run_task_binary({"pause", "--config", ops, "--for", "60s", "--stop"}, 10s, env);
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("to stop its job and release"), std::string::npos) << p.out;
+  EXPECT_TRUE(d.wait_for_log("stop requested by `pause --stop`", 5s)) << d.err();
+  EXPECT_EQ(run_task_binary({"resume", "--config", ops}, 10s, env).code, 0);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_for(10s), 0) << d.err();
 }
 
 // Attack round: a pause given again that ends sooner woke nobody; waiters slept to the old end.
