@@ -209,20 +209,20 @@ struct Metrics::Impl {
     if (!process) return;
     const ProcessStats p = process();
     std::string v;
-    auto gauge = [&](const std::optional<double>& value, const char* name, const char* type, const char* help,
-                     bool time) {
+    // Plain decimals, never "5.24288e+06": every value here is a count, or seconds to the
+    // clock tick.
+    auto gauge = [&](const std::optional<double>& value, const char* name, const char* type, const char* help) {
       if (!value) return;
       append_header(out, name, type, help);
       v.clear();
-      time ? append_timestamp(v, *value) : append_double(v, *value);
+      append_timestamp(v, *value);
       sample(out, name, v);
     };
-    gauge(p.cpu_seconds, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
-          false);
-    gauge(p.open_fds, "process_open_fds", "gauge", "Number of open file descriptors.", false);
-    gauge(p.resident_bytes, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", false);
+    gauge(p.cpu_seconds, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+    gauge(p.open_fds, "process_open_fds", "gauge", "Number of open file descriptors.");
+    gauge(p.resident_bytes, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
     gauge(p.start_time_seconds, "process_start_time_seconds", "gauge",
-          "Start time of the process since unix epoch in seconds.", true);
+          "Start time of the process since unix epoch in seconds.");
   }
 
   void counters(std::string& out, const char* name, const char* label, const Counts& values) const {

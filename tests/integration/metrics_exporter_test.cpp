@@ -210,7 +210,8 @@ bool parses(const std::string& text) {
   while (std::getline(in, line)) {
     if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
     auto close = line.find("} ");
-    if (line.rfind("redisgo_task_", 0) != 0 || close == std::string::npos || close + 2 >= line.size()) return false;
+    const bool ours = line.rfind("redisgo_task_", 0) == 0 || line.rfind("process_", 0) == 0;
+    if (!ours || close == std::string::npos || close + 2 >= line.size()) return false;
     try {
       std::size_t used = 0;
       std::string v = line.substr(close + 2);

@@ -143,3 +143,36 @@ TEST(MetricsContrib, DashboardRecordedSeriesAreRecorded) {
     EXPECT_NE(rules.find("record: " + it->str() + "\n"), std::string::npos) << it->str() << " is not recorded";
   }
 }
+
+// The manual's METRICS section lists every family the binary exports, and names none that it
+// does not: the reference an operator writes rules from agrees with the binary.
+TEST(MetricsContrib, ManualListsExactlyTheExportedFamilies) {
+  const std::string manual = read_source("docs/redisgo_task.1.scd");
+  const auto begin = manual.find("\n# METRICS\n"), end = manual.find("\n# LOGGING\n");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string section = manual.substr(begin, end - begin);
+  const auto series = exported();
+  std::set<std::string> named;
+  const std::regex name_re("(redisgo_task|process)_[a-z0-9_]+");
+  for (std::sregex_iterator it(section.begin(), section.end(), name_re), stop; it != stop; ++it) named.insert(it->str());
+  for (const auto& n : named) EXPECT_TRUE(series.contains(n)) << "the manual names " << n << ", which is not exported";
+  // The families: the names with a # TYPE line in the textfile's text.
+  FakeClock clock;
+  Metrics m("k", {"n:1"}, clock);
+  m.set_renewal_refused("+pexpire");
+  m.set_child_exit(0);
+  std::istringstream in(m.render_textfile(1));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    const std::string family = line.substr(7, line.find(' ', 7) - 7);
+    EXPECT_TRUE(named.contains(family)) << family << " is exported but not in the manual's METRICS";
+  }
+  // The README's names are the 1.0 ones too.
+  const std::string readme = read_source("README.md");
+  for (const char* gone : {"redisgo_task_leader{", "redisgo_task_leader ", "redisgo_task_cannot_acquire",
+                           "redisgo_task_child_last_exit_status", "redisgo_task_renewals_refused",
+                           "redisgo_task_frozen_past_lease_total"}) {
+    EXPECT_EQ(readme.find(gone), std::string::npos) << "README names " << gone << ", gone in 1.0";
+  }
+}

@@ -293,12 +293,13 @@ TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"b:2\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"c:3\"}"), "1");
   // Configured order, then first seen; the duplicate is gone.
-  auto a = t.find("node=\"a:1\""), b = t.find("node=\"b:2\""), c = t.find("node=\"c:3\"");
+  const std::string up = "redisgo_task_node_up{key=\"k\",";
+  auto a = t.find(up + "node=\"a:1\""), b = t.find(up + "node=\"b:2\""), c = t.find(up + "node=\"c:3\"");
   // A node first seen gets its Redis error series too, every kind at 0.
   EXPECT_EQ(value_of(t, "redisgo_task_redis_errors_total{key=\"k\",node=\"c:3\",kind=\"timeout\"}"), "0");
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
-  EXPECT_EQ(t.find("node=\"a:1\"", a + 1), std::string::npos);
+  EXPECT_EQ(t.find(up + "node=\"a:1\"", a + 1), std::string::npos);
 }
 
 // redisgo_task_redis_errors_total: every kind of every configured node from the start, at 0;
@@ -526,12 +527,18 @@ TEST(MetricsRender, NamesFollowPrometheusConventions) {
     ++samples;
     const std::string name = sm[1], labels = sm[2], value = sm[3];
     EXPECT_EQ(labels.rfind("key=\"k\"", 0), 0u) << line;
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_info") == 0) EXPECT_EQ(value, "1") << line;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_info") == 0) {
+      EXPECT_EQ(value, "1") << line;
+    }
     for (std::sregex_iterator it(labels.begin(), labels.end(), label_re), stop; it != stop; ++it) {
       const std::string label = (*it)[1], v = (*it)[2];
       EXPECT_FALSE(std::regex_search(label, std::regex("(seconds|bytes|_ms|total)$"))) << line << ": a unit in a label";
-      if (auto b = bounded.find(label); b != bounded.end()) EXPECT_TRUE(b->second.contains(v)) << line;
-      if (label == "kind" || label == "cause") EXPECT_TRUE(kinds.at(name).contains(v)) << line;
+      if (auto b = bounded.find(label); b != bounded.end()) {
+        EXPECT_TRUE(b->second.contains(v)) << line;
+      }
+      if (label == "kind" || label == "cause") {
+        EXPECT_TRUE(kinds.at(name).contains(v)) << line;
+      }
     }
   }
   EXPECT_GT(samples, 60);
