@@ -186,6 +186,9 @@ struct Metrics::Impl {
     append_double(v, settings.once_per_seconds);
     sample(out, "redisgo_task_once_per_seconds", v);
   }
+  /// The config's, the labelled and the histogram families of render(), in its order, and
+  /// the process' (the caller holds mu: _count, _sum and the buckets agree).
+  void guarded_series(std::string& out) const;
   /// Per node, the Redis errors by kind (the caller holds mu).
   void redis_error_series(std::string& out) const {
     append_header(out, "redisgo_task_redis_errors_total", "counter",

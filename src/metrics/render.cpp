@@ -81,47 +81,8 @@ std::string Metrics::render_textfile(double now_unix) const {
   return out;
 }
 
-std::string Metrics::render() const {
-  const Impl& m = *impl_;
-  std::string out;
-  // The text is about as long as last time: one allocation instead of a series of
-  // copies (it matters with many nodes).
-  out.reserve(std::max<std::size_t>(4096, m.last_size.load(std::memory_order_relaxed) + 1024));
-
-  m.build_info(out);
-
-  // A leader is state="leader": one series says what the daemon does, so no two can disagree.
-  append_header(out, "redisgo_task_state", "gauge",
-                "1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, "
-                "paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply, "
-                "renewal_refused).");
-  {
-    const auto now = static_cast<std::size_t>(m.state.load(std::memory_order_relaxed));
-    for (std::size_t i = 0; i < kStateCount; ++i) m.labelled(out, "redisgo_task_state", "state", kStateNames[i], i == now ? "1" : "0");
-  }
-
-  append_header(out, "redisgo_task_token", "gauge",
-                "Fencing token of the current or last lease (0 before the first).");
-  m.sample(out, "redisgo_task_token", std::to_string(m.token.load(std::memory_order_relaxed)));
-
-  append_header(out, "redisgo_task_lease_remaining_seconds", "gauge",
-                "Seconds until the local lease deadline; 0 when no lease is held.");
-  {
-    long long ns = m.deadline_ns.load(std::memory_order_relaxed);
-    double remaining = 0;
-    if (ns != kNoDeadline) {
-      // Whole milliseconds, rounded up as until() does: a live lease never shows 0.
-      remaining = static_cast<double>(until(Clock::time_point(Clock::duration(ns)), m.clock.now()).count()) / 1000;
-    }
-    std::string v;
-    append_double(v, remaining);
-    m.sample(out, "redisgo_task_lease_remaining_seconds", v);
-  }
-
-  append_header(out, "redisgo_task_acquisitions_total", "counter", "Leases acquired.");
-  m.sample(out, "redisgo_task_acquisitions_total", std::to_string(m.acquisitions.load(std::memory_order_relaxed)));
-
-  std::lock_guard lock(m.mu);
+void Metrics::Impl::guarded_series(std::string& out) const {
+  const Impl& m = *this;
   m.settings_series(out);
 
   append_header(out, "redisgo_task_renewals_total", "counter",
@@ -181,6 +142,52 @@ std::string Metrics::render() const {
   for (const auto& [name, up] : m.nodes) m.labelled(out, "redisgo_task_node_up", "node", name, up ? "1" : "0");
   m.redis_error_series(out);
   m.process_series(out);
+}
+
+std::string Metrics::render() const {
+  const Impl& m = *impl_;
+  std::string out;
+  // The text is about as long as last time: one allocation instead of a series of
+  // copies (it matters with many nodes).
+  out.reserve(std::max<std::size_t>(4096, m.last_size.load(std::memory_order_relaxed) + 1024));
+
+  m.build_info(out);
+
+  // A leader is state="leader": one series says what the daemon does, so no two can disagree.
+  append_header(out, "redisgo_task_state", "gauge",
+                "1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, "
+                "paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply, "
+                "renewal_refused).");
+  {
+    const auto now = static_cast<std::size_t>(m.state.load(std::memory_order_relaxed));
+    for (std::size_t i = 0; i < kStateCount; ++i) m.labelled(out, "redisgo_task_state", "state", kStateNames[i], i == now ? "1" : "0");
+  }
+
+  append_header(out, "redisgo_task_token", "gauge",
+                "Fencing token of the current or last lease (0 before the first).");
+  m.sample(out, "redisgo_task_token", std::to_string(m.token.load(std::memory_order_relaxed)));
+
+  append_header(out, "redisgo_task_lease_remaining_seconds", "gauge",
+                "Seconds until the local lease deadline; 0 when no lease is held.");
+  {
+    long long ns = m.deadline_ns.load(std::memory_order_relaxed);
+    double remaining = 0;
+    if (ns != kNoDeadline) {
+      // Whole milliseconds, rounded up as until() does: a live lease never shows 0.
+      remaining = static_cast<double>(until(Clock::time_point(Clock::duration(ns)), m.clock.now()).count()) / 1000;
+    }
+    std::string v;
+    append_double(v, remaining);
+    m.sample(out, "redisgo_task_lease_remaining_seconds", v);
+  }
+
+  append_header(out, "redisgo_task_acquisitions_total", "counter", "Leases acquired.");
+  m.sample(out, "redisgo_task_acquisitions_total", std::to_string(m.acquisitions.load(std::memory_order_relaxed)));
+
+  {
+    std::lock_guard lock(m.mu);
+    m.guarded_series(out);
+  }
   m.last_size.store(out.size(), std::memory_order_relaxed);
   return out;
 }
