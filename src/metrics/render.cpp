@@ -129,8 +129,8 @@ void Metrics::Impl::guarded_series(std::string& out) const {
   m.counters(out, "redisgo_task_step_downs_total", "cause", m.step_downs);
 
   append_header(out, "redisgo_task_control_requests_total", "counter",
-                "Operators' requests that reached this daemon, by kind (a handover or pause --stop asked of it as "
-                "leader; the resume of a pause that held it back).");
+                "Operators' requests that reached this daemon, by kind (a handover asked of it as leader; a pause "
+                "that began to hold it back; a resume that ended one before its time).");
   m.counters(out, "redisgo_task_control_requests_total", "kind", m.control);
 
   append_header(out, "redisgo_task_textfile_write_errors_total", "counter",

@@ -222,7 +222,7 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"pause\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"renewal_refused\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"restart_limit\"} 0\n"
-      "# HELP redisgo_task_control_requests_total Operators' requests that reached this daemon, by kind (a handover or pause --stop asked of it as leader; the resume of a pause that held it back).\n"
+      "# HELP redisgo_task_control_requests_total Operators' requests that reached this daemon, by kind (a handover asked of it as leader; a pause that began to hold it back; a resume that ended one before its time).\n"
       "# TYPE redisgo_task_control_requests_total counter\n"
       "redisgo_task_control_requests_total{key=\"jobs:nightly\",kind=\"handover\"} 0\n"
       "redisgo_task_control_requests_total{key=\"jobs:nightly\",kind=\"pause\"} 0\n"
