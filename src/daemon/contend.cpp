@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <string_view>
+#include <utility>
 
 #include "daemon/runner.h"
 #include "log/logging.h"
@@ -99,6 +100,7 @@ Actions Runner::attempt(StandbyMachine& machine) {
   } catch (const Error& e) {
     a.acquisition.errors.push_back({"", redis::Fault::kNone, e.what()});
   }
+  note_pause(a.acquisition, a.started);
   read_signals();
   a.stop = stop_requested_;
   note_line(a.acquisition);
@@ -293,7 +295,6 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
       log_->info("key {}: a quorum of Redis nodes answers again", cfg_.redis.key);
     }
     blocked_cause_ = cause;
-    metrics_.set_cannot_acquire(cause);
   }
   const auto pause = lock::pause_of(acq.holder);
   if (pause && !paused_said_ && pause->by.empty()) {
@@ -325,6 +326,26 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
     say_status("standby");
     metrics_.set_state(acq.position > 0 ? metrics::State::kInLine : metrics::State::kStandby);
   }
+}
+
+void Runner::note_pause(const lock::Acquisition& acq, Clock::time_point sent) {
+  if (lock::pause_of(acq.holder)) {
+    // A pause this daemon was not yet held back by; a leader asked by `pause --stop` counted
+    // it when asked.
+    if (!pause_ends_ && !std::exchange(pause_stop_heard_, false)) metrics_.add_control_request("pause");
+    // When it would end by itself: its TTL as the quorum read it, counted from before the
+    // request went out (the earliest it can end there), so that a pause that merely ran out
+    // is never taken for one lifted.
+    pause_ends_ = acq.holder_ttl_ms < 0 ? Clock::time_point::max() : sent + Millis(acq.holder_ttl_ms);
+    return;
+  }
+  // Without a quorum's answer nothing says the pause is gone; nor while the restart guard
+  // answers for a free key, as it does before the pause is read.
+  if (!quorum_answered(acq) || (acq.guard_wait_ms >= 0 && acq.holder.empty())) return;
+  pause_stop_heard_ = false;  // the pause that asked it to stop is gone already
+  if (!pause_ends_) return;
+  if (clock_.now() < *pause_ends_) metrics_.add_control_request("resume");
+  pause_ends_.reset();
 }
 
 void Runner::report_never_expires(const lock::Acquisition& acq) {

@@ -47,6 +47,10 @@ struct Runner::Leading {
   /// every node's control channel while this lease lasts.
   std::vector<std::unique_ptr<redis::Subscriber>> control;
   std::vector<int> control_failures;
+  /// A handover or a pause --stop was counted in redisgo_task_control_requests_total: every
+  /// node carries the request, and it counts once.
+  bool handover_counted = false;
+  bool pause_counted = false;
   std::uint64_t renewals_seen = 0;
 };
 
@@ -79,7 +83,6 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
              format_duration(until(acquired.valid_until, clock_.now())));
   metrics_.add_acquisition();
   metrics_.set_token(acquired.token);
-  metrics_.set_leader(true);
   metrics_.set_state(metrics::State::kLeader);
   metrics_.set_line_position(0);  // out of the line: the lease is ours
   metrics_.set_lease_deadline(acquired.valid_until);
@@ -87,7 +90,6 @@ std::optional<int> Runner::lead(const lock::Acquisition& acquired) {
   struct NotLeader {
     metrics::Metrics& m;
     ~NotLeader() {
-      m.set_leader(false);
       m.set_lease_deadline(std::nullopt);
       if (m.state() == metrics::State::kLeader) m.set_state(metrics::State::kStandby);
     }
@@ -180,7 +182,7 @@ bool Runner::drive(Leading& l, const leader::Event& event) {
                      l.child->set_deadline(kill_at, decided);
                      l.health.set_deadline(kill_at, decided);
                    },
-                   [&](const FrozenPastLease&) { metrics_.add_frozen_past_lease(); },
+                   [&](const FrozenPastLease&) { metrics_.add_freeze_past_lease(); },
                    [&](const ArmHealth&) { l.health.arm(l.spawn_base); },
                    [&](const DisarmHealth&) { l.health.disarm(); },
                    [&](const Say& a) {
@@ -284,8 +286,17 @@ void Runner::service_control(Leading& l, const std::vector<pollfd>& fds, std::si
       }
     }
     for (const auto& message : c->take_payloads()) {
-      if (message == opts_.holder || message == "any") drive(l, leader::HandoverAsked{});
-      if (message == lock::kPauseStopPrefix + opts_.holder) drive(l, leader::HandoverAsked{true});
+      if (message == opts_.holder || message == "any") {
+        if (!std::exchange(l.handover_counted, true)) metrics_.add_control_request("handover");
+        drive(l, leader::HandoverAsked{});
+      }
+      if (message == lock::kPauseStopPrefix + opts_.holder) {
+        if (!std::exchange(l.pause_counted, true)) {
+          metrics_.add_control_request("pause");
+          pause_stop_heard_ = true;
+        }
+        drive(l, leader::HandoverAsked{true});
+      }
     }
   }
 }
@@ -308,7 +319,6 @@ std::optional<int> Runner::end_lease(Leading& l) {
     backend_->finish_claim(*once_key_, std::to_string(outcome.exit_code));
   }
   release_lease(l.renewer);
-  metrics_.set_leader(false);
   metrics_.set_lease_deadline(std::nullopt);
   metrics_.set_state(metrics::State::kStandby);
   if (outcome.kind == AfterExit::Kind::kExit) {

@@ -64,7 +64,7 @@ void Runner::show_refused(const RefusedRight& named) {
   say_status("renewals refused: " + named.text + "; not taking the lease until " +
              (named.right == "credentials" ? "they are accepted" : "that is put right"));
   metrics_.set_state(metrics::State::kRenewalRefused);
-  metrics_.set_renewals_refused(named.right);
+  metrics_.set_renewal_refused(named.right);
 }
 
 std::optional<int> Runner::hold_while_refused(const lock::NodeError& refusal, const std::string& why) {
@@ -133,7 +133,7 @@ std::optional<int> Runner::hold_while_refused(const lock::NodeError& refusal, co
 }
 
 void Runner::end_refused(bool drop_note) {
-  metrics_.set_renewals_refused(std::nullopt);
+  metrics_.set_renewal_refused(std::nullopt);
   // A probe that finds nothing refused deletes this holder's note, and one of no command finds
   // nothing: a daemon that stops must not leave a note saying that it holds back.
   if (drop_note) backend_->probe_rights({}, "", Millis(0));

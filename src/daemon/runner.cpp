@@ -46,6 +46,14 @@ Runner::Runner(const TaskOptions& options, const Dependencies& deps)
       metrics_(cfg_.redis.key, node_names(lease_opts_)),
       metrics_log_(log::get("metrics"), "metrics"),
       started_ms_(wall_ms()) {
+  // Every connection of this daemon to a node (attempts, renewals, subscriptions) counts its
+  // failures under the node's name, as redisgo_task_node_up names it.
+  const auto names = node_names(lease_opts_);
+  for (std::size_t i = 0; i < lease_opts_.nodes.size(); ++i) {
+    lease_opts_.nodes[i].on_fault = [count = metrics_.redis_error_counter(names[i])](redis::Fault fault) {
+      if (const char* kind = redis_error_kind(fault)) count(kind);
+    };
+  }
   metrics::Metrics::Settings settings;
   settings.mode = config::to_string(cfg_.task.mode);
   settings.limit = cfg_.task.limit;

@@ -87,10 +87,14 @@ class Runner {
   /// that grants nothing yet (once per node and wait), one where the guard cannot apply
   /// (once per node), a holder with a longer `expire` than ours (once).
   void report_guard(const lock::Acquisition& acq);
-  /// STATUS=, redisgo_task_cannot_acquire and an error line when an attempt reached no
+  /// STATUS=, redisgo_task_state and an error line when an attempt reached no
   /// quorum (refused credentials, TLS, error replies, nodes down); "standby" otherwise.
   /// `giving_up`: oneshot's last line says it instead.
   void report_standing(const lock::Acquisition& acq, bool giving_up);
+  /// redisgo_task_control_requests_total as the attempt `sent` finds the key: a pause that
+  /// begins to hold this daemon back counts as "pause", and one lifted before its end
+  /// (`resume`, or its key deleted) as "resume".
+  void note_pause(const lock::Acquisition& acq, Clock::time_point sent);
   /// A holder whose key has no TTL (set by hand): said once.
   void report_never_expires(const lock::Acquisition& acq);
   int give_up(const lock::Acquisition& acq, int attempts);
@@ -222,6 +226,11 @@ class Runner {
   std::map<std::string, Clock::time_point> blocked_said_;  ///< per cause, when last logged
   bool blocked_logged_ = false;             ///< the current blockage was logged
   bool paused_said_ = false;                ///< the key's pause was logged
+  /// When the pause that held this daemon back ends by itself (max: never); nullopt: none.
+  std::optional<Clock::time_point> pause_ends_;
+  /// As leader, this daemon was asked by `pause --stop` and counted it: the pause its next
+  /// attempt finds is that one.
+  bool pause_stop_heard_ = false;
   std::set<std::string> guard_said_;        ///< nodes whose guard wait was logged (this wait)
   std::set<std::string> unguarded_said_;    ///< nodes where the guard cannot apply, logged
   std::set<std::string> other_type_said_;   ///< "node key" of slots of another type, logged

@@ -189,4 +189,21 @@ std::string describe_servers(const config::RedisConfig& r) {
   return "";
 }
 
+const char* redis_error_kind(redis::Fault fault) {
+  using redis::Fault;
+  switch (fault) {
+    case Fault::kNone:
+    case Fault::kCancelled: return nullptr;
+    case Fault::kResolve:
+    case Fault::kConnect: return "unreachable";
+    case Fault::kTimeout: return "timeout";
+    case Fault::kClosed: return "closed";
+    case Fault::kProtocol: return "protocol";
+    case Fault::kAuth: return "auth";
+    case Fault::kTls: return "tls";
+    case Fault::kReply: return "reply";
+  }
+  return "reply";
+}
+
 }  // namespace redisgo::daemon

@@ -25,6 +25,10 @@ redis::ClusterOptions cluster_options(const config::Config& config);
 /// `task` uses them, pinned to `at` instead of following a locator (`check`, `list`).
 redis::ConnectionOptions pinned_options(const config::Config& config, const redis::Endpoint& at);
 
+/// redisgo_task_redis_errors_total's kind of a fault (one of metrics::kRedisErrorKinds);
+/// nullptr for kNone and kCancelled, which are no failure of the server.
+const char* redis_error_kind(redis::Fault fault);
+
 /// For the start line: "nodes=a:1,b:2", "sentinels=a:26379,b:26379 master=mymaster",
 /// "cluster_nodes=a:7000 slot=1234".
 std::string describe_servers(const config::RedisConfig& redis);

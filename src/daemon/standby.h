@@ -87,11 +87,11 @@ using Actions = std::vector<Action>;
 }  // namespace standby
 
 /// Why an attempt reached fewer nodes than a quorum (redisgo_task(1) "Never silent"): what
-/// STATUS=, the log and redisgo_task_cannot_acquire say while it lasts, so that a host
+/// STATUS=, the log and redisgo_task_state say while it lasts, so that a host
 /// that can never run the job does not look like a healthy standby.
 struct Blocked {
-  /// The metrics label: "credentials" (AUTH or ACL refused), "tls" (verification failed),
-  /// "error" (another error reply), "unreachable".
+  /// What kind of block (metrics::state_of_cause names its state): "credentials" (AUTH or
+  /// ACL refused), "tls" (verification failed), "error" (another error reply), "unreachable".
   const char* cause = "";
   /// "this host cannot acquire: ..." (a refusal of this host's credentials, rights or TLS:
   /// other hosts may use those nodes) or "cannot acquire: ..." (nodes down, a broken key).

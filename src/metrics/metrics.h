@@ -1,5 +1,5 @@
 #pragma once
-/// Prometheus metrics of one daemon (redisgo_task(1), METRICS; issue 12 item 5).
+/// Prometheus metrics of one daemon (redisgo_task(1), METRICS).
 ///
 /// Metrics is a fixed set of series updated by the main loop and the renewal thread and
 /// read by the exporter: every update is an atomic or a short critical section, never I/O,
@@ -53,19 +53,41 @@ inline constexpr std::size_t kStateCount = 11;
 /// "stepped_down", "unreachable", "credentials_refused", "tls_failed", "error_reply",
 /// "renewal_refused".
 const char* to_string(State s);
-/// The state a redisgo_task_cannot_acquire cause puts the daemon in ("" = none).
+/// The state that the cause of attempts reaching no quorum puts the daemon in
+/// ("credentials", "tls", "error", "unreachable"; "" = none: a quorum answers).
 std::optional<State> state_of_cause(std::string_view cause);
 
-/// Every series carries key="<lock key>", so several daemons on one host (one textfile
-/// each, or one scrape job each) stay apart.
+/// redisgo_task_redis_errors_total's kinds (every one is shown for every node from the
+/// start): "unreachable" (a name that does not resolve, a connect refused or unreachable),
+/// "timeout", "closed" (the server closed an open connection), "protocol" (not RESP),
+/// "auth" (credentials or an ACL right refused), "tls", "reply" (another error reply).
+inline constexpr std::size_t kRedisErrorKindCount = 7;
+extern const char* const kRedisErrorKinds[kRedisErrorKindCount];
+/// redisgo_task_control_requests_total's kinds: "handover", "pause", "resume".
+inline constexpr std::size_t kControlKindCount = 3;
+extern const char* const kControlKinds[kControlKindCount];
+
+/// The standard process metrics' values (process_*), read at each render; a value that
+/// could not be read leaves its series out.
+struct ProcessStats {
+  std::optional<double> start_time_seconds;  ///< unix seconds
+  std::optional<double> cpu_seconds;         ///< user + system
+  std::optional<double> resident_bytes;
+  std::optional<double> open_fds;
+};
+/// This process's, from /proc/self (stat, fd) and /proc/stat's boot time.
+ProcessStats read_process_stats();
+using ProcessProbe = ProcessStats (*)();
+
+/// Every series carries key="<lock key>", so several daemons on one host stay apart.
 class Metrics {
  public:
   /// `nodes`: the configured node names, each reported by redisgo_task_node_up (0 until
-  /// the first answer). `clock` computes the lease's remaining seconds at render time.
-  Metrics(std::string key, std::vector<std::string> nodes, const Clock& clock = SystemClock::instance());
+  /// the first answer) and redisgo_task_redis_errors_total. `clock` computes the lease's
+  /// remaining seconds at render time; `process` reads the process_* values (tests inject one).
+  Metrics(std::string key, std::vector<std::string> nodes, const Clock& clock = SystemClock::instance(),
+          ProcessProbe process = read_process_stats);
 
-  /// redisgo_task_leader (0/1).
-  void set_leader(bool leader);
   /// redisgo_task_token: the fencing token of the current (or last) lease.
   void set_token(std::uint64_t token);
   /// redisgo_task_lease_remaining_seconds: until this local deadline; nullopt = 0 (no lease).
@@ -79,23 +101,19 @@ class Metrics {
   void add_wait(double seconds);
   /// redisgo_task_line_length: the waiting line's length as of this daemon's last attempt.
   void set_line_length(std::int64_t length);
-  /// redisgo_task_cannot_acquire{cause="credentials"|"tls"|"error"|"unreachable"} (0/1):
-  /// 1 for the cause that keeps this daemon's attempts from a quorum; "" = none (a quorum
-  /// answers, busy or not). An unknown cause is added.
-  void set_cannot_acquire(std::string_view cause);
-  /// redisgo_task_renewals_refused{right="+pexpire"}: 1 while this daemon holds back because
-  /// its renewals were refused, naming the right (or what else was refused, e.g.
+  /// redisgo_task_renewal_refused_info{right="+pexpire"}: 1 while this daemon holds back
+  /// because its renewals were refused, naming the right (or what else was refused, e.g.
   /// "credentials"); nullopt: the series is absent.
-  void set_renewals_refused(std::optional<std::string> right);
-  /// redisgo_task_lease_losses_total{cause="lost"|"deadline"|...}.
+  void set_renewal_refused(std::optional<std::string> right);
+  /// redisgo_task_lease_losses_total{cause="lost"|"deadline"|"taken"}.
   void add_lease_loss(std::string_view cause);
   /// redisgo_task_child_starts_total.
   void add_child_start();
-  /// redisgo_task_frozen_past_lease_total: this host was frozen (SIGSTOP, a paused VM, a
+  /// redisgo_task_freezes_past_lease_total: this host was frozen (SIGSTOP, a paused VM, a
   /// stalled host) past its lease deadline with its child alive.
-  void add_frozen_past_lease();
-  /// redisgo_task_child_last_exit_status (128+N for signal N; -1 before the first exit).
-  void set_child_exit(int status);
+  void add_freeze_past_lease();
+  /// redisgo_task_child_last_exit_code (128+N for signal N); absent before the first exit.
+  void set_child_exit(int code);
   /// redisgo_task_step_downs_total{cause="restart_limit"|"health"|"handover"|"cannot_start"}.
   void add_step_down(std::string_view cause);
   /// redisgo_task_once_per_slots_skipped_total{reason="restart_guard"|"not_durable"|"claim_failed"}:
@@ -103,8 +121,17 @@ class Metrics {
   /// unclaimed; the claim not made durable in time; the claim not written on a quorum).
   void add_once_skipped(std::string_view reason);
   std::uint64_t once_skipped(std::string_view reason) const;
+  /// redisgo_task_control_requests_total{kind="handover"|"pause"|"resume"}: an operator's
+  /// request that reached this daemon.
+  void add_control_request(std::string_view kind);
   /// redisgo_task_node_up{node="..."} (0/1). An unknown node name is added.
   void set_node_up(std::string_view node, bool up);
+  /// redisgo_task_redis_errors_total{node="...",kind="..."}: a failure of a call or a
+  /// connection to `node`, of one of kRedisErrorKinds. An unknown node name is added.
+  void add_redis_error(std::string_view node, std::string_view kind);
+  /// add_redis_error for `node`, as a function that connections may keep and call from any
+  /// thread: it shares the series with this object and outlives it safely.
+  std::function<void(std::string_view kind)> redis_error_counter(std::string node);
   /// redisgo_task_state{state="..."}: 1 for `state`, 0 for the others.
   void set_state(State state);
   State state() const;
@@ -144,23 +171,22 @@ class Metrics {
   /// scrape time say the same).
   std::string render_textfile(double now_unix) const;
   /// What a oneshot run leaves in its textfile when it exits: the series that describe
-  /// the finished run (build info, once_per, last start, last success, last exit status,
-  /// once_per slots skipped)
-  /// and none of the live ones (leader, state, nodes, the written timestamp), so that the
-  /// file reports no leader that is gone and no stale daemon, but keeps cron's last success.
+  /// the finished run (build info, config, once_per, last start, last success, last exit
+  /// code, once_per slots skipped) and none of the live ones (state, nodes, Redis errors,
+  /// the process, the written timestamp), so that the file reports no leader that is gone
+  /// and no stale daemon, but keeps cron's last success.
   std::string render_record() const;
 
   /// Bumped by every update that changes a value (the exporter rewrites the textfile
   /// when it moved).
-  std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  std::uint64_t version() const;
 
  private:
   struct Impl;
-  /// Bumps version_ (relaxed: it only tells the exporter that something moved).
-  void changed() { version_.fetch_add(1, std::memory_order_relaxed); }
+  /// Bumps the version (relaxed: it only tells the exporter that something moved).
+  void changed();
 
   std::shared_ptr<Impl> impl_;
-  std::atomic<std::uint64_t> version_{0};
 };
 
 struct ExporterOptions {

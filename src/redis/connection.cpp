@@ -175,7 +175,21 @@ bool AsyncConnection::busy() const noexcept {
 
 std::vector<AsyncConnection::Message> AsyncConnection::take_messages() { return std::exchange(messages_, {}); }
 
+void AsyncConnection::report(Fault fault) noexcept {
+  if (fault == Fault::kNone || fault == Fault::kCancelled || !options_.on_fault) return;
+  try {
+    options_.on_fault(fault);
+  } catch (...) {
+    // A counter that could not count (an allocation): the failure itself goes on as it would.
+  }
+}
+
 void AsyncConnection::close(Fault fault, const std::string& why) noexcept {
+  report(fault);
+  reset(fault, why);
+}
+
+void AsyncConnection::reset(Fault fault, const std::string& why) noexcept {
   try {
     last_fault_ = fault;
     const std::string message = describe() + ": " + why;
@@ -227,7 +241,9 @@ bool AsyncConnection::retry_auth() {
   std::string held = std::move(held_);
   auto loaded = loaded_;
   const Fault before = last_fault_;
-  close(Fault::kAuth, "AUTH refused; reconnecting with the password read again");  // fails nothing: all taken out
+  // Fails nothing (all taken out), and is no failure yet: only a refusal of the password read
+  // again is told.
+  reset(Fault::kAuth, "AUTH refused; reconnecting with the password read again");
   last_fault_ = before;
   auth_retried_ = true;
   begin_connect();
@@ -464,6 +480,8 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   if (error) {
     call.fault_ = classify_error_reply(text);
     call.error_ = describe() + ": " + shown;
+    // A redirect is followed by the caller (Cluster): the call is not lost.
+    if (!starts_with(text, "MOVED ") && !starts_with(text, "ASK ")) report(call.fault_);
   } else if (reply.is_array() && reply.size() == 3 && element_is(reply.element(0), "subscribe")) {
     subscribed_ = true;
   }
@@ -481,7 +499,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
   }
   if (error && starts_with(text, "NOSCRIPT")) {
     // SCRIPT FLUSH since we loaded it: reconnect, which loads the scripts again.
-    close(Fault::kReply, "the server lost the scripts loaded on this connection (SCRIPT FLUSH?); reconnecting");
+    reset(Fault::kReply, "the server lost the scripts loaded on this connection (SCRIPT FLUSH?); reconnecting");
   }
 }
 

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -110,6 +111,12 @@ struct ConnectionOptions {
   bool keepalive = true;        ///< TCP keepalive (a silent peer is noticed on idle sockets)
   /// TLS when set (redis/tls.h); shared by every connection of a process.
   std::shared_ptr<const TransportFactory> transport;
+  /// Told of each failure, once: a connection that could not be made or failed (however
+  /// many calls it fails), and each call answered with an error reply (but a Cluster
+  /// redirect, which is followed). Never of kCancelled (our own doing). Called on the
+  /// thread that drives the connection, inside it: it must be quick and not throw.
+  /// Empty: nobody is told.
+  std::function<void(Fault)> on_fault;
 };
 
 /// The outcome of one command. Pending until its reply arrives or its connection fails.
@@ -224,6 +231,10 @@ class AsyncConnection {
   void read_available();
   void dispatch(ReplyPtr reply);
   void fail_with(const std::exception& e, Fault during);
+  /// close() without telling on_fault: a failure already told, or none of the server's.
+  void reset(Fault fault, const std::string& why) noexcept;
+  /// Tells on_fault of a failure (not of kNone or kCancelled).
+  void report(Fault fault) noexcept;
   /// AUTH was refused: when the credentials have a newer password, starts over on a new
   /// connection that sends it, the caller's commands kept in order behind it. Once per
   /// connection the caller opened. False: the refusal stands.

@@ -210,7 +210,8 @@ bool parses(const std::string& text) {
   while (std::getline(in, line)) {
     if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
     auto close = line.find("} ");
-    if (line.rfind("redisgo_task_", 0) != 0 || close == std::string::npos || close + 2 >= line.size()) return false;
+    const bool ours = line.rfind("redisgo_task_", 0) == 0 || line.rfind("process_", 0) == 0;
+    if (!ours || close == std::string::npos || close + 2 >= line.size()) return false;
     try {
       std::size_t used = 0;
       std::string v = line.substr(close + 2);
@@ -287,14 +288,26 @@ bool ipv6_loopback_available() {
   return fd && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
 }
 
+/// Fixed process_* values: a text rendered here and one the exporter served or wrote are
+/// the same when the test changed nothing (the real values move with CPU time and open
+/// descriptors, and the test's own HTTP connection is one).
+redisgo::metrics::ProcessStats fixed_process() {
+  redisgo::metrics::ProcessStats p;
+  p.start_time_seconds = 1700000000;
+  p.cpu_seconds = 0.25;
+  p.resident_bytes = 4194304;
+  p.open_fds = 8;
+  return p;
+}
+
 }  // namespace
 
 // ---- HTTP
 
 TEST(MetricsExporter, GetMetricsServesTheRenderedText) {
   FakeClock clock;  // a frozen clock: two renders are byte-identical
-  Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock);
-  m.set_leader(true);
+  Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock, fixed_process);
+  m.set_state(redisgo::metrics::State::kLeader);
   m.set_token(42);
   m.set_lease_deadline(clock.now() + 9500ms);
   Exporter e(m, listen_options());
@@ -315,7 +328,7 @@ TEST(MetricsExporter, GetMetricsServesTheRenderedText) {
 
 TEST(MetricsExporter, HeadHasTheHeadersAndNoBody) {
   FakeClock clock;
-  Metrics m("k", {}, clock);
+  Metrics m("k", {}, clock, fixed_process);
   Exporter e(m, listen_options());
   auto r = request(e.port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(r.status, 200) << r.raw;
@@ -326,7 +339,7 @@ TEST(MetricsExporter, HeadHasTheHeadersAndNoBody) {
 }
 
 TEST(MetricsExporter, AnswersWhatItDoesNotServe) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options());
   auto r = get(e.port(), "/");
   EXPECT_EQ(r.status, 404) << r.raw;
@@ -348,7 +361,7 @@ TEST(MetricsExporter, AnswersWhatItDoesNotServe) {
 }
 
 TEST(MetricsExporter, MalformedRequestsGet400) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options());
   for (const char* bad : {"GARBAGE\r\n\r\n", "GET /metrics\r\n\r\n", "GET  /metrics HTTP/1.1\r\n\r\n",
                           "GET /metrics HTTP/2.0\r\n\r\n", "GET /metrics HTTP/1.1 x\r\n\r\n",
@@ -363,7 +376,7 @@ TEST(MetricsExporter, MalformedRequestsGet400) {
 }
 
 TEST(MetricsExporter, OversizedHeadersGet431AndAreClosed) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options());
   std::string req = "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n";
   auto r = request(e.port(), req);
@@ -379,7 +392,7 @@ TEST(MetricsExporter, OversizedHeadersGet431AndAreClosed) {
 }
 
 TEST(MetricsExporter, SlowlorisIsClosedAfterTheClientTimeoutWhileOthersAreServed) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options(300ms));
   int before = open_fds();
   auto start = Steady::now();
@@ -398,7 +411,7 @@ TEST(MetricsExporter, SlowlorisIsClosedAfterTheClientTimeoutWhileOthersAreServed
 }
 
 TEST(MetricsExporter, ASilentClientIsClosedAfterTheTimeout) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options(200ms));
   auto start = Steady::now();
   auto idle = connect_to(e.port());
@@ -414,7 +427,7 @@ TEST(MetricsExporter, SlowReaderDoesNotBlockTheExporter) {
   constexpr int kSlowNodes = 6000;
   std::vector<std::string> nodes;
   for (int i = 0; i < kSlowNodes; ++i) nodes.push_back(std::string(1000, 'n') + std::to_string(i));
-  Metrics m("k", nodes);
+  Metrics m("k", nodes, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options(3000ms));  // a 6 MB render takes ~0.5 s under TSan
   const auto full = m.render().size();
 
@@ -452,7 +465,7 @@ TEST(MetricsExporter, SlowReaderDoesNotBlockTheExporter) {
 // At most 32 clients: the 33rd is accepted and closed at once, so a flood costs no more
 // fds; a slot frees as soon as a client leaves or times out, and scrapes work again.
 TEST(MetricsExporter, AFloodIsBoundedAndScrapesResumeWhenItPasses) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter e(m, listen_options(1500ms));
   int before = open_fds();
   std::vector<UniqueFd> idle;
@@ -486,7 +499,7 @@ TEST(MetricsExporter, AFloodIsBoundedAndScrapesResumeWhenItPasses) {
 
 TEST(MetricsExporter, IdleExporterDoesNotSpin) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   ExporterOptions o = listen_options(10000ms);
   o.textfile = dir.path() + "/m.prom";
   o.textfile_min_interval = 50ms;
@@ -505,7 +518,7 @@ TEST(MetricsExporter, IdleExporterDoesNotSpin) {
 
 TEST(MetricsExporter, DestructorStopsPromptly) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   ExporterOptions o = listen_options(10000ms);
   o.textfile = dir.path() + "/m.prom";
   auto e = std::make_unique<Exporter>(m, o);
@@ -519,7 +532,7 @@ TEST(MetricsExporter, DestructorStopsPromptly) {
 // ---- Listen addresses
 
 TEST(MetricsExporter, ListensOnTheAddressFormsOfTheConfig) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   {
     Exporter e(m, options("localhost:0"));
     EXPECT_EQ(get(e.port()).status, 200);
@@ -543,7 +556,7 @@ TEST(MetricsExporter, ListensOnTheAddressFormsOfTheConfig) {
 }
 
 TEST(MetricsExporter, BindFailureNamesTheAddressAndTheReason) {
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   Exporter first(m, listen_options());
   std::string addr = "127.0.0.1:" + std::to_string(first.port());
   try {
@@ -577,7 +590,7 @@ TEST(MetricsExporter, BindFailureNamesTheAddressAndTheReason) {
 TEST(MetricsExporter, TextfileIsWrittenAtStartAndAtTheEnd) {
   TempDir dir;
   FakeClock clock;
-  Metrics m("k", {"n:1"}, clock);
+  Metrics m("k", {"n:1"}, clock, fixed_process);
   std::string path = dir.path() + "/redisgo_task.prom";
   ExporterOptions o;
   o.textfile = path;
@@ -587,13 +600,13 @@ TEST(MetricsExporter, TextfileIsWrittenAtStartAndAtTheEnd) {
   {
     Exporter e(m, o);
     EXPECT_EQ(read_file(path), m.render_textfile(kWall));  // before the constructor returned
-    m.set_leader(true);
+    m.set_state(redisgo::metrics::State::kLeader);
     m.set_child_exit(3);
   }
   std::string last = read_file(path);
   EXPECT_EQ(last, m.render_textfile(kWall));
   EXPECT_NE(last.find("redisgo_task_textfile_written_timestamp_seconds{key=\"k\"} 1700000000.25\n"), std::string::npos);
-  EXPECT_NE(last.find("redisgo_task_child_last_exit_status{key=\"k\"} 3\n"), std::string::npos);
+  EXPECT_NE(last.find("redisgo_task_child_last_exit_code{key=\"k\"} 3\n"), std::string::npos);
   EXPECT_EQ(dir_entries(dir.path()), std::vector<std::string>{"redisgo_task.prom"});
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
@@ -602,7 +615,7 @@ TEST(MetricsExporter, TextfileIsWrittenAtStartAndAtTheEnd) {
 
 TEST(MetricsExporter, TextfileFollowsChangesAtMostOncePerInterval) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   std::string path = dir.path() + "/m.prom";
   DirWatch watch(dir.path());
   ExporterOptions o;
@@ -639,7 +652,7 @@ TEST(MetricsExporter, TextfileFollowsChangesAtMostOncePerInterval) {
 TEST(MetricsExporter, TextfileIsRefreshedWithoutChanges) {
   TempDir dir;
   FakeClock clock;
-  Metrics m("k", {}, clock);
+  Metrics m("k", {}, clock, fixed_process);
   m.set_lease_deadline(clock.now() + 10s);
   std::string path = dir.path() + "/m.prom";
   DirWatch watch(dir.path());
@@ -661,7 +674,7 @@ TEST(MetricsExporter, TextfileReadersNeverSeeAPartialFile) {
   TempDir dir;
   std::vector<std::string> nodes;
   for (int i = 0; i < 300; ++i) nodes.push_back("node-" + std::to_string(i) + ".example:6379");
-  Metrics m("k", nodes);  // ~25 KiB: a rewrite takes several write() calls' worth
+  Metrics m("k", nodes, redisgo::SystemClock::instance(), fixed_process);  // ~25 KiB: a rewrite takes several write() calls' worth
   std::string path = dir.path() + "/m.prom";
   DirWatch watch(dir.path());
   ExporterOptions o;
@@ -693,7 +706,7 @@ TEST(MetricsExporter, TextfileReadersNeverSeeAPartialFile) {
 
 TEST(MetricsExporter, UnwritableTextfileDirectoryFailsAtStart) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   for (const std::string& path : {dir.path() + "/missing/m.prom", dir.write("file", "x") + "/m.prom"}) {
     try {
       Exporter e(m, options("", path));
@@ -715,7 +728,7 @@ TEST(MetricsExporter, LaterWriteErrorsAreRecordedAndRetried) {
   std::string sub = dir.path() + "/collector";
   ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
   std::string path = sub + "/m.prom";
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   ExporterOptions o;
   o.textfile = path;
   o.textfile_min_interval = 20ms;
@@ -747,7 +760,7 @@ TEST(MetricsExporter, ATextfileWriteThatBlocksHoldsUpNeitherScrapesNorTheStop) {
     std::string last;
   };
   auto gate = std::make_shared<Gate>();
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   ExporterOptions o = listen_options();
   o.textfile = "/hung-nfs/m.prom";
   o.textfile_min_interval = 20ms;
@@ -806,7 +819,7 @@ TEST(MetricsExporter, AStopThatLeavesTheLastWriteBehindSaysSo) {
     int calls = 0;
   };
   auto gate = std::make_shared<Gate>();
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   ExporterOptions o;
   o.textfile = "/hung-nfs/m.prom";
   o.textfile_write_bound = 200ms;
@@ -837,7 +850,7 @@ TEST(MetricsExporter, AFifoWhereTheTempFileUsedToBeDoesNotBlockTheWriter) {
   const std::string path = dir.path() + "/m.prom";
   const std::string old_name = path + ".tmp." + std::to_string(::getpid());
   ASSERT_EQ(::mkfifo(old_name.c_str(), 0644), 0);
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   ExporterOptions o;
   o.textfile = path;
   o.textfile_min_interval = 20ms;
@@ -846,7 +859,7 @@ TEST(MetricsExporter, AFifoWhereTheTempFileUsedToBeDoesNotBlockTheWriter) {
   Exporter e(m, o);  // writes the file once before it returns
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   EXPECT_EQ(e.last_error(), "");
-  EXPECT_NE(read_file(path).find("redisgo_task_leader"), std::string::npos);
+  EXPECT_NE(read_file(path).find("redisgo_task_state"), std::string::npos);
   struct stat st {};
   ASSERT_EQ(::lstat(old_name.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "left as it was";
@@ -870,7 +883,7 @@ ExporterOptions removed_at_stop_unrewritten(const std::string& path) {
 
 TEST(MetricsExporter, AStopCanRemoveTheTextfile) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   const std::string path = dir.path() + "/m.prom";
   ExporterOptions o;
   o.textfile = path;
@@ -885,51 +898,51 @@ TEST(MetricsExporter, AStopCanRemoveTheTextfile) {
 // is gone already, and theirs is not ours to remove.
 TEST(MetricsExporter, AStopLeavesATextfileThatAnotherProcessWrote) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   const std::string path = dir.path() + "/m.prom";
   Exporter e(m, removed_at_stop_unrewritten(path));
   const std::string theirs = dir.path() + "/theirs";
   {
-    std::ofstream(theirs) << "redisgo_task_leader{key=\"other\"} 1\n";
+    std::ofstream(theirs) << "redisgo_task_state{key=\"other\",state=\"leader\"} 1\n";
   }
   ASSERT_EQ(::rename(theirs.c_str(), path.c_str()), 0);
   const std::string why = e.stop();
   EXPECT_NE(why.find("metrics textfile " + path + ": left in place, another process has written it"),
             std::string::npos)
       << why;
-  EXPECT_EQ(read_file(path), "redisgo_task_leader{key=\"other\"} 1\n");
+  EXPECT_EQ(read_file(path), "redisgo_task_state{key=\"other\",state=\"leader\"} 1\n");
 }
 
 // The same, written in place (same inode: `>` in a shell, an editor that rewrites the
 // file): still not ours to remove (attack round, issue 22).
 TEST(MetricsExporter, AStopLeavesATextfileAnotherProcessWroteInPlace) {
   TempDir dir;
-  Metrics m("k", {});
+  Metrics m("k", {}, redisgo::SystemClock::instance(), fixed_process);
   const std::string path = dir.path() + "/m.prom";
   Exporter e(m, removed_at_stop_unrewritten(path));
   struct stat before {};
   ASSERT_EQ(::stat(path.c_str(), &before), 0);
   {
-    std::ofstream(path, std::ios::trunc) << "redisgo_task_leader{key=\"other\"} 1\n";
+    std::ofstream(path, std::ios::trunc) << "redisgo_task_state{key=\"other\",state=\"leader\"} 1\n";
   }
   struct stat after {};
   ASSERT_EQ(::stat(path.c_str(), &after), 0);
   ASSERT_EQ(after.st_ino, before.st_ino) << "not written in place";
   const std::string why = e.stop();
   EXPECT_NE(why.find("left in place, another process has written it"), std::string::npos) << why;
-  EXPECT_EQ(read_file(path), "redisgo_task_leader{key=\"other\"} 1\n");
+  EXPECT_EQ(read_file(path), "redisgo_task_state{key=\"other\",state=\"leader\"} 1\n");
 }
 
 TEST(MetricsExporter, AStopCanLeaveTheRecordOfTheRun) {
   TempDir dir;
-  Metrics m("k", {"n:1"});
+  Metrics m("k", {"n:1"}, redisgo::SystemClock::instance(), fixed_process);
   const std::string path = dir.path() + "/m.prom";
   ExporterOptions o;
   o.textfile = path;
   o.at_stop = ExporterOptions::AtStop::kRecord;
   {
     Exporter e(m, o);
-    m.set_leader(true);
+    m.set_state(redisgo::metrics::State::kLeader);
     m.set_last_success(1700000000);
   }
   EXPECT_EQ(read_file(path), m.render_record());

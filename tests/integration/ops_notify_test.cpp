@@ -198,7 +198,7 @@ TEST(OpsNotifyBlocked, RefusedCredentialsAreSaidInStatusAndMetricsUntilFixed) {
   EXPECT_NE(refused->text.find("WRONGPASS"), std::string::npos) << refused->text;
   EXPECT_NE(refused->text.find(redis.address()), std::string::npos) << "names the node: " << refused->text;
   EXPECT_EQ(refused->text.find("job-secret"), std::string::npos);
-  const std::string series = "redisgo_task_cannot_acquire{key=\"" + spec.key + "\",cause=\"credentials\"} ";
+  const std::string series = "redisgo_task_state{key=\"" + spec.key + "\",state=\"credentials_refused\"} ";
   EXPECT_TRUE(wait_until([&] { return read_file(textfile).find(series + "1") != std::string::npos; }, 5s))
       << read_file(textfile);
   // It keeps trying, paced; and says it once, not at every attempt.

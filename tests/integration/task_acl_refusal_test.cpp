@@ -102,7 +102,7 @@ TEST(RenewalsRefused, AFleetWithoutPexpireSettlesVisiblyAndRecoversByItself) {
   for (const char* name : {"h1", "h2"}) {
     const std::string prom = read_file(dir.path() + "/" + name + ".prom");
     EXPECT_NE(prom.find("redisgo_task_state{key=\"k\",state=\"renewal_refused\"} 1"), std::string::npos) << prom;
-    EXPECT_NE(prom.find("redisgo_task_renewals_refused{key=\"k\",right=\"+pexpire\"} 1"), std::string::npos) << prom;
+    EXPECT_NE(prom.find("redisgo_task_renewal_refused_info{key=\"k\",right=\"+pexpire\"} 1"), std::string::npos) << prom;
   }
   // status and list, as another process sees them (the server's default user).
   const auto plain = dir.write("plain.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n");

@@ -574,7 +574,7 @@ TEST_F(TaskCoordinator, FailingHealthCheckHandsOverWithoutOverlapAndAHungCheckIs
       [&] {
         const auto t = read_file(path("a.prom"));
         return metric(t, "redisgo_task_step_downs_total", key(), "cause=\"health\"") == 1.0 &&
-               metric(t, "redisgo_task_leader", key()) == 0.0;
+               metric(t, "redisgo_task_state", key(), "state=\"leader\"") == 0.0;
       },
       5s, 50ms))
       << read_file(path("a.prom"));
@@ -800,6 +800,49 @@ TEST_F(TaskCoordinator, HandoverWhenNothingIsHeldExits75AndWhenRedisIsDown69) {
 
 // --- metrics ------------------------------------------------------------------------------
 
+/// The state whose redisgo_task_state series is 1 in `text` ("" if none or several).
+std::string state_in(const std::string& text, const std::string& key) {
+  std::string found;
+  for (const char* s : {"standby", "in_line", "restart_guard", "paused", "leader", "stepped_down", "unreachable",
+                        "credentials_refused", "tls_failed", "error_reply"}) {
+    if (metric(text, "redisgo_task_state", key, std::string("state=\"") + s + "\"") == 1.0) {
+      if (!found.empty()) return "";
+      found = s;
+    }
+  }
+  return found;
+}
+
+/// The standard process_* series of `text` are those of the daemon `pid`: its start time as
+/// /proc says it, its memory and descriptors of the right order, its CPU time a count.
+void expect_process_metrics(const std::string& text, pid_t pid, const std::string& key) {
+  const auto start = metric(text, "process_start_time_seconds", key);
+  const auto rss = metric(text, "process_resident_memory_bytes", key);
+  const auto fds = metric(text, "process_open_fds", key);
+  const auto cpu = metric(text, "process_cpu_seconds_total", key);
+  ASSERT_TRUE(start && rss && fds && cpu) << text;
+  // /proc/<pid>'s own start: field 22 of its stat, in clock ticks after boot.
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int n = 3; n <= 22 && fields >> field; ++n) {
+  }
+  std::istringstream proc_stat(read_file("/proc/stat"));
+  double btime = 0;
+  for (std::string line; std::getline(proc_stat, line);) {
+    if (line.rfind("btime ", 0) == 0) btime = std::stod(line.substr(6));
+  }
+  const double started = btime + std::stod(field) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  EXPECT_NEAR(*start, started, 0.02) << "not the daemon's own start time:\n" << text;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(*start, now - 120) << text;
+  EXPECT_GT(*rss, 512.0 * 1024) << text;
+  EXPECT_LT(*rss, 256.0 * 1024 * 1024) << text;
+  EXPECT_GE(*fds, 5) << "stdio, the listener, a Redis connection at least:\n" << text;
+  EXPECT_LT(*fds, 200) << text;
+  EXPECT_GE(*cpu, 0) << text;
+}
+
 TEST_F(TaskCoordinator, MetricsOverHttpAndTextfileFollowTheLeaderThroughAHandover) {
   const int port_a = free_port(), port_b = free_port();
   const std::string prom_a = path("a.prom"), prom_b = path("b.prom");
@@ -816,8 +859,8 @@ TEST_F(TaskCoordinator, MetricsOverHttpAndTextfileFollowTheLeaderThroughAHandove
   const auto ha = http_get(port_a), hb = http_get(port_b);
   ASSERT_EQ(ha.status, 200) << ha.body;
   ASSERT_EQ(hb.status, 200) << hb.body;
-  EXPECT_EQ(metric(ha.body, "redisgo_task_leader", key()), 1.0) << ha.body;
-  EXPECT_EQ(metric(hb.body, "redisgo_task_leader", key()), 0.0) << hb.body;
+  EXPECT_EQ(metric(ha.body, "redisgo_task_state", key(), "state=\"leader\""), 1.0) << ha.body;
+  EXPECT_EQ(metric(hb.body, "redisgo_task_state", key(), "state=\"leader\""), 0.0) << hb.body;
   EXPECT_EQ(metric(ha.body, "redisgo_task_acquisitions_total", key()), 1.0) << ha.body;
   EXPECT_EQ(metric(hb.body, "redisgo_task_acquisitions_total", key()), 0.0) << hb.body;
   const unsigned long long token_a = acquired_token(a->err());
@@ -826,27 +869,76 @@ TEST_F(TaskCoordinator, MetricsOverHttpAndTextfileFollowTheLeaderThroughAHandove
   EXPECT_NE(ha.body.find("redisgo_task_token{key=\"" + key() + "\"} " + std::to_string(token_a) + "\n"),
             std::string::npos)
       << ha.body;
-  EXPECT_TRUE(wait_until([&] { return metric(read_file(prom_a), "redisgo_task_leader", key()) == 1.0; }, 5s, 50ms))
+  EXPECT_TRUE(wait_until([&] { return metric(read_file(prom_a), "redisgo_task_state", key(), "state=\"leader\"") == 1.0; }, 5s, 50ms))
       << read_file(prom_a);
 
   auto r = run_task_binary({"handover", "--config", cfg_a, "--timeout", "5s"}, 10s);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto handed_over = [&](const std::string& text) {
-    return metric(text, "redisgo_task_leader", key()) == 0.0 &&
+    return metric(text, "redisgo_task_state", key(), "state=\"leader\"") == 0.0 &&
            metric(text, "redisgo_task_step_downs_total", key(), "cause=\"handover\"") == 1.0 &&
            metric(text, "redisgo_task_step_downs_total", key(), "cause=\"health\"") == 0.0;
   };
   EXPECT_TRUE(wait_until([&] { return handed_over(http_get(port_a).body); }, 3s, 50ms)) << http_get(port_a).body;
   EXPECT_TRUE(wait_until([&] { return handed_over(read_file(prom_a)); }, 5s, 50ms)) << read_file(prom_a);
-  EXPECT_TRUE(wait_until([&] { return metric(http_get(port_b).body, "redisgo_task_leader", key()) == 1.0; }, 3s, 50ms))
+  EXPECT_TRUE(wait_until([&] { return metric(http_get(port_b).body, "redisgo_task_state", key(), "state=\"leader\"") == 1.0; }, 3s, 50ms))
       << http_get(port_b).body;
   const auto hb2 = http_get(port_b);
   EXPECT_EQ(metric(hb2.body, "redisgo_task_acquisitions_total", key()), 1.0) << hb2.body;
   EXPECT_EQ(metric(hb2.body, "redisgo_task_step_downs_total", key(), "cause=\"handover\""), 0.0) << hb2.body;
+  // The handover counts once on the leader it asked (every node carried it), not on B.
+  const auto ha2 = http_get(port_a);
+  EXPECT_EQ(metric(ha2.body, "redisgo_task_control_requests_total", key(), "kind=\"handover\""), 1.0) << ha2.body;
+  EXPECT_EQ(metric(hb2.body, "redisgo_task_control_requests_total", key(), "kind=\"handover\""), 0.0) << hb2.body;
+  for (const char* other : {"pause", "resume"}) {
+    EXPECT_EQ(metric(ha2.body, "redisgo_task_control_requests_total", key(), std::string("kind=\"") + other + "\""), 0.0)
+        << ha2.body;
+  }
+  expect_process_metrics(ha2.body, a->pid(), key());
+  expect_process_metrics(hb2.body, b->pid(), key());
   a->signal(SIGTERM);
   b->signal(SIGTERM);
   EXPECT_EQ(a->wait_for(10s), 0) << a->err();
   EXPECT_EQ(b->wait_for(10s), 0) << b->err();
+  expect_no_overlap();
+}
+
+// redisgo_task_redis_errors_total counts a leader's real faults on its node, by kind: its
+// connections killed by the server (closed), then the server frozen past the request timeout
+// (timeout). The leader rides both out; counting them costs Redis nothing.
+TEST_F(TaskCoordinator, MetricsCountALeadersRedisFaultsByNodeAndKind) {
+  const int port = free_port();
+  const auto cfg = config(supervise(), metrics_section(port, ""));
+  auto a = recorded("a", cfg);
+  ASSERT_TRUE(a->wait_for_log("child started", 10s)) << a->err();
+  const std::string node = "node=\"" + redis_.address() + "\"";
+  auto errors = [&](const char* kind) {
+    return metric(http_get(port).body, "redisgo_task_redis_errors_total", key(), node + ",kind=\"" + kind + "\"")
+        .value_or(-1);
+  };
+  for (const char* kind : {"auth", "closed", "protocol", "reply", "timeout", "tls", "unreachable"}) {
+    EXPECT_EQ(errors(kind), 0.0) << kind << "\n" << http_get(port).body;
+  }
+
+  // The server closes every connection of the daemon (its renewals' and its control channel's).
+  redis_.cli({"CLIENT", "KILL", "TYPE", "normal"});
+  redis_.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+  EXPECT_TRUE(wait_until([&] { return errors("closed") >= 1; }, 5s, 50ms)) << http_get(port).body << a->err();
+  EXPECT_EQ(errors("timeout"), 0.0);
+
+  // Frozen for three request timeouts (250 ms): a renewal round gets no answer in time.
+  redis_.pause();
+  std::this_thread::sleep_for(750ms);  // the fault's length, not a wait for an event
+  redis_.resume();
+  EXPECT_TRUE(wait_until([&] { return errors("timeout") >= 1; }, 5s, 50ms)) << http_get(port).body << a->err();
+  for (const char* kind : {"auth", "protocol", "tls"}) EXPECT_EQ(errors(kind), 0.0) << kind;
+  EXPECT_TRUE(wait_until([&] { return state_in(http_get(port).body, key()) == "leader"; }, 5s, 50ms))
+      << http_get(port).body << a->err();
+
+  StormMeter meter({&redis_}, {err_path("a")}, 1);
+  meter.measure(1s);
+  a->signal(SIGTERM);
+  EXPECT_EQ(a->wait_for(10s), 0) << a->err();
   expect_no_overlap();
 }
 
@@ -873,19 +965,6 @@ TEST_F(TaskCoordinator, MetricsAddressInUseFailsAtStartWith78AndContendsForNothi
   EXPECT_NE(r.err.find(path("no-such-dir")), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker)) << "the child ran";
   EXPECT_EQ(script_calls(redis_), 0) << "it contended";
-}
-
-/// The state whose redisgo_task_state series is 1 in `text` ("" if none or several).
-std::string state_in(const std::string& text, const std::string& key) {
-  std::string found;
-  for (const char* s : {"standby", "in_line", "restart_guard", "paused", "leader", "stepped_down", "unreachable",
-                        "credentials_refused", "tls_failed", "error_reply"}) {
-    if (metric(text, "redisgo_task_state", key, std::string("state=\"") + s + "\"") == 1.0) {
-      if (!found.empty()) return "";
-      found = s;
-    }
-  }
-  return found;
 }
 
 double wall_now_s() {
@@ -929,11 +1008,27 @@ TEST_F(TaskCoordinator, MetricsStateFollowsTheDaemonAndACleanStopRemovesTheTextf
   EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "stepped_down"; }, 5s, 50ms)) << http_get(port_a).body;
   EXPECT_TRUE(wait_until([&] { return state_of(port_b) == "paused"; }, 5s, 50ms)) << http_get(port_b).body;
   EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "paused"; }, 8s, 100ms)) << http_get(port_a).body;
-  EXPECT_EQ(metric(http_get(port_a).body, "redisgo_task_leader", key()), 0.0);
+  EXPECT_EQ(metric(http_get(port_a).body, "redisgo_task_state", key(), "state=\"leader\""), 0.0);
+  // The pause reached both: A as the leader it asked to stop (counted once, though A then
+  // finds that pause on the key too), B as it found the key paused.
+  auto control = [&](int port, const char* kind) {
+    return metric(http_get(port).body, "redisgo_task_control_requests_total", key(), std::string("kind=\"") + kind + "\"");
+  };
+  EXPECT_EQ(control(port_a, "pause"), 1.0) << http_get(port_a).body;
+  EXPECT_EQ(control(port_b, "pause"), 1.0) << http_get(port_b).body;
+  EXPECT_EQ(control(port_a, "resume"), 0.0);
+  EXPECT_EQ(control(port_b, "resume"), 0.0);
   r = run_task_binary({"resume", "--config", cfg_a}, 10s);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(wait_until([&] { return state_of(port_a) == "leader" || state_of(port_b) == "leader"; }, 8s, 100ms))
       << http_get(port_a).body << http_get(port_b).body;
+  // The resume released both, a minute before the pause's end.
+  EXPECT_TRUE(wait_until([&] { return control(port_a, "resume") == 1.0 && control(port_b, "resume") == 1.0; }, 5s, 50ms))
+      << http_get(port_a).body << http_get(port_b).body;
+  EXPECT_EQ(control(port_a, "pause"), 1.0);
+  EXPECT_EQ(control(port_b, "pause"), 1.0);
+  EXPECT_EQ(control(port_a, "handover"), 0.0);
+  EXPECT_EQ(control(port_b, "handover"), 0.0);
 
   a->signal(SIGTERM);
   b->signal(SIGTERM);
@@ -963,10 +1058,17 @@ TEST_F(TaskCoordinator, MetricsStateSaysCredentialsRefusedAndUnreachable) {
   auto u = recorded("u", cfg_u);
   EXPECT_TRUE(wait_until([&] { return state_in(http_get(port_r).body, key()) == "credentials_refused"; }, 8s, 100ms))
       << http_get(port_r).body << r->err();
-  EXPECT_EQ(metric(http_get(port_r).body, "redisgo_task_cannot_acquire", key(), "cause=\"credentials\""), 1.0);
+  // Counted as what they are, on the node that failed: AUTH refused.
+  const std::string node_r = "node=\"" + locked.address() + "\"";
+  EXPECT_TRUE(wait_until([&] { return metric(http_get(port_r).body, "redisgo_task_redis_errors_total", key(), node_r + ",kind=\"auth\"").value_or(0) >= 1; }, 5s, 50ms))
+      << http_get(port_r).body;
+  EXPECT_EQ(metric(http_get(port_r).body, "redisgo_task_redis_errors_total", key(), node_r + ",kind=\"unreachable\""), 0.0);
   EXPECT_TRUE(wait_until([&] { return state_in(http_get(port_u).body, key()) == "unreachable"; }, 8s, 100ms))
       << http_get(port_u).body << u->err();
-  EXPECT_EQ(metric(http_get(port_u).body, "redisgo_task_cannot_acquire", key(), "cause=\"unreachable\""), 1.0);
+  const std::string node_u = down.nodes.substr(down.nodes.find('"'));  // "127.0.0.1:<port>"
+  EXPECT_TRUE(wait_until([&] { return metric(http_get(port_u).body, "redisgo_task_redis_errors_total", key(), "node=" + node_u + ",kind=\"unreachable\"").value_or(0) >= 1; }, 5s, 50ms))
+      << http_get(port_u).body;
+  EXPECT_EQ(metric(http_get(port_u).body, "redisgo_task_redis_errors_total", key(), "node=" + node_u + ",kind=\"auth\""), 0.0);
   r->signal(SIGTERM);
   u->signal(SIGTERM);
   EXPECT_EQ(r->wait_for(10s), 0) << r->err();
@@ -988,10 +1090,11 @@ TEST_F(TaskCoordinator, OneshotTextfileKeepsTheRecordOfTheRunAndItsLastSuccess) 
   const double success = metric(text, "redisgo_task_last_success_timestamp_seconds", key()).value_or(0);
   EXPECT_GE(success, before - 1) << text;
   EXPECT_LE(success, wall_now_s() + 1) << text;
-  EXPECT_EQ(metric(text, "redisgo_task_child_last_exit_status", key()), 0.0) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_child_last_exit_code", key()), 0.0) << text;
   EXPECT_EQ(metric(text, "redisgo_task_once_per_seconds", key()), 3600.0) << text;
   EXPECT_EQ(metric(text, "redisgo_task_config_info", key(), "mode=\"oneshot\",limit=\"1\""), 1.0) << text;
-  for (const char* live : {"redisgo_task_leader{", "redisgo_task_state{", "redisgo_task_node_up{",
+  for (const char* live : {"redisgo_task_state{", "redisgo_task_node_up{", "redisgo_task_redis_errors_total{",
+                           "redisgo_task_control_requests_total{", "process_",
                            "redisgo_task_textfile_written_timestamp_seconds{"}) {
     EXPECT_EQ(text.find(live), std::string::npos) << live << " in a finished run's record:\n" << text;
   }
@@ -1006,7 +1109,7 @@ TEST_F(TaskCoordinator, OneshotTextfileKeepsTheRecordOfTheRunAndItsLastSuccess) 
   r = run_task_binary({"task", "--config", cfg_plain, "--", "/bin/sh", "-c", "exit 3"}, 10s);
   EXPECT_EQ(r.code, 3) << r.err;
   text = read_file(prom);
-  EXPECT_EQ(metric(text, "redisgo_task_child_last_exit_status", key()), 3.0) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_child_last_exit_code", key()), 3.0) << text;
   EXPECT_EQ(metric(text, "redisgo_task_last_success_timestamp_seconds", key()), success)
       << "a failed run carries the last success of the runs before it\n" << text;
 }
@@ -1023,7 +1126,7 @@ TEST_F(TaskCoordinator, AKilledDaemonLeavesItsTextfileWithTheTimeItWasLastWritte
   EXPECT_EQ(a->wait_for(10s), 128 + SIGKILL);
   const double killed_at = wall_now_s();
   const std::string text = read_file(prom);
-  EXPECT_EQ(metric(text, "redisgo_task_leader", key()), 1.0) << text;
+  EXPECT_EQ(metric(text, "redisgo_task_state", key(), "state=\"leader\""), 1.0) << text;
   const double written = metric(text, "redisgo_task_textfile_written_timestamp_seconds", key()).value_or(0);
   EXPECT_GT(written, killed_at - 20) << text;
   EXPECT_LE(written, killed_at) << text;

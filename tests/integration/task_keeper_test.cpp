@@ -177,7 +177,7 @@ TEST_F(TaskKeeper, ADaemonAndKeeperFrozenPastTheLeaseSayItAtErrorAndCountIt) {
                      " with token " + std::to_string(started.token) + " may have overlapped the next holder"),
             std::string::npos)
       << err;
-  const std::string series = "redisgo_task_frozen_past_lease_total{key=\"" + test_key() + "\"} 1";
+  const std::string series = "redisgo_task_freezes_past_lease_total{key=\"" + test_key() + "\"} 1";
   EXPECT_TRUE(wait_until([&] { return read_file(prom).find(series) != std::string::npos; }, 5s)) << read_file(prom);
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait_for(10s), 0) << d->err();

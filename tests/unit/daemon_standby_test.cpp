@@ -478,7 +478,7 @@ TEST(Standby, OneshotGivesUpAtOnceOnRefusedCredentials) {
   EXPECT_FALSE(has<GiveUp>(sup.last));
 }
 
-// What STATUS= and redisgo_task_cannot_acquire say while attempts reach no quorum: the
+// What STATUS= and redisgo_task_state say while attempts reach no quorum: the
 // refusal first (the operator's fix), then an error reply, then nodes down; nothing while a
 // quorum answers, busy or not.
 TEST(Standby, BlockedNamesTheCauseAnOperatorMustFixFirst) {

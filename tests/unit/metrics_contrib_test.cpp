@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "metrics/metrics.h"
 #include "util/clock.h"
@@ -35,7 +36,8 @@ std::map<std::string, std::set<std::string>> exported() {
   for (const char* mode : {"oneshot", "supervise"}) {
     Metrics m("k", {"n:1"}, clock);
     m.configure({mode, 1, 10, 3600});
-    m.set_renewals_refused("+pexpire");  // a series only while a daemon holds back
+    m.set_renewal_refused("+pexpire");  // a series only while a daemon holds back
+    m.set_child_exit(0);                 // a series only once a child exited
     for (std::size_t s = 0; s < redisgo::metrics::kStateCount; ++s) {
       m.set_state(static_cast<redisgo::metrics::State>(s));
       const std::string text = m.render_textfile(1) + m.render_record();
@@ -73,22 +75,23 @@ bool has_label(const std::set<std::string>& labels, const std::string& name) {
   return false;
 }
 
-/// Every redisgo_task_* name in `text` is an exported sample; every `name{label="v"}` or
-/// `name{label!="v"}` matcher names a label the series has and, for the daemon's own
-/// label values (cause, result, state, mode), a value it takes.
+/// Every redisgo_task_* and process_* name in `text` is an exported sample; every
+/// `name{label="v"}`, `name{label!="v"}` or `name{label=~"v|w"}` matcher names a label the
+/// series has and, for the daemon's own label values (cause, result, state, mode, kind,
+/// reason), values it takes.
 void expect_only_exported(const std::string& file) {
   const std::string text = read_source(file);
   ASSERT_FALSE(text.empty()) << file << " is missing";
   const auto series = exported();
   std::set<std::string> names;
-  const std::regex name_re("redisgo_task_[a-z0-9_]+");
+  const std::regex name_re("(redisgo_task|process)_[a-z0-9_]+");
   for (std::sregex_iterator it(text.begin(), text.end(), name_re), end; it != end; ++it) names.insert(it->str());
   EXPECT_FALSE(names.empty()) << file;
   for (const auto& n : names) EXPECT_TRUE(series.contains(n)) << file << " names " << n << ", which is not exported";
 
-  const std::regex selector_re(R"((redisgo_task_[a-z0-9_]+)\{([^}]*)\})");
+  const std::regex selector_re(R"(((?:redisgo_task|process)_[a-z0-9_]+)\{([^}]*)\})");
   const std::regex matcher_re(R"(([a-z_]+)\s*(=~|!~|!=|=)\s*\\?\"([^"\\]*)\\?\")");
-  const std::set<std::string> own_values{"cause", "result", "state", "mode"};
+  const std::set<std::string> own_values{"cause", "result", "state", "mode", "kind", "reason"};
   int matchers = 0;
   for (std::sregex_iterator it(text.begin(), text.end(), selector_re), end; it != end; ++it) {
     const std::string name = (*it)[1];
@@ -100,9 +103,17 @@ void expect_only_exported(const std::string& file) {
       if (label == "job" || label == "instance") continue;
       ++matchers;
       EXPECT_TRUE(has_label(series.at(name), label)) << file << ": " << name << " has no label " << label;
-      if (own_values.contains(label) && (op == "=" || op == "!=")) {
-        EXPECT_TRUE(series.at(name).contains(label + "=\"" + value + "\""))
-            << file << ": " << name << " never has " << label << "=\"" << value << "\"";
+      if (!own_values.contains(label)) continue;
+      // A regex matcher of the daemon's own values is a list of them ("a|b"): each is one.
+      std::vector<std::string> values{value};
+      if (op == "=~" || op == "!~") {
+        values.clear();
+        std::stringstream alternatives(value);
+        for (std::string v; std::getline(alternatives, v, '|');) values.push_back(v);
+      }
+      for (const auto& v : values) {
+        EXPECT_TRUE(series.at(name).contains(label + "=\"" + v + "\""))
+            << file << ": " << name << " never has " << label << "=\"" << v << "\"";
       }
     }
   }
@@ -130,5 +141,38 @@ TEST(MetricsContrib, DashboardRecordedSeriesAreRecorded) {
   const std::regex recorded_re("redisgo_task:[a-z0-9_:]+");
   for (std::sregex_iterator it(dashboard.begin(), dashboard.end(), recorded_re), end; it != end; ++it) {
     EXPECT_NE(rules.find("record: " + it->str() + "\n"), std::string::npos) << it->str() << " is not recorded";
+  }
+}
+
+// The manual's METRICS section lists every family the binary exports, and names none that it
+// does not: the reference an operator writes rules from agrees with the binary.
+TEST(MetricsContrib, ManualListsExactlyTheExportedFamilies) {
+  const std::string manual = read_source("docs/redisgo_task.1.scd");
+  const auto begin = manual.find("\n# METRICS\n"), end = manual.find("\n# LOGGING\n");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string section = manual.substr(begin, end - begin);
+  const auto series = exported();
+  std::set<std::string> named;
+  const std::regex name_re("(redisgo_task|process)_[a-z0-9_]+");
+  for (std::sregex_iterator it(section.begin(), section.end(), name_re), stop; it != stop; ++it) named.insert(it->str());
+  for (const auto& n : named) EXPECT_TRUE(series.contains(n)) << "the manual names " << n << ", which is not exported";
+  // The families: the names with a # TYPE line in the textfile's text.
+  FakeClock clock;
+  Metrics m("k", {"n:1"}, clock);
+  m.set_renewal_refused("+pexpire");
+  m.set_child_exit(0);
+  std::istringstream in(m.render_textfile(1));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    const std::string family = line.substr(7, line.find(' ', 7) - 7);
+    EXPECT_TRUE(named.contains(family)) << family << " is exported but not in the manual's METRICS";
+  }
+  // The README's names are the 1.0 ones too.
+  const std::string readme = read_source("README.md");
+  for (const char* gone : {"redisgo_task_leader{", "redisgo_task_leader ", "redisgo_task_cannot_acquire",
+                           "redisgo_task_child_last_exit_status", "redisgo_task_renewals_refused",
+                           "redisgo_task_frozen_past_lease_total"}) {
+    EXPECT_EQ(readme.find(gone), std::string::npos) << "README names " << gone << ", gone in 1.0";
   }
 }

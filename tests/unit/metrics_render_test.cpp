@@ -9,6 +9,8 @@
 #include <latch>
 #include <limits>
 #include <map>
+#include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -37,33 +39,84 @@ std::string value_of(const std::string& text, const std::string& series) {
   return "";
 }
 
-const char* const kFamilies[] = {
-    "redisgo_task_build_info",       "redisgo_task_state",
-    "redisgo_task_config_info",      "redisgo_task_expire_seconds",
-    "redisgo_task_once_per_seconds", "redisgo_task_line_position",
-    "redisgo_task_child_last_start_timestamp_seconds", "redisgo_task_last_success_timestamp_seconds",
-    "redisgo_task_leader",           "redisgo_task_token",
-    "redisgo_task_lease_remaining_seconds", "redisgo_task_acquisitions_total",
-    "redisgo_task_renewals_total",   "redisgo_task_renewal_duration_seconds",
-    "redisgo_task_lease_losses_total", "redisgo_task_child_starts_total",
-    "redisgo_task_child_last_exit_status", "redisgo_task_step_downs_total",
-    "redisgo_task_node_up",          "redisgo_task_wait_seconds",
-    "redisgo_task_line_length",      "redisgo_task_cannot_acquire",
-    "redisgo_task_textfile_write_errors_total", "redisgo_task_frozen_past_lease_total",
-    "redisgo_task_once_per_slots_skipped_total"};
+/// Every family render() may show (over HTTP and in the textfile, which adds
+/// redisgo_task_textfile_written_timestamp_seconds), with its type: the names that 1.0
+/// freezes. A family added, renamed or removed fails EveryFamilyHasHelpAndTypeOnce...
+const std::map<std::string, std::string> kFamilies{
+    {"redisgo_task_build_info", "gauge"},
+    {"redisgo_task_state", "gauge"},
+    {"redisgo_task_token", "gauge"},
+    {"redisgo_task_lease_remaining_seconds", "gauge"},
+    {"redisgo_task_acquisitions_total", "counter"},
+    {"redisgo_task_config_info", "gauge"},
+    {"redisgo_task_expire_seconds", "gauge"},
+    {"redisgo_task_once_per_seconds", "gauge"},
+    {"redisgo_task_renewals_total", "counter"},
+    {"redisgo_task_renewal_duration_seconds", "histogram"},
+    {"redisgo_task_wait_seconds", "histogram"},
+    {"redisgo_task_line_length", "gauge"},
+    {"redisgo_task_line_position", "gauge"},
+    {"redisgo_task_renewal_refused_info", "gauge"},
+    {"redisgo_task_lease_losses_total", "counter"},
+    {"redisgo_task_child_starts_total", "counter"},
+    {"redisgo_task_freezes_past_lease_total", "counter"},
+    {"redisgo_task_child_last_exit_code", "gauge"},
+    {"redisgo_task_child_last_start_timestamp_seconds", "gauge"},
+    {"redisgo_task_last_success_timestamp_seconds", "gauge"},
+    {"redisgo_task_once_per_slots_skipped_total", "counter"},
+    {"redisgo_task_step_downs_total", "counter"},
+    {"redisgo_task_control_requests_total", "counter"},
+    {"redisgo_task_textfile_write_errors_total", "counter"},
+    {"redisgo_task_node_up", "gauge"},
+    {"redisgo_task_redis_errors_total", "counter"},
+    {"process_cpu_seconds_total", "counter"},
+    {"process_open_fds", "gauge"},
+    {"process_resident_memory_bytes", "gauge"},
+    {"process_start_time_seconds", "gauge"},
+};
+
+/// Fixed process_* values, so that a render can be compared as text.
+redisgo::metrics::ProcessStats fixed_process() {
+  redisgo::metrics::ProcessStats p;
+  p.start_time_seconds = 1700000000.25;
+  p.cpu_seconds = 0.5;
+  p.resident_bytes = 5242880;
+  p.open_fds = 12;
+  return p;
+}
+
+/// # TYPE lines of `text`: family -> type.
+std::map<std::string, std::string> types_in(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    std::istringstream words(line.substr(7));
+    std::string name, type;
+    words >> name >> type;
+    out[name] = type;
+  }
+  return out;
+}
+
+/// A Metrics through everything that adds a series: every family of kFamilies is there.
+void exercise(Metrics& m) {
+  m.set_child_exit(0);
+  m.set_renewal_refused("+pexpire");
+  m.set_node_up("n:1", true);
+  m.add_redis_error("n:1", "timeout");
+}
 
 }  // namespace
 
 TEST(MetricsRender, FreshMetricsRenderExactly) {
   FakeClock clock;
-  Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock);
+  Metrics m("jobs:nightly", {"10.0.0.1:6379"}, clock, fixed_process);
   const std::string expected =
       "# HELP redisgo_task_build_info Always 1; the version of the running binary is a label.\n"
       "# TYPE redisgo_task_build_info gauge\n"
       "redisgo_task_build_info{key=\"jobs:nightly\",version=\"" REDISGO_TEST_VERSION "\"} 1\n"
-      "# HELP redisgo_task_leader 1 while this daemon holds the lease on the key, else 0.\n"
-      "# TYPE redisgo_task_leader gauge\n"
-      "redisgo_task_leader{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_state 1 for what this daemon is doing now, 0 for the other states (standby, in_line, restart_guard, paused, leader, stepped_down, unreachable, credentials_refused, tls_failed, error_reply, renewal_refused).\n"
       "# TYPE redisgo_task_state gauge\n"
       "redisgo_task_state{key=\"jobs:nightly\",state=\"standby\"} 1\n"
@@ -139,12 +192,6 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_line_position This daemon's place in the waiting line as of its last attempt (1 = next; 0 = not in line).\n"
       "# TYPE redisgo_task_line_position gauge\n"
       "redisgo_task_line_position{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_cannot_acquire 1 while this daemon's attempts reach no quorum, by cause (refused credentials, failed TLS verification, an error reply, nodes unreachable): this host cannot run the job.\n"
-      "# TYPE redisgo_task_cannot_acquire gauge\n"
-      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"credentials\"} 0\n"
-      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"error\"} 0\n"
-      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"tls\"} 0\n"
-      "redisgo_task_cannot_acquire{key=\"jobs:nightly\",cause=\"unreachable\"} 0\n"
       "# HELP redisgo_task_lease_losses_total Leases lost while held, by cause.\n"
       "# TYPE redisgo_task_lease_losses_total counter\n"
       "redisgo_task_lease_losses_total{key=\"jobs:nightly\",cause=\"deadline\"} 0\n"
@@ -153,12 +200,9 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "# HELP redisgo_task_child_starts_total Child processes started.\n"
       "# TYPE redisgo_task_child_starts_total counter\n"
       "redisgo_task_child_starts_total{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_frozen_past_lease_total Times this host was frozen past its lease deadline with its child alive: the child may have overlapped the next holder.\n"
-      "# TYPE redisgo_task_frozen_past_lease_total counter\n"
-      "redisgo_task_frozen_past_lease_total{key=\"jobs:nightly\"} 0\n"
-      "# HELP redisgo_task_child_last_exit_status Exit status of the last child (128+N for signal N; -1 before the first exit).\n"
-      "# TYPE redisgo_task_child_last_exit_status gauge\n"
-      "redisgo_task_child_last_exit_status{key=\"jobs:nightly\"} -1\n"
+      "# HELP redisgo_task_freezes_past_lease_total Times this host was frozen past its lease deadline with its child alive: the child may have overlapped the next holder.\n"
+      "# TYPE redisgo_task_freezes_past_lease_total counter\n"
+      "redisgo_task_freezes_past_lease_total{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_child_last_start_timestamp_seconds Unix time the last child started (0 before the first).\n"
       "# TYPE redisgo_task_child_last_start_timestamp_seconds gauge\n"
       "redisgo_task_child_last_start_timestamp_seconds{key=\"jobs:nightly\"} 0\n"
@@ -178,19 +222,47 @@ TEST(MetricsRender, FreshMetricsRenderExactly) {
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"pause\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"renewal_refused\"} 0\n"
       "redisgo_task_step_downs_total{key=\"jobs:nightly\",cause=\"restart_limit\"} 0\n"
+      "# HELP redisgo_task_control_requests_total Operators' requests that reached this daemon, by kind (a handover asked of it as leader; a pause that began to hold it back; a resume that ended one before its time).\n"
+      "# TYPE redisgo_task_control_requests_total counter\n"
+      "redisgo_task_control_requests_total{key=\"jobs:nightly\",kind=\"handover\"} 0\n"
+      "redisgo_task_control_requests_total{key=\"jobs:nightly\",kind=\"pause\"} 0\n"
+      "redisgo_task_control_requests_total{key=\"jobs:nightly\",kind=\"resume\"} 0\n"
       "# HELP redisgo_task_textfile_write_errors_total Writes of the metrics textfile that failed (it then keeps what the last good write said).\n"
       "# TYPE redisgo_task_textfile_write_errors_total counter\n"
       "redisgo_task_textfile_write_errors_total{key=\"jobs:nightly\"} 0\n"
       "# HELP redisgo_task_node_up 1 if the Redis node answered the last request, else 0.\n"
       "# TYPE redisgo_task_node_up gauge\n"
-      "redisgo_task_node_up{key=\"jobs:nightly\",node=\"10.0.0.1:6379\"} 0\n";
+      "redisgo_task_node_up{key=\"jobs:nightly\",node=\"10.0.0.1:6379\"} 0\n"
+      "# HELP redisgo_task_redis_errors_total Failed calls and connections to each Redis node, by kind (unreachable, timeout, closed, protocol, auth, tls, reply).\n"
+      "# TYPE redisgo_task_redis_errors_total counter\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"auth\"} 0\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"closed\"} 0\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"protocol\"} 0\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"reply\"} 0\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"timeout\"} 0\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"tls\"} 0\n"
+      "redisgo_task_redis_errors_total{key=\"jobs:nightly\",node=\"10.0.0.1:6379\",kind=\"unreachable\"} 0\n"
+      "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+      "# TYPE process_cpu_seconds_total counter\n"
+      "process_cpu_seconds_total{key=\"jobs:nightly\"} 0.5\n"
+      "# HELP process_open_fds Number of open file descriptors.\n"
+      "# TYPE process_open_fds gauge\n"
+      "process_open_fds{key=\"jobs:nightly\"} 12\n"
+      "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+      "# TYPE process_resident_memory_bytes gauge\n"
+      "process_resident_memory_bytes{key=\"jobs:nightly\"} 5242880\n"
+      "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+      "# TYPE process_start_time_seconds gauge\n"
+      "process_start_time_seconds{key=\"jobs:nightly\"} 1700000000.25\n";
   EXPECT_EQ(m.render(), expected);
+  // No child has exited and no renewal was refused: those series are absent, not -1 or 0.
+  EXPECT_EQ(m.render().find("redisgo_task_child_last_exit_code"), std::string::npos);
+  EXPECT_EQ(m.render().find("redisgo_task_renewal_refused_info"), std::string::npos);
 }
 
 TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   FakeClock clock;
   Metrics m("k", {"a:1", "b:2", "a:1"}, clock);  // a duplicate node is reported once
-  m.set_leader(true);
   m.set_token(1700000000123456ULL);
   m.add_acquisition();
   m.add_acquisition();
@@ -199,14 +271,13 @@ TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   m.add_lease_loss("deadline");
   m.add_lease_loss("redis_down");  // a cause not known in advance gets its own series
   m.add_child_start();
-  m.add_frozen_past_lease();
+  m.add_freeze_past_lease();
   m.set_child_exit(143);
   m.add_step_down("health");
   m.set_node_up("b:2", true);
   m.set_node_up("c:3", true);  // unknown: added
 
   std::string t = m.render();
-  EXPECT_EQ(value_of(t, "redisgo_task_leader{key=\"k\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_token{key=\"k\"}"), "1700000000123456");
   EXPECT_EQ(value_of(t, "redisgo_task_acquisitions_total{key=\"k\"}"), "2");
   EXPECT_EQ(value_of(t, "redisgo_task_renewals_total{key=\"k\",result=\"confirmed\"}"), "1");
@@ -215,37 +286,124 @@ TEST(MetricsRender, UpdatedValuesAppearInTheirSeries) {
   EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"deadline\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"redis_down\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_child_starts_total{key=\"k\"}"), "1");
-  EXPECT_EQ(value_of(t, "redisgo_task_frozen_past_lease_total{key=\"k\"}"), "1");
-  EXPECT_EQ(value_of(t, "redisgo_task_child_last_exit_status{key=\"k\"}"), "143");
+  EXPECT_EQ(value_of(t, "redisgo_task_freezes_past_lease_total{key=\"k\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_child_last_exit_code{key=\"k\"}"), "143");
   EXPECT_EQ(value_of(t, "redisgo_task_step_downs_total{key=\"k\",cause=\"health\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"a:1\"}"), "0");
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"b:2\"}"), "1");
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"k\",node=\"c:3\"}"), "1");
   // Configured order, then first seen; the duplicate is gone.
-  auto a = t.find("node=\"a:1\""), b = t.find("node=\"b:2\""), c = t.find("node=\"c:3\"");
+  const std::string up = "redisgo_task_node_up{key=\"k\",";
+  auto a = t.find(up + "node=\"a:1\""), b = t.find(up + "node=\"b:2\""), c = t.find(up + "node=\"c:3\"");
+  // A node first seen gets its Redis error series too, every kind at 0.
+  EXPECT_EQ(value_of(t, "redisgo_task_redis_errors_total{key=\"k\",node=\"c:3\",kind=\"timeout\"}"), "0");
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
-  EXPECT_EQ(t.find("node=\"a:1\"", a + 1), std::string::npos);
+  EXPECT_EQ(t.find(up + "node=\"a:1\"", a + 1), std::string::npos);
 }
 
-// One cause at a time is 1; "" (a quorum answers again) clears it.
-TEST(MetricsRender, CannotAcquireNamesOneCauseAtATime) {
+// redisgo_task_redis_errors_total: every kind of every configured node from the start, at 0;
+// each failure counts under its node and kind; a counter handed to a connection outlives
+// the Metrics it counts for (a connection of the renewal thread may be the last to go).
+TEST(MetricsRender, RedisErrorsCountPerNodeAndKind) {
+  FakeClock clock;
+  auto m = std::make_unique<Metrics>("k", std::vector<std::string>{"a:1", "b:2"}, clock);
+  auto v = [&](const std::string& node, const std::string& kind) {
+    return value_of(m->render(), "redisgo_task_redis_errors_total{key=\"k\",node=\"" + node + "\",kind=\"" + kind + "\"}");
+  };
+  for (const char* kind : redisgo::metrics::kRedisErrorKinds) {
+    EXPECT_EQ(v("a:1", kind), "0") << kind;
+    EXPECT_EQ(v("b:2", kind), "0") << kind;
+  }
+  const std::string text = m->render();
+  std::size_t series = 0;
+  for (auto at = text.find("\nredisgo_task_redis_errors_total{"); at != std::string::npos;
+       at = text.find("\nredisgo_task_redis_errors_total{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 2 * redisgo::metrics::kRedisErrorKindCount) << "a fixed set of kinds per node:\n" << text;
+  auto count_b = m->redis_error_counter("b:2");
+  const auto version = m->version();
+  count_b("unreachable");
+  count_b("unreachable");
+  m->add_redis_error("a:1", "timeout");
+  EXPECT_GT(m->version(), version) << "a failure is a change: the textfile says it";
+  EXPECT_EQ(v("b:2", "unreachable"), "2");
+  EXPECT_EQ(v("a:1", "timeout"), "1");
+  EXPECT_EQ(v("a:1", "unreachable"), "0");
+  m->add_redis_error("c:3", "auth");  // a node not configured (a Cluster redirect's): added
+  EXPECT_EQ(v("c:3", "auth"), "1");
+  EXPECT_EQ(v("c:3", "reply"), "0");
+  m.reset();
+  count_b("closed");  // nothing left to show it, and nothing breaks
+}
+
+// redisgo_task_control_requests_total: handover, pause and resume from the start, at 0.
+TEST(MetricsRender, ControlRequestsCountByKind) {
   FakeClock clock;
   Metrics m("k", {}, clock);
-  auto v = [&](const char* cause) {
-    return value_of(m.render(), std::string("redisgo_task_cannot_acquire{key=\"k\",cause=\"") + cause + "\"}");
-  };
-  m.set_cannot_acquire("credentials");
-  EXPECT_EQ(v("credentials"), "1");
-  EXPECT_EQ(v("unreachable"), "0");
-  const auto version = m.version();
-  m.set_cannot_acquire("credentials");
-  EXPECT_EQ(m.version(), version) << "no change, no textfile rewrite";
-  m.set_cannot_acquire("unreachable");
-  EXPECT_EQ(v("credentials"), "0");
-  EXPECT_EQ(v("unreachable"), "1");
-  m.set_cannot_acquire("");
-  for (const char* c : {"credentials", "error", "tls", "unreachable"}) EXPECT_EQ(v(c), "0") << c;
+  for (const char* kind : redisgo::metrics::kControlKinds) {
+    EXPECT_EQ(value_of(m.render(), std::string("redisgo_task_control_requests_total{key=\"k\",kind=\"") + kind + "\"}"),
+              "0")
+        << kind;
+  }
+  m.add_control_request("handover");
+  m.add_control_request("resume");
+  m.add_control_request("resume");
+  const std::string t = m.render();
+  EXPECT_EQ(value_of(t, "redisgo_task_control_requests_total{key=\"k\",kind=\"handover\"}"), "1");
+  EXPECT_EQ(value_of(t, "redisgo_task_control_requests_total{key=\"k\",kind=\"pause\"}"), "0");
+  EXPECT_EQ(value_of(t, "redisgo_task_control_requests_total{key=\"k\",kind=\"resume\"}"), "2");
+  EXPECT_EQ(m.render_record().find("redisgo_task_control_requests_total"), std::string::npos) << "a live series";
+}
+
+// redisgo_task_child_last_exit_code: absent until a child exits (0.1's -1 read as an exit
+// code to a `!= 0` alert), then the last one, in the record too.
+TEST(MetricsRender, ChildExitCodeIsAbsentUntilTheFirstExit) {
+  FakeClock clock;
+  Metrics m("k", {}, clock);
+  EXPECT_EQ(m.render().find("redisgo_task_child_last_exit_code"), std::string::npos);
+  EXPECT_EQ(m.render_record().find("redisgo_task_child_last_exit_code"), std::string::npos);
+  m.set_child_exit(-1);  // what a child can exit with is never "none"
+  EXPECT_EQ(value_of(m.render(), "redisgo_task_child_last_exit_code{key=\"k\"}"), "-1");
+  m.set_child_exit(137);
+  EXPECT_EQ(value_of(m.render(), "redisgo_task_child_last_exit_code{key=\"k\"}"), "137");
+  EXPECT_EQ(value_of(m.render_record(), "redisgo_task_child_last_exit_code{key=\"k\"}"), "137");
+  EXPECT_NE(m.render().find("# TYPE redisgo_task_child_last_exit_code gauge\n"), std::string::npos);
+  for (const char* gone : {"redisgo_task_leader", "redisgo_task_cannot_acquire", "redisgo_task_child_last_exit_status",
+                           "redisgo_task_renewals_refused", "redisgo_task_frozen_past_lease_total"}) {
+    EXPECT_EQ(m.render().find(gone), std::string::npos) << gone << " was renamed or removed before 1.0";
+  }
+}
+
+// The standard process metrics of this very process: present, and plausible.
+TEST(MetricsRender, ProcessMetricsArePlausible) {
+  Metrics m("k", {});
+  const std::string t = m.render();
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string start = value_of(t, "process_start_time_seconds{key=\"k\"}");
+  ASSERT_FALSE(start.empty()) << t;
+  EXPECT_LE(std::stod(start), now + 1);
+  EXPECT_GT(std::stod(start), now - 24 * 3600) << "this test process started today";
+  const std::string rss = value_of(t, "process_resident_memory_bytes{key=\"k\"}");
+  ASSERT_FALSE(rss.empty()) << t;
+  EXPECT_GT(std::stod(rss), 1 << 20);
+  EXPECT_LT(std::stod(rss), 64.0 * (1 << 30));
+  const std::string fds = value_of(t, "process_open_fds{key=\"k\"}");
+  ASSERT_FALSE(fds.empty()) << t;
+  EXPECT_GE(std::stod(fds), 3);  // stdin, stdout, stderr
+  EXPECT_EQ(fds.find('.'), std::string::npos) << "a whole count: " << fds;
+  const std::string cpu = value_of(t, "process_cpu_seconds_total{key=\"k\"}");
+  ASSERT_FALSE(cpu.empty()) << t;
+  // Burn some CPU: the counter moves, never back.
+  volatile double x = 0;
+  for (int i = 0; i < 50'000'000; ++i) x = x + 1e-9 * i;
+  EXPECT_GT(std::stod(value_of(m.render(), "process_cpu_seconds_total{key=\"k\"}")), std::stod(cpu));
+  // Neither in a finished run's record: that process is gone.
+  EXPECT_EQ(m.render_record().find("process_"), std::string::npos);
+  // A probe that reads nothing (no /proc) leaves the families out.
+  Metrics none("k", {}, redisgo::SystemClock::instance(), [] { return redisgo::metrics::ProcessStats{}; });
+  EXPECT_EQ(none.render().find("process_"), std::string::npos);
 }
 
 // Renewals refused: the right is a label while the daemon holds back, and the series is gone
@@ -253,22 +411,24 @@ TEST(MetricsRender, CannotAcquireNamesOneCauseAtATime) {
 TEST(MetricsRender, RenewalsRefusedNamesTheRightWhileItLasts) {
   FakeClock clock;
   Metrics m("k", {}, clock);
-  EXPECT_EQ(m.render().find("redisgo_task_renewals_refused"), std::string::npos);
-  m.set_renewals_refused("+pexpire");
-  EXPECT_EQ(value_of(m.render(), "redisgo_task_renewals_refused{key=\"k\",right=\"+pexpire\"}"), "1");
-  EXPECT_NE(m.render().find("# TYPE redisgo_task_renewals_refused gauge\n"), std::string::npos);
-  EXPECT_EQ(m.render_record().find("redisgo_task_renewals_refused"), std::string::npos);
+  EXPECT_EQ(m.render().find("redisgo_task_renewal_refused_info"), std::string::npos);
+  m.set_renewal_refused("+pexpire");
+  EXPECT_EQ(value_of(m.render(), "redisgo_task_renewal_refused_info{key=\"k\",right=\"+pexpire\"}"), "1");
+  EXPECT_NE(m.render().find("# TYPE redisgo_task_renewal_refused_info gauge\n"), std::string::npos);
+  EXPECT_EQ(m.render_record().find("redisgo_task_renewal_refused_info"), std::string::npos);
   const auto version = m.version();
-  m.set_renewals_refused("+pexpire");
+  m.set_renewal_refused("+pexpire");
   EXPECT_EQ(m.version(), version) << "no change, no textfile rewrite";
-  m.set_renewals_refused(std::nullopt);
-  EXPECT_EQ(m.render().find("redisgo_task_renewals_refused"), std::string::npos);
+  m.set_renewal_refused(std::nullopt);
+  EXPECT_EQ(m.render().find("redisgo_task_renewal_refused_info"), std::string::npos);
   EXPECT_NE(m.version(), version);
 }
 
 TEST(MetricsRender, EveryFamilyHasHelpAndTypeOnceBeforeItsSamples) {
   FakeClock clock;
   Metrics m("k", {}, clock);  // no node: redisgo_task_node_up has no sample at all
+  m.set_child_exit(0);
+  m.set_renewal_refused("+pexpire");
   std::string t = m.render();
   std::map<std::string, int> help, type;
   std::set<std::string> declared;
@@ -298,14 +458,90 @@ TEST(MetricsRender, EveryFamilyHasHelpAndTypeOnceBeforeItsSamples) {
     }
     EXPECT_TRUE(ok) << "sample before its # TYPE: " << line;
   }
-  for (const char* f : kFamilies) {
+  for (const auto& [f, kind] : kFamilies) {
     EXPECT_EQ(help[f], 1) << f;
     EXPECT_EQ(type[f], 1) << f;
   }
-  EXPECT_EQ(help.size(), std::size(kFamilies));
-  EXPECT_EQ(type.size(), std::size(kFamilies));
+  EXPECT_EQ(help.size(), kFamilies.size());
+  EXPECT_EQ(type.size(), kFamilies.size());
+  EXPECT_EQ(types_in(t), kFamilies) << "a family's type changed";
   EXPECT_NE(t.find("# TYPE redisgo_task_node_up gauge\n"), std::string::npos);
   EXPECT_EQ(t.find("redisgo_task_node_up{"), std::string::npos);
+  // The textfile adds one family; a finished run's record only has families of render().
+  const auto textfile = types_in(m.render_textfile(1));
+  EXPECT_EQ(textfile.size(), kFamilies.size() + 1);
+  EXPECT_EQ(textfile.at("redisgo_task_textfile_written_timestamp_seconds"), "gauge");
+  for (const auto& [f, kind] : types_in(m.render_record())) EXPECT_EQ(kFamilies.at(f), kind) << f;
+}
+
+// Prometheus' naming conventions (prometheus.io, "Metric and label naming"), checked on what
+// the binary exports: one prefix; base units named as a suffix; `_total` on counters and only
+// there; `_info` gauges that are always 1; no unit in a label's name; every series carries
+// key; the daemon's own label values from a fixed set (a value made of data would make a
+// series per value).
+TEST(MetricsRender, NamesFollowPrometheusConventions) {
+  FakeClock clock;
+  Metrics m("k", {"n:1"}, clock);
+  exercise(m);
+  const std::string text = m.render_textfile(1);
+  const auto types = types_in(text);
+  const std::regex name_re("(redisgo_task|process)_[a-z0-9_]+");
+  for (const auto& [name, type] : types) {
+    EXPECT_TRUE(std::regex_match(name, name_re)) << name;
+    const bool total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+    EXPECT_EQ(total, type == "counter") << name << " (" << type << "): `_total` is for counters, and every counter has it";
+    for (const char* unit : {"_ms", "_millis", "milliseconds", "_minutes", "_kb", "_mb", "_percent"}) {
+      EXPECT_EQ(name.find(unit), std::string::npos) << name << ": base units (seconds, bytes)";
+    }
+    if (name.find("seconds") != std::string::npos) {
+      EXPECT_TRUE(std::regex_search(name, std::regex("_seconds(_total)?$"))) << name << ": the unit comes last";
+    }
+    for (const char* reserved : {"_bucket", "_sum", "_count"}) {
+      EXPECT_FALSE(std::regex_search(name, std::regex(std::string(reserved) + "$"))) << name;
+    }
+  }
+  const std::map<std::string, std::set<std::string>> bounded{
+      {"state",
+       {"standby", "in_line", "restart_guard", "paused", "leader", "stepped_down", "unreachable", "credentials_refused",
+        "tls_failed", "error_reply", "renewal_refused"}},
+      {"result", {"confirmed", "failed", "lost"}},
+      {"reason", {"claim_failed", "not_durable", "restart_guard"}},
+      {"mode", {"oneshot", "supervise"}},
+  };
+  const std::map<std::string, std::set<std::string>> kinds{
+      {"redisgo_task_redis_errors_total", {"auth", "closed", "protocol", "reply", "timeout", "tls", "unreachable"}},
+      {"redisgo_task_control_requests_total", {"handover", "pause", "resume"}},
+      {"redisgo_task_lease_losses_total", {"deadline", "lost", "taken"}},
+      {"redisgo_task_step_downs_total",
+       {"cannot_start", "handover", "health", "pause", "renewal_refused", "restart_limit"}},
+  };
+  const std::regex sample_re(R"(^([a-z_0-9]+)\{(.*)\} (\S+)$)");
+  const std::regex label_re(R"re(([a-z_]+)="([^"]*)")re");
+  std::istringstream in(text);
+  std::string line;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) == 0) continue;
+    std::smatch sm;
+    ASSERT_TRUE(std::regex_match(line, sm, sample_re)) << "every sample has labels, key first: " << line;
+    ++samples;
+    const std::string name = sm[1], labels = sm[2], value = sm[3];
+    EXPECT_EQ(labels.rfind("key=\"k\"", 0), 0u) << line;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_info") == 0) {
+      EXPECT_EQ(value, "1") << line;
+    }
+    for (std::sregex_iterator it(labels.begin(), labels.end(), label_re), stop; it != stop; ++it) {
+      const std::string label = (*it)[1], v = (*it)[2];
+      EXPECT_FALSE(std::regex_search(label, std::regex("(seconds|bytes|_ms|total)$"))) << line << ": a unit in a label";
+      if (auto b = bounded.find(label); b != bounded.end()) {
+        EXPECT_TRUE(b->second.contains(v)) << line;
+      }
+      if (label == "kind" || label == "cause") {
+        EXPECT_TRUE(kinds.at(name).contains(v)) << line;
+      }
+    }
+  }
+  EXPECT_GT(samples, 60);
 }
 
 TEST(MetricsRender, EscapesLabelValues) {
@@ -313,13 +549,16 @@ TEST(MetricsRender, EscapesLabelValues) {
   Metrics m("a\"b\\c\nd", {"n\"1"}, clock);
   m.add_lease_loss("x\ny");
   std::string t = m.render();
-  EXPECT_EQ(value_of(t, "redisgo_task_leader{key=\"a\\\"b\\\\c\\nd\"}"), "0") << t;
+  EXPECT_EQ(value_of(t, "redisgo_task_token{key=\"a\\\"b\\\\c\\nd\"}"), "0") << t;
   EXPECT_EQ(value_of(t, "redisgo_task_node_up{key=\"a\\\"b\\\\c\\nd\",node=\"n\\\"1\"}"), "0") << t;
   EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"a\\\"b\\\\c\\nd\",cause=\"x\\ny\"}"), "1") << t;
   // No raw newline survives inside a sample: every line starts a comment or a metric name.
   std::istringstream in(t);
   std::string line;
-  while (std::getline(in, line)) EXPECT_EQ(line.rfind("redisgo_task_", 0) == 0 || line.rfind("# ", 0) == 0, true) << line;
+  while (std::getline(in, line)) {
+    EXPECT_TRUE(line.rfind("redisgo_task_", 0) == 0 || line.rfind("process_", 0) == 0 || line.rfind("# ", 0) == 0)
+        << line;
+  }
 }
 
 TEST(MetricsRender, HistogramBucketsAreCumulativeAndInclusive) {
@@ -392,16 +631,20 @@ TEST(MetricsRender, VersionMovesOnlyWhenAValueChanges) {
   FakeClock clock;
   Metrics m("k", {"n"}, clock);
   auto v = m.version();
-  m.set_leader(false);
+  m.set_state(State::kStandby);
   m.set_token(0);
-  m.set_child_exit(-1);
   m.set_node_up("n", false);
   m.set_lease_deadline(std::nullopt);
   EXPECT_EQ(m.version(), v);
-  m.set_leader(true);
+  m.set_state(State::kLeader);
   EXPECT_GT(m.version(), v);
   v = m.version();
-  m.set_leader(true);
+  m.set_state(State::kLeader);
+  EXPECT_EQ(m.version(), v);
+  m.set_child_exit(3);
+  EXPECT_GT(m.version(), v);
+  v = m.version();
+  m.set_child_exit(3);
   EXPECT_EQ(m.version(), v);
   m.set_lease_deadline(clock.now() + 1s);
   EXPECT_GT(m.version(), v);
@@ -410,8 +653,10 @@ TEST(MetricsRender, VersionMovesOnlyWhenAValueChanges) {
   EXPECT_EQ(m.version(), v);
   for (auto update : std::vector<std::function<void()>>{
            [&] { m.set_token(7); }, [&] { m.add_acquisition(); }, [&] { m.add_renewal("confirmed", 0.001); },
-           [&] { m.add_lease_loss("lost"); }, [&] { m.add_child_start(); }, [&] { m.add_frozen_past_lease(); }, [&] { m.set_child_exit(0); },
-           [&] { m.add_step_down("health"); }, [&] { m.set_node_up("n", true); }, [&] { m.set_node_up("new", false); }}) {
+           [&] { m.add_lease_loss("lost"); }, [&] { m.add_child_start(); }, [&] { m.add_freeze_past_lease(); }, [&] { m.set_child_exit(0); },
+           [&] { m.add_step_down("health"); }, [&] { m.set_node_up("n", true); }, [&] { m.set_node_up("new", false); },
+           [&] { m.add_redis_error("n", "timeout"); }, [&] { m.redis_error_counter("n")("closed"); },
+           [&] { m.add_control_request("pause"); }, [&] { m.set_renewal_refused("+pexpire"); }}) {
     v = m.version();
     update();
     EXPECT_GT(m.version(), v);
@@ -425,19 +670,22 @@ TEST(MetricsRender, ConcurrentUpdatesAndRenders) {
   constexpr int kRounds = 5000;
   std::atomic<int> finished{0};
   std::latch start(3);  // all three begin together, so renders overlap the updates
+  auto count_a = m.redis_error_counter("a");
   std::thread renewal([&] {
     start.arrive_and_wait();
     for (int i = 0; i < kRounds; ++i) {
       m.add_renewal(i % 3 == 0 ? "failed" : "confirmed", 0.001 * (i % 10));
       m.set_lease_deadline(redisgo::SystemClock::instance().now() + 10s);
       m.set_node_up(i % 2 ? "a" : "b", i % 4 < 2);
+      count_a("timeout");  // the renewal thread's own connection failing
     }
     ++finished;
   });
   std::thread main_loop([&] {
     start.arrive_and_wait();
     for (int i = 0; i < kRounds; ++i) {
-      m.set_leader(i % 2 == 0);
+      m.set_state(i % 2 == 0 ? State::kLeader : State::kStandby);
+      m.add_redis_error("b", "unreachable");
       m.set_token(static_cast<std::uint64_t>(i));
       m.add_child_start();
       m.set_child_exit(i % 256);
@@ -463,6 +711,9 @@ TEST(MetricsRender, ConcurrentUpdatesAndRenders) {
   EXPECT_EQ(value_of(t, "redisgo_task_lease_losses_total{key=\"k\",cause=\"lost\"}"), std::to_string(kRounds));
   EXPECT_EQ(value_of(t, "redisgo_task_renewal_duration_seconds_count{key=\"k\"}"), std::to_string(kRounds));
   EXPECT_EQ(value_of(t, "redisgo_task_child_starts_total{key=\"k\"}"), std::to_string(kRounds));
+  EXPECT_EQ(value_of(t, "redisgo_task_redis_errors_total{key=\"k\",node=\"a\",kind=\"timeout\"}"), std::to_string(kRounds));
+  EXPECT_EQ(value_of(t, "redisgo_task_redis_errors_total{key=\"k\",node=\"b\",kind=\"unreachable\"}"),
+            std::to_string(kRounds));
   EXPECT_GT(renders, 0);
 }
 
@@ -529,8 +780,8 @@ TEST(MetricsRender, BuildConfigAndRunSeries) {
 // what describes the run.
 TEST(MetricsRender, TextfileAndRecordTexts) {
   FakeClock clock;
-  Metrics m("k", {"n:1"}, clock);
-  m.set_leader(true);
+  Metrics m("k", {"n:1"}, clock, fixed_process);
+  m.set_state(State::kLeader);
   m.set_child_exit(0);
   m.set_last_success(1700000000);
   const std::string tf = m.render_textfile(1700000100.5);
@@ -540,14 +791,14 @@ TEST(MetricsRender, TextfileAndRecordTexts) {
 
   const std::string rec = m.render_record();
   for (const char* kept : {"redisgo_task_build_info{", "redisgo_task_config_info{", "redisgo_task_expire_seconds{",
-                           "redisgo_task_once_per_seconds{", "redisgo_task_child_last_exit_status{",
+                           "redisgo_task_once_per_seconds{", "redisgo_task_child_last_exit_code{",
                            "redisgo_task_child_last_start_timestamp_seconds{",
                            "redisgo_task_last_success_timestamp_seconds{"}) {
     EXPECT_NE(rec.find(std::string("\n") + kept), std::string::npos) << kept << "\n" << rec;
   }
-  for (const char* gone : {"redisgo_task_leader", "redisgo_task_state", "redisgo_task_node_up",
+  for (const char* gone : {"redisgo_task_state", "redisgo_task_node_up", "redisgo_task_redis_errors_total",
                            "redisgo_task_textfile_written_timestamp_seconds", "redisgo_task_lease_remaining_seconds",
-                           "redisgo_task_cannot_acquire", "redisgo_task_line_length"}) {
+                           "redisgo_task_control_requests_total", "redisgo_task_line_length", "process_"}) {
     EXPECT_EQ(rec.find(gone), std::string::npos) << gone << "\n" << rec;
   }
   EXPECT_EQ(value_of(rec, "redisgo_task_last_success_timestamp_seconds{key=\"k\"}"), "1700000000");
