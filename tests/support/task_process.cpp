@@ -36,9 +36,9 @@ std::string read_file(const std::string& path) {
 }
 
 TaskProcess::TaskProcess(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
-                         const std::map<std::string, std::string>& env)
+                         const std::map<std::string, std::string>& env, const std::string& program)
     : out_path_(dir + "/" + name + ".out"), err_path_(dir + "/" + name + ".err") {
-  std::string binary = task_binary();
+  std::string binary = program.empty() ? task_binary() : program;
   std::vector<std::string> argv_s{binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;

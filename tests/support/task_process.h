@@ -19,9 +19,10 @@ namespace redisgo::testing {
 class TaskProcess {
  public:
   /// Starts `redisgo_task <args...>` with the test's environment plus `env`.
-  /// Its output goes to <dir>/<name>.out and <dir>/<name>.err.
+  /// Its output goes to <dir>/<name>.out and <dir>/<name>.err. `binary`: another build of
+  /// redisgo_task (the mixed-version test's old release); "": this build's.
   TaskProcess(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
-              const std::map<std::string, std::string>& env = {});
+              const std::map<std::string, std::string>& env = {}, const std::string& binary = "");
   ~TaskProcess();
   TaskProcess(const TaskProcess&) = delete;
   TaskProcess& operator=(const TaskProcess&) = delete;
