@@ -130,6 +130,47 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
+std::vector<std::vector<std::string>> markdown_table(const std::string& text, const std::string& header) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!inside) {
+      inside = line.rfind(header, 0) == 0;
+      continue;
+    }
+    if (line.rfind("|", 0) != 0) break;
+    if (line.rfind("| ---", 0) == 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream cols(line.substr(1));
+    for (std::string cell; std::getline(cols, cell, '|');) {
+      const auto first = cell.find_first_not_of(' ');
+      const auto last = cell.find_last_not_of(' ');
+      cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::vector<std::string> quoted_paths(const std::string& cell) {
+  std::vector<std::string> out;
+  for (auto open = cell.find("`/"); open != std::string::npos; open = cell.find("`/", open + 1)) {
+    const auto close = cell.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out.push_back(cell.substr(open + 1, close - open - 1));
+    open = close;
+  }
+  return out;
+}
+
+std::string staged_install_command(const std::string& build, const std::string& destdir, const std::string& prefix,
+                                   const std::string& manifest_copy) {
+  std::string script = "env DESTDIR='" + destdir + "' cmake --install '" + build + "' --prefix '" + prefix + "'";
+  if (!manifest_copy.empty()) script += " && cp '" + build + "/install_manifest.txt' '" + manifest_copy + "'";
+  return "flock '" + build + "/.install.lock' sh -c \"" + script + "\"";
+}
+
 bool process_alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
 
 pid_t keeper_of(pid_t daemon) {
