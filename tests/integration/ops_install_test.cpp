@@ -1,6 +1,8 @@
 // What an operator installs and reads: `cmake --install` of this very build (staged with
 // DESTDIR, for the prefix /opt/redisgo_task) puts every file where README.md's deployment
-// section says (relative to the /usr/local prefix it uses); the unit is written for the
+// section says (relative to the /usr/local prefix it uses), and its table of installed files
+// lists every file the install puts there, no more (the Prometheus rules and the Grafana
+// dashboard among them); the unit is written for the
 // prefix installed to (and a DESTDIR staging root never leaks into it) and goes where
 // systemd looks for units whatever the prefix (cmake/systemd_unit_dir.cmake: a unit under
 // /opt is one that `systemctl enable` cannot find); the installed binary is stripped, runs and
@@ -25,6 +27,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -68,6 +71,8 @@ const std::vector<Installed> kInstalled = {
      kSource + "/systemd/redisgo_task-writable.conf.example", false},
     {"share/bash-completion/completions/redisgo_task", kSource + "/completions/redisgo_task.bash", false},
     {"share/zsh/site-functions/_redisgo_task", kSource + "/completions/_redisgo_task", false},
+    {"share/redisgo_task/prometheus/redisgo_task.rules.yml", kSource + "/contrib/prometheus/redisgo_task.rules.yml", false},
+    {"share/redisgo_task/grafana/redisgo_task.json", kSource + "/contrib/grafana/redisgo_task.json", false},
 };
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
@@ -178,8 +183,7 @@ class OpsInstall : public ::testing::Test {
   // /etc/systemd/system, which a test must not write on the machine that runs it.
   static void SetUpTestSuite() {
     stage_ = new TempDir;
-    auto [code, out] = sh("env DESTDIR=" + quote(stage_->path()) + " cmake --install " + quote(kBuild) +
-                          " --prefix " + kOptPrefix);
+    auto [code, out] = sh(staged_install_command(kBuild, stage_->path(), kOptPrefix));
     install_code_ = code;
     install_out_ = out;
   }
@@ -214,6 +218,40 @@ TEST_F(OpsInstall, PutsEveryFileWhereTheReadmeSays) {
     EXPECT_NE(section.find(kUsrLocal + f.rel), std::string::npos)
         << "the deployment section does not say where " << kUsrLocal + f.rel << " goes";
   }
+}
+
+// README.md's table of installed files, first column: exactly what `cmake --install`
+// puts on the host, read from the stage (not from kInstalled, which a new install rule
+// would not reach), with the /usr/local prefix the README uses.
+TEST_F(OpsInstall, TheReadmeTableListsEveryFileCMakeInstalls) {
+  ASSERT_EQ(install_code_, 0) << install_out_;
+  const auto rows = markdown_table(deployment_section(), "| `cmake --install build`");
+  ASSERT_GE(rows.size(), kInstalled.size()) << "no table of installed files in the deployment section";
+  std::set<std::string> listed;
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 3u) << ::testing::PrintToString(row);
+    for (const auto& p : quoted_paths(row[0])) EXPECT_TRUE(listed.insert(p).second) << p << " listed twice";
+    if (row[0] != "-") {
+      EXPECT_EQ(quoted_paths(row[0]).size(), 1u) << row[0];
+    }
+  }
+  // The stage holds the prefix's files and, for a prefix systemd does not read, the unit
+  // in /etc/systemd/system; with the default prefix that unit is under it.
+  std::set<std::string> staged;
+  const std::filesystem::path root = stage_->path();
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    std::string path = "/" + std::filesystem::relative(e.path(), root).string();
+    if (path.rfind(kOptPrefix + "/", 0) == 0) {
+      path = "/usr/local" + path.substr(kOptPrefix.size());
+    } else if (path == "/etc/systemd/system/" + kUnitName) {
+      path = kUsrLocal + kUnitRel;
+    }
+    staged.insert(path);
+  }
+  ASSERT_GE(staged.size(), kInstalled.size()) << install_out_;
+  for (const auto& f : staged) EXPECT_TRUE(listed.count(f)) << f << " is installed but not in README.md's table";
+  for (const auto& f : listed) EXPECT_TRUE(staged.count(f)) << f << " is in README.md's table but not installed";
 }
 
 TEST_F(OpsInstall, TheUnitPointsAtTheInstalledFiles) {
@@ -277,7 +315,7 @@ TEST(OpsInstallRule, TheUnitGoesWhereSystemdLooks) {
 TEST(OpsInstallRule, AUsrPrefixInstallsTheUnitUnderIt) {
   // A package build (--prefix /usr), staged: the unit goes to /usr/lib/systemd/system.
   TempDir stage;
-  auto [code, out] = sh("env DESTDIR=" + quote(stage.path()) + " cmake --install " + quote(kBuild) + " --prefix /usr");
+  auto [code, out] = sh(staged_install_command(kBuild, stage.path(), "/usr"));
   ASSERT_EQ(code, 0) << out;
   const std::string unit = read_file(stage.path() + "/usr/" + kUnitRel);
   EXPECT_EQ(unit, unit_for_prefix("/usr"));
@@ -286,9 +324,13 @@ TEST(OpsInstallRule, AUsrPrefixInstallsTheUnitUnderIt) {
 
 TEST_F(OpsInstall, DestdirStagesWithoutChangingThePathsInside) {
   // A package build: DESTDIR is where the files land, not where they will run from.
-  TempDir stage;
-  auto [code, out] = sh("env DESTDIR=" + quote(stage.path()) + " cmake --install " + quote(kBuild) +
-                        " --prefix /usr/local");
+  // The build's one install_manifest.txt is copied under the same lock as the install
+  // that wrote it: every test that installs this build (each ctest process sets up its
+  // own stage for /opt/redisgo_task or /usr) rewrites it, and read outside the lock it
+  // could be another test's (seen in CI: a manifest of /opt/redisgo_task paths).
+  TempDir stage, scratch;
+  const std::string manifest_copy = scratch.path() + "/install_manifest.txt";
+  auto [code, out] = sh(staged_install_command(kBuild, stage.path(), "/usr/local", manifest_copy));
   ASSERT_EQ(code, 0) << out;
   const std::string unit = read_file(stage.path() + "/usr/local/" + kUnitRel);
   EXPECT_EQ(unit, unit_for_prefix("/usr/local"));
@@ -296,7 +338,7 @@ TEST_F(OpsInstall, DestdirStagesWithoutChangingThePathsInside) {
   for (const auto& f : kInstalled) {
     EXPECT_EQ(::access((stage.path() + "/usr/local/" + f.rel).c_str(), F_OK), 0) << f.rel << " not staged\n" << out;
   }
-  auto manifest = read_file(kBuild + "/install_manifest.txt");
+  auto manifest = read_file(manifest_copy);
   EXPECT_NE(manifest.find("/usr/local/" + kUnitRel), std::string::npos) << manifest;
   EXPECT_EQ(manifest.find(stage.path()), std::string::npos) << manifest;
   // The deployment section says where the unit goes, with the default prefix and another.

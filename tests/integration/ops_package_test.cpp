@@ -2,8 +2,9 @@
 // package (scripts/package builds it, runs lintian and installs it into a throwaway root;
 // the suite keeps its time budget):
 //  - debian/redisgo-task.install names exactly what `cmake --install --prefix /usr` of this
-//    build installs (with the three paths debian/rules moves: unit, doc dir, zsh), so
-//    neither a new install rule nor a renamed file goes missing from the package;
+//    build installs (with the four paths debian/rules moves: unit, doc dir, zsh, data dir), so
+//    neither a new install rule nor a renamed file goes missing from the package, and
+//    README.md's table of installed files lists every file of the package;
 //  - debian/changelog's version is the project's; Build-Depends has what scripts/setup
 //    installs for the build;
 //  - the unit's User=/Group= is the user the package creates (debian/redisgo-task.sysusers),
@@ -109,8 +110,7 @@ class OpsPackageInstall : public ::testing::Test {
   // what dh_auto_install does, but for this build's configuration.
   static void SetUpTestSuite() {
     stage_ = new TempDir;
-    std::tie(install_code_, install_out_) =
-        sh("env DESTDIR=" + quote(stage_->path()) + " cmake --install " + quote(kBuild) + " --prefix /usr");
+    std::tie(install_code_, install_out_) = sh(staged_install_command(kBuild, stage_->path(), "/usr"));
   }
   static void TearDownTestSuite() {
     delete stage_;
@@ -136,22 +136,25 @@ std::string OpsPackageInstall::install_out_;
 
 TEST_F(OpsPackageInstall, TheInstallListIsWhatCMakeInstalls) {
   ASSERT_EQ(install_code_, 0) << install_out_;
-  // debian/rules configures three places differently from this build: map the package's
+  // debian/rules configures four places differently from this build: map the package's
   // paths to this build's (and check that rules still says so).
   const std::string unit_dir = rules_define("REDISGO_SYSTEMD_UNIT_DIR");
   const std::string package_doc_dir = rules_define("CMAKE_INSTALL_DOCDIR");
   const std::string zsh_dir = rules_define("REDISGO_ZSH_COMPLETION_DIR");
+  const std::string data_dir = rules_define("REDISGO_DATA_DIR");
   // The release's own: /lib/systemd/system on Debian 12, /usr/lib/systemd/system on 13.
   ASSERT_EQ(unit_dir, "$(SYSTEMD_UNIT_DIR)") << "the unit goes where the release's systemd.pc says";
   EXPECT_NE(read_file(kDebian + "/rules").find("pkg-config --variable=systemdsystemunitdir systemd"), std::string::npos);
   ASSERT_EQ(package_doc_dir, "share/doc/" + kPackage) << "a package's documentation is in /usr/share/doc/<package>";
   ASSERT_EQ(zsh_dir, "share/zsh/vendor-completions") << "where Debian's zsh looks for a package's completions";
+  ASSERT_EQ(data_dir, "share/" + kPackage) << "a package's data in /usr/share/<package>";
   ASSERT_EQ(rules_define("REDISGO_BUILD_TESTS"), "OFF");
   const std::vector<std::pair<std::string, std::string>> to_build = {
       // Either release's unit directory (debian/rules); cmake/systemd_unit_dir.cmake for /usr.
       {"{,usr/}lib/systemd/system/", "usr/lib/systemd/system/"},
       {"usr/" + package_doc_dir + "/", "usr/" + doc_dir() + "/"},
       {"usr/" + zsh_dir + "/", "usr/" + cache_value("REDISGO_ZSH_COMPLETION_DIR") + "/"},
+      {"usr/" + data_dir + "/", "usr/" + cache_value("REDISGO_DATA_DIR") + "/"},
   };
 
   std::set<std::string> listed;
@@ -172,6 +175,47 @@ TEST_F(OpsPackageInstall, TheInstallListIsWhatCMakeInstalls) {
   // dh_missing --fail-missing stops the package build at a file CMake installs and the
   // list forgets; say it here first.
   for (const auto& f : staged) EXPECT_TRUE(listed.count(f)) << "installed by CMake but not in the package: " << f;
+}
+
+// README.md's table of installed files, second column: every file of the package, which is
+// the .install list (where the package puts each: the unit in either release's directory,
+// the man pages compressed by dh_compress) and what debhelper and debian/rules add from
+// debian/ and the top of the tree. scripts/package compares the same column with the
+// contents of the .deb it builds.
+TEST(OpsPackage, TheReadmeTableListsEveryFileOfThePackage) {
+  std::set<std::string> expected;
+  for (const auto& line : lines_of(read_file(kDebian + "/" + kPackage + ".install"))) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("{,usr/}", 0) == 0) {
+      expected.insert("/" + line.substr(7));       // Debian 12
+      expected.insert("/usr/" + line.substr(7));   // Debian 13
+    } else if (line.rfind("usr/share/man/", 0) == 0) {
+      expected.insert("/" + line + ".gz");
+    } else {
+      expected.insert("/" + line);
+    }
+  }
+  // Each with the file it comes from.
+  const std::vector<std::pair<std::string, std::string>> debhelper = {
+      {"/usr/lib/sysusers.d/" + kPackage + ".conf", kDebian + "/" + kPackage + ".sysusers"},  // dh_installsysusers
+      {"/etc/redisgo_task/example.toml", kSource + "/config/redisgo_task.toml"},             // debian/rules
+      {"/usr/share/doc/" + kPackage + "/copyright", kDebian + "/copyright"},                  // dh_installdocs
+      {"/usr/share/doc/" + kPackage + "/changelog.Debian.gz", kDebian + "/changelog"},        // dh_installchangelogs
+      {"/usr/share/doc/" + kPackage + "/changelog.gz", kSource + "/CHANGELOG.md"},            // ... the upstream one
+      {"/usr/share/lintian/overrides/" + kPackage, kDebian + "/" + kPackage + ".lintian-overrides"},  // dh_lintian
+  };
+  for (const auto& [path, from] : debhelper) {
+    if (std::filesystem::exists(from)) expected.insert(path);
+  }
+  std::set<std::string> listed;
+  const auto rows = markdown_table(read_file(kSource + "/README.md"), "| `cmake --install build`");
+  ASSERT_GE(rows.size(), 10u) << "no table of installed files in README.md";
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 3u) << ::testing::PrintToString(row);
+    for (const auto& p : quoted_paths(row[1])) EXPECT_TRUE(listed.insert(p).second) << p << " listed twice";
+  }
+  for (const auto& f : expected) EXPECT_TRUE(listed.count(f)) << f << " is in the package but not in README.md's table";
+  for (const auto& f : listed) EXPECT_TRUE(expected.count(f)) << f << " is in README.md's table but not in the package";
 }
 
 TEST_F(OpsPackageInstall, TheCompletionsAreInstalledWhereTheShellsLook) {

@@ -36,9 +36,9 @@ std::string read_file(const std::string& path) {
 }
 
 TaskProcess::TaskProcess(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
-                         const std::map<std::string, std::string>& env)
+                         const std::map<std::string, std::string>& env, const std::string& program)
     : out_path_(dir + "/" + name + ".out"), err_path_(dir + "/" + name + ".err") {
-  std::string binary = task_binary();
+  std::string binary = program.empty() ? task_binary() : program;
   std::vector<std::string> argv_s{binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -128,6 +128,47 @@ std::vector<std::string> split_lines(const std::string& text) {
     if (!l.empty()) out.push_back(l);
   }
   return out;
+}
+
+std::vector<std::vector<std::string>> markdown_table(const std::string& text, const std::string& header) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!inside) {
+      inside = line.rfind(header, 0) == 0;
+      continue;
+    }
+    if (line.rfind("|", 0) != 0) break;
+    if (line.rfind("| ---", 0) == 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream cols(line.substr(1));
+    for (std::string cell; std::getline(cols, cell, '|');) {
+      const auto first = cell.find_first_not_of(' ');
+      const auto last = cell.find_last_not_of(' ');
+      cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::vector<std::string> quoted_paths(const std::string& cell) {
+  std::vector<std::string> out;
+  for (auto open = cell.find("`/"); open != std::string::npos; open = cell.find("`/", open + 1)) {
+    const auto close = cell.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out.push_back(cell.substr(open + 1, close - open - 1));
+    open = close;
+  }
+  return out;
+}
+
+std::string staged_install_command(const std::string& build, const std::string& destdir, const std::string& prefix,
+                                   const std::string& manifest_copy) {
+  std::string script = "env DESTDIR='" + destdir + "' cmake --install '" + build + "' --prefix '" + prefix + "'";
+  if (!manifest_copy.empty()) script += " && cp '" + build + "/install_manifest.txt' '" + manifest_copy + "'";
+  return "flock '" + build + "/.install.lock' sh -c \"" + script + "\"";
 }
 
 bool process_alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }

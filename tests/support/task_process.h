@@ -19,9 +19,10 @@ namespace redisgo::testing {
 class TaskProcess {
  public:
   /// Starts `redisgo_task <args...>` with the test's environment plus `env`.
-  /// Its output goes to <dir>/<name>.out and <dir>/<name>.err.
+  /// Its output goes to <dir>/<name>.out and <dir>/<name>.err. `binary`: another build of
+  /// redisgo_task (the mixed-version test's old release); "": this build's.
   TaskProcess(const std::string& dir, const std::string& name, const std::vector<std::string>& args,
-              const std::map<std::string, std::string>& env = {});
+              const std::map<std::string, std::string>& env = {}, const std::string& binary = "");
   ~TaskProcess();
   TaskProcess(const TaskProcess&) = delete;
   TaskProcess& operator=(const TaskProcess&) = delete;
@@ -102,6 +103,20 @@ std::string read_file(const std::string& path);
 
 /// Non-empty lines of `text`.
 std::vector<std::string> split_lines(const std::string& text);
+
+/// The rows of the markdown table in `text` whose header row starts with `header` (its
+/// separator row left out): each row's cells, trimmed. Empty when there is no such table.
+std::vector<std::vector<std::string>> markdown_table(const std::string& text, const std::string& header);
+
+/// The absolute paths written in backquotes in `cell` ("`/usr/bin/x` (Debian 12)").
+std::vector<std::string> quoted_paths(const std::string& cell);
+
+/// A shell command that stages `cmake --install` of the build `build` for `prefix` into
+/// `destdir`, holding a lock on the build while it runs and, when `manifest_copy` is not
+/// empty, until it has copied the build's install_manifest.txt there. Every install of one
+/// build writes that one manifest: tests that install it at once would read each other's.
+std::string staged_install_command(const std::string& build, const std::string& destdir, const std::string& prefix,
+                                   const std::string& manifest_copy = "");
 
 /// kill(pid, 0) succeeds.
 bool process_alive(pid_t pid);
