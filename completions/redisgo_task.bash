@@ -20,7 +20,7 @@ _redisgo_task() {
 
   local commands="task status validate check handover list pause resume adopt version"
   local -A options=(
-    [task]="--config --key --holder-prefix --wait --no-wait --help"
+    [task]="--config --key --holder-prefix --wait --no-wait --wait-timeout --help"
     [status]="--config --key --holder-prefix --json --help"
     [validate]="--config --defaults --help"
     [check]="--config --json --help"
@@ -78,7 +78,7 @@ _redisgo_task() {
       fi
       return 0
       ;;
-    -t | --timeout | --for)
+    -t | --timeout | --for | --wait-timeout)
       COMPREPLY=($(compgen -W "30s 5m 1h 2h" -- "$cur"))
       return 0
       ;;

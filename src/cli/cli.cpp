@@ -324,6 +324,7 @@ struct Args {
   std::optional<std::string> key;
   std::optional<std::string> holder_prefix;
   bool wait = false, no_wait = false, json = false, defaults = false;
+  std::string wait_timeout;
   std::vector<std::string> command;
   std::string handover_timeout;
   int handover_slot = 0;
@@ -354,6 +355,7 @@ struct Chosen {
   bool task = false, status = false, validate = false, check = false, handover = false, list = false, pause = false,
        resume = false, adopt = false, version = false;
   bool handover_timeout_given = false;
+  bool wait_timeout_given = false;
 };
 
 Chosen chosen(const Subcommands& subs) {
@@ -370,6 +372,7 @@ Chosen chosen(const Subcommands& subs) {
   c.adopt = given(subs.adopt);
   c.version = given(subs.version);
   c.handover_timeout_given = c.handover && subs.handover->count("--timeout") > 0;
+  c.wait_timeout_given = c.task && subs.task->count("--wait-timeout") > 0;
   return c;
 }
 
@@ -397,7 +400,11 @@ CLI::App* add_task(CLI::App& app, Args& a) {
   task->add_option("--holder-prefix", a.holder_prefix,
                    "Holder id prefix (overrides REDISGO_TASK_HOLDER_PREFIX and [redis] value; default the host name)");
   auto* wait_flag = task->add_flag("--wait", a.wait, "Wait for the lease as configured (default)");
-  task->add_flag("--no-wait", a.no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
+  auto* no_wait = task->add_flag("--no-wait", a.no_wait, "oneshot: try once; exit 75 if the lease is held")->excludes(wait_flag);
+  task->add_option("--wait-timeout", a.wait_timeout,
+                   "oneshot: wait at most this long for the lease, from the start (overrides [task] wait_timeout; "
+                   "0 = --no-wait)")
+      ->excludes(no_wait);
   task->add_option("command", a.command, "Command to run, after --; overrides [task] command");
   task->footer(footer(kTaskFooter));
   return task;
@@ -550,7 +557,7 @@ int run_validate(const std::string& config_path) {
 /// A duration option (`name`, `given`: it was on the command line, maybe empty) into
 /// `timeout`; false, said on stderr, when it is not a duration.
 bool duration_option(const char* name, const std::string& text, bool given,
-                     std::optional<std::chrono::milliseconds>& timeout) {
+                     std::optional<std::chrono::milliseconds>& timeout, bool zero_allowed = false) {
   if (text.empty() && given) {
     std::cerr << "redisgo_task: " << name << ": expected a duration such as \"30s\", found an empty string\n";
     return false;
@@ -560,8 +567,9 @@ bool duration_option(const char* name, const std::string& text, bool given,
   // As in the config file, a bare integer is seconds.
   const bool digits = text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
   timeout = parse_duration(digits ? text + "s" : text, &why);
-  if (!timeout || timeout->count() <= 0 || *timeout > config::kMaxDuration) {
-    std::cerr << "redisgo_task: " << name << ": expected a duration such as \"30s\" (more than 0, at most 1 year), found \""
+  if (!timeout || timeout->count() < (zero_allowed ? 0 : 1) || *timeout > config::kMaxDuration) {
+    std::cerr << "redisgo_task: " << name << ": expected a duration such as \"30s\" ("
+              << (zero_allowed ? "0 or more" : "more than 0") << ", at most 1 year), found \""
               << log::printable(text) << "\"" << (why.empty() ? "" : " (" + why + ")") << "\n";
     return false;
   }
@@ -569,7 +577,7 @@ bool duration_option(const char* name, const std::string& text, bool given,
 }
 
 /// task: the daemon, on the loaded config and the command line's command.
-int start_task(config::Config cfg, const Args& a) {
+int start_task(config::Config cfg, const Args& a, std::optional<std::chrono::milliseconds> wait_timeout) {
   // task: a command from the file that cannot run fails here, loudly, with its line; one
   // from the command line fails here too, as a shell's would (127/126).
   if (a.command.empty() ? !command_runnable(cfg) : !health_command_runnable(cfg) || !textfile_writable(cfg)) {
@@ -587,12 +595,17 @@ int start_task(config::Config cfg, const Args& a) {
   }
   daemon::TaskOptions options;
   options.config = std::move(cfg);
-  options.wait = !a.no_wait;
-  if (a.no_wait && options.config.task.mode == config::Mode::kSupervise) {
-    std::cerr << "redisgo_task: --no-wait applies to mode = \"oneshot\" only; " << a.config_path
-              << " sets mode = \"supervise\", which contends forever\n";
+  const char* oneshot_flag = a.no_wait ? "--no-wait" : wait_timeout ? "--wait-timeout" : nullptr;
+  if (oneshot_flag && options.config.task.mode == config::Mode::kSupervise) {
+    std::cerr << "redisgo_task: " << oneshot_flag << " applies to mode = \"oneshot\" only; " << a.config_path
+              << " sets mode = \"supervise\", which contends until it is stopped\n";
     return kExitConfig;
   }
+  // The command line over the file; --no-wait is a wait of 0 (redisgo_task(1) "Modes").
+  if (a.no_wait) wait_timeout = std::chrono::milliseconds(0);
+  if (!wait_timeout) wait_timeout = options.config.task.wait_timeout;
+  options.config.task.wait_timeout = wait_timeout;
+  options.wait = !(wait_timeout && wait_timeout->count() == 0);
   // `value` is only a prefix: the id is unique per process (docs/DESIGN.md, invariant 9).
   options.holder = daemon::default_holder_id(options.config.redis.value);
   log::set_context(options.config.redis.key, options.holder);
@@ -629,6 +642,10 @@ int dispatch(const Chosen& subs, const Args& a) {
     return kExitConfig;
   }
   if (subs.pause && !duration_option("--for", a.pause_for, true, timeout)) return kExitConfig;
+  std::optional<std::chrono::milliseconds> wait_timeout;
+  if (subs.task && !duration_option("--wait-timeout", a.wait_timeout, subs.wait_timeout_given, wait_timeout, true)) {
+    return kExitConfig;
+  }
   auto cfg = load(a.config_path, a.key, a.holder_prefix,
                   subs.status || subs.handover || subs.list || subs.pause || subs.resume ? config::Scope::kRedis
                                                                                               : config::Scope::kAll,
@@ -670,7 +687,7 @@ int dispatch(const Chosen& subs, const Args& a) {
     });
   }
 
-  return start_task(std::move(*cfg), a);
+  return start_task(std::move(*cfg), a, wait_timeout);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ const std::vector<SectionKeys>& known_keys() {
       {"backoff", {"strategy", "initial", "max", "factor", "jitter", "intervals"}},
       {"task",
        {"command", "mode", "restart", "restart_delay", "kill_signal", "kill_grace", "timeout",
-        "workdir", "env", "restart_limit", "restart_window", "step_down_hold", "limit", "once_per",
+        "wait_timeout", "workdir", "env", "restart_limit", "restart_window", "step_down_hold", "limit", "once_per",
         "health_command", "health_interval", "health_timeout", "health_fall"}},
       {"log", {"level", "format"}},
       {"metrics", {"listen", "textfile"}},

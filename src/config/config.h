@@ -120,6 +120,9 @@ struct TaskConfig {
   int kill_signal = SIGTERM;
   Millis kill_grace{2000};
   std::optional<Millis> timeout;   ///< oneshot only; nullopt = none
+  /// oneshot only: how long a run waits for the lease, from its start (--wait-timeout
+  /// overrides it); 0 = try once (--no-wait); nullopt = as the [redis] retry keys say.
+  std::optional<Millis> wait_timeout;
   std::string workdir;             ///< empty = inherit
   std::map<std::string, std::string> env;
   /// supervise: more than restart_limit child exits within restart_window make the leader

@@ -123,6 +123,14 @@ void Loader::ignore_other_mode(Config& c) {
     drop("task.health_fall", health, [&] { t.health_fall = task_default.health_fall; });
   } else {
     drop("task.timeout", "a service runs until it is stopped", [&] { t.timeout.reset(); });
+    // Refused, not dropped like the keys above: a bound on the wait that did not act would
+    // leave a service waiting forever where its file says it gives up.
+    if (scope_ == Scope::kAll && given("task.wait_timeout") && !bad_.count("task.wait_timeout")) {
+      error(where("task.wait_timeout"), "task.wait_timeout",
+            "applies to mode = \"oneshot\" only: a supervise daemon contends until it is stopped; remove it, or "
+            "run the job with mode = \"oneshot\"");
+    }
+    t.wait_timeout.reset();
     drop("task.once_per",
          "a run per slot is for jobs fired by cron or a timer; supervise runs the service whenever it leads",
          [&] { t.once_per.reset(); });

@@ -108,6 +108,9 @@ void Loader::load_task(const toml::table& root, TaskConfig& t) {
   if (auto n = find(sec, "task", "timeout")) {
     if (auto d = as_duration(*n, "task.timeout", Zero::kRejected)) t.timeout = *d;
   }
+  if (auto n = find(sec, "task", "wait_timeout")) {
+    if (auto d = as_duration(*n, "task.wait_timeout", Zero::kAllowed)) t.wait_timeout = *d;
+  }
   if (auto n = find(sec, "task", "limit")) {
     if (auto i = as_integer(*n, "task.limit", 1, kMaxLimit)) t.limit = static_cast<int>(*i);
   }

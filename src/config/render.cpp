@@ -246,12 +246,17 @@ void render_task(std::ostream& o, const Config& config) {
     } else {
       o << "# step_down_hold = " << dur(effective_step_down_hold(config)) << "  (2 x expire)\n";
     }
-    o << "# timeout, once_per: oneshot only\n";
+    o << "# timeout, wait_timeout, once_per: oneshot only\n";
   } else {
     if (t.timeout) {
       o << "timeout = " << dur(*t.timeout) << "\n";
     } else {
       o << "# timeout: none\n";
+    }
+    if (t.wait_timeout) {
+      o << "wait_timeout = " << dur(*t.wait_timeout) << "\n";
+    } else {
+      o << "# wait_timeout: none (the wait ends as monitor_try_all, retries_count and unreachable_timeout say)\n";
     }
     o << "# restart, restart_delay, restart_limit, restart_window, step_down_hold, health_command: supervise only\n";
   }

@@ -93,6 +93,7 @@ void task_defaults(std::ostream& o) {
   line(o, "kill_signal", quote(signal_name(t.kill_signal)));
   line(o, "kill_grace", dur(t.kill_grace));
   none(o, "timeout", "none");
+  none(o, "wait_timeout", "none (wait as monitor_try_all and retries_count say)");
   none(o, "workdir", "the daemon's");
   none(o, "env", "none");
   line(o, "restart_limit", std::to_string(t.restart_limit));

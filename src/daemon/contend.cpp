@@ -70,7 +70,12 @@ std::optional<int> Runner::contend() {
         metrics_.add_wait(std::chrono::duration<double>(clock_.now() - machine.began()).count());
         return lead(machine.last());
       } else if (const auto* g = std::get_if<GiveUp>(&action)) {
-        return give_up(machine.last(), g->attempts);
+        if (g->timed_out) {
+          // Deaf first: a release that picks us from now on finds nobody listening and wakes
+          // the next waiter; one that already handed us a turn is handed on by leaving.
+          for (auto& s : subscribers_) s->close();
+        }
+        return give_up(machine.last(), g->attempts, g->timed_out);
       } else if (std::holds_alternative<Stopped>(action)) {
         return stopped_while_waiting();
       }
@@ -95,12 +100,18 @@ Actions Runner::attempt(StandbyMachine& machine) {
   }
   Attempted a;
   a.started = clock_.now();
+  // --wait-timeout bounds the attempts too, the first one's connecting included: a node that
+  // has not answered when it comes counts as not answered (0, --no-wait, sets no bound: one
+  // attempt, as long as the nodes' timeouts let it take).
+  backend_->bound_attempts(machine.give_up_at().value_or(Clock::time_point::max()));
   try {
     a.acquisition = backend_->acquire();
   } catch (const Error& e) {
     a.acquisition.errors.push_back({"", redis::Fault::kNone, e.what()});
   }
   note_pause(a.acquisition, a.started);
+
+  backend_->bound_attempts(Clock::time_point::max());
   read_signals();
   a.stop = stop_requested_;
   note_line(a.acquisition);
@@ -376,7 +387,12 @@ void Runner::note_nodes(const std::vector<std::string>& answered, const std::vec
   }
 }
 
-int Runner::give_up(const lock::Acquisition& acq, int attempts) {
+int Runner::give_up(const lock::Acquisition& acq, int attempts, bool timed_out) {
+  // "after 3 attempt(s)", or with --wait-timeout "within the wait timeout of 30s (3 attempt(s))".
+  const std::string tries =
+      timed_out ? "within the wait timeout of " + format_duration(cfg_.task.wait_timeout.value_or(Millis(0))) + " (" +
+                      std::to_string(attempts) + " attempt(s))"
+                : "after " + std::to_string(attempts) + " attempt(s)";
   int unreachable = 0, refused = 0;
   std::string example;
   const lock::NodeError* refusal = nullptr;  // the first node that refused us (credentials, TLS)
@@ -397,7 +413,7 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
     // Busy is the normal outcome of a cron job on every host but one: info, not louder.
     const auto pause = lock::pause_of(acq.holder);
-    log_->info("lease not acquired after {} attempt(s){}; giving up", attempts,
+    log_->info("lease not acquired {}{}; giving up", tries,
                acq.holder.empty() ? ""
                : pause            ? " (the key is " + lock::describe_pause(*pause) + ")"
                                   : " (held by " + acq.holder + ")");
@@ -411,7 +427,7 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
                                  ? ""
                                  : " (the key is held by " + lock::describe_holder(acq.holder) + ", as " +
                                        acq.holder_node + " says)";
-    log_->error("lease not acquired after {} attempt(s): {} ({}){}{}; giving up", attempts,
+    log_->error("lease not acquired {}: {} ({}){}{}; giving up", tries,
                 !refusal                                 ? std::string("Redis refused our credentials")
                 : refusal->fault == redis::Fault::kTls ? std::string("TLS verification failed")
                                                         : refused_what(*refusal, "our"),
@@ -423,13 +439,13 @@ int Runner::give_up(const lock::Acquisition& acq, int attempts) {
   } else if (code == kExitTempFail) {
     // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
     // runs the job until it opens, and a cron job that skips for that must say why.
-    log_->warn("lease not acquired after {} attempt(s): {} started less than expire ago and grants nothing new for "
+    log_->warn("lease not acquired {}: {} started less than expire ago and grants nothing new for "
                "{} (restart guard); giving up",
-               attempts, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
+               tries, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
   } else {
-    log_->error("lease not acquired after {} attempt(s): no quorum of Redis nodes ({} unreachable, {} refused: {}); "
+    log_->error("lease not acquired {}: no quorum of Redis nodes ({} unreachable, {} refused: {}); "
                 "giving up",
-                attempts, unreachable, refused, example);
+                tries, unreachable, refused, example);
   }
   return code;
 }

@@ -45,7 +45,8 @@ Runner::Runner(const TaskOptions& options, const Dependencies& deps)
       subscribe_log_(log::get("lock"), "subscribe"),
       metrics_(cfg_.redis.key, node_names(lease_opts_)),
       metrics_log_(log::get("metrics"), "metrics"),
-      started_ms_(wall_ms()) {
+      started_ms_(wall_ms()),
+      started_at_(clock_.now()) {
   // Every connection of this daemon to a node (attempts, renewals, subscriptions) counts its
   // failures under the node's name, as redisgo_task_node_up names it.
   const auto names = node_names(lease_opts_);
@@ -180,6 +181,11 @@ int Runner::run_phases() {
   StandbySettings standby = StandbySettings::from(cfg_, opts_.wait);
   standby.nodes = static_cast<std::size_t>(backend_->node_count());
   standby.quorum = static_cast<std::size_t>(backend_->quorum());
+  // Counted from the run's start: connecting, a once_per read, the restart guard's wait and a
+  // pause all come out of it (redisgo_task(1) "Modes").
+  if (cfg_.task.mode == config::Mode::kOneshot && cfg_.task.wait_timeout && cfg_.task.wait_timeout->count() > 0) {
+    standby.give_up_at = started_at_ + *cfg_.task.wait_timeout;
+  }
   standby_.emplace(std::move(standby), *backoff_);
   for (const auto& node : lease_opts_.nodes) {
     // Fair: each waiter listens on its own wake channel (one release wakes one waiter);

@@ -97,7 +97,8 @@ class Runner {
   void note_pause(const lock::Acquisition& acq, Clock::time_point sent);
   /// A holder whose key has no TTL (set by hand): said once.
   void report_never_expires(const lock::Acquisition& acq);
-  int give_up(const lock::Acquisition& acq, int attempts);
+  /// `timed_out`: --wait-timeout ended the wait (said so; the status is the same rule's).
+  int give_up(const lock::Acquisition& acq, int attempts, bool timed_out = false);
   /// The node health seen in a round, for redisgo_task_node_up.
   void note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors);
 
@@ -245,6 +246,7 @@ class Runner {
   std::shared_ptr<std::atomic<bool>> claim_made_;
   std::int64_t once_slot_s_ = 0;          ///< its start, seconds since the epoch
   std::int64_t started_ms_;               ///< when this run started (wall clock)
+  Clock::time_point started_at_;          ///< ... and on clock_: where --wait-timeout counts from
 };
 
 }  // namespace redisgo::daemon

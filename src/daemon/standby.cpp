@@ -35,7 +35,7 @@ StandbySettings StandbySettings::from(const config::Config& config, bool wait_fl
   s.backoff_max = config.backoff.max;
   s.turn_window = config.redis.turn_window();
   s.unreachable_timeout = config.redis.unreachable_timeout;
-  return s;
+  return s;  // give_up_at: the runner's, from its start
 }
 
 std::string refused_what(const lock::NodeError& e, const std::string& whose) {
@@ -165,6 +165,17 @@ void StandbyMachine::attempt(Actions& out, bool turn) {
   emit<Attempt>(out, {});
 }
 
+void StandbyMachine::wait(Actions& out, Clock::time_point until, bool wake_on_release) {
+  emit<Wait>(out, {s_.give_up_at ? std::min(until, *s_.give_up_at) : until, wake_on_release});
+}
+
+bool StandbyMachine::timed_out(Clock::time_point now, Actions& out) {
+  if (!s_.give_up_at || now < *s_.give_up_at) return false;
+  state_ = StandbyState::kGaveUp;
+  emit<GiveUp>(out, {attempts_, true});
+  return true;
+}
+
 void StandbyMachine::stop(Actions& out) {
   state_ = StandbyState::kStopped;
   emit<Stopped>(out, {});
@@ -194,11 +205,12 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   // give up with 75 "busy" because of it. Tried again at once, at most every 100 ms, so a
   // flood of signals cannot make it hammer Redis (invariant 7).
   if (acq.cancelled && !acq.acquired) {
+    if (timed_out(now, out)) return;
     const auto next_rerun = last_stray_retry_ + kStrayRetryGap;
     if (now < next_rerun) {
       state_ = StandbyState::kPacing;
       wake_at_ = next_rerun;
-      emit<Wait>(out, {next_rerun, false});
+      wait(out, next_rerun, false);
       return;
     }
     last_stray_retry_ = now;
@@ -230,6 +242,9 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
     emit<GiveUp>(out, {attempts_});
     return;
   }
+  // The wait's bound came during the attempt: its answer says how the run ends (a node
+  // "busy": 75; no quorum answered: 69 or 77), as after any last attempt.
+  if (timed_out(now, out)) return;
   // How long the lease stays out of reach: the holder's TTL, or else the restart guard's wait.
   const std::int64_t blocked_ms = acq.holder_ttl_ms >= 0 ? acq.holder_ttl_ms : acq.guard_wait_ms;
   backoff_.observe({acq.errors.empty(), blocked_ms});
@@ -262,11 +277,14 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
                       "; next attempt in " + format_duration(until(wake_at_, now))});
   rechecking_ = false;
   state_ = StandbyState::kWaiting;
-  emit<Wait>(out, {wake_at_, true});
+  wait(out, wake_at_, true);
 }
 
 void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out) {
   if (e.end == End::kShutdown) return stop(out);
+  // Whatever ended the wait (its bound, a turn that came too late): past give_up_at no
+  // attempt goes out. A turn of ours that came is handed on as the line is left.
+  if ((state_ == StandbyState::kPacing || state_ == StandbyState::kWaiting) && timed_out(now, out)) return;
   if (state_ == StandbyState::kPacing) {
     last_stray_retry_ = now;
     return attempt(out);
@@ -342,7 +360,7 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       return attempt(out);
     case End::kShutdown: break;
   }
-  emit<Wait>(out, {wake_at_, true});
+  wait(out, wake_at_, true);
 }
 
 }  // namespace redisgo::daemon

@@ -9,6 +9,7 @@
 ///
 ///   Attempting --Attempted(acquired)--> Leading
 ///   Attempting --Attempted(miss)--> Waiting | GaveUp
+///   Waiting | Pacing | Attempting --(give_up_at came: oneshot --wait-timeout)--> GaveUp
 ///   Attempting --Attempted(cancelled by a stray signal)--> Pacing --> Attempting
 ///   Waiting --WaitEnded(timer | release heard, paced)--> Attempting
 ///   Waiting --WaitEnded(our turn: the line woke us)--> Attempting (at once)
@@ -41,6 +42,10 @@ struct StandbySettings {
   std::size_t nodes = 1;
   /// oneshot: no quorum answered for this long: give up (69).
   Millis unreachable_timeout{60'000};
+  /// oneshot --wait-timeout / [task] wait_timeout above 0: the instant the wait ends, whatever
+  /// the other keys say (the run's start plus the timeout; 0 is wait_flag = false). Past it,
+  /// no wait goes on and no attempt is made: the run gives up (GiveUp::timed_out).
+  std::optional<Clock::time_point> give_up_at;
 
   static StandbySettings from(const config::Config& config, bool wait_flag);
 };
@@ -79,6 +84,8 @@ struct Debug {       ///< a debug log line
 struct Lead {};  ///< the lease is ours: the leader phase begins
 struct GiveUp {  ///< oneshot gives up (the exit status follows from the last attempt)
   int attempts = 0;
+  /// give_up_at came: stop listening for wakes, leave the line (handing on a turn of ours).
+  bool timed_out = false;
 };
 struct Stopped {};  ///< stopped while waiting: oneshot 75, supervise 0
 using Action = std::variant<Attempt, Report, Wait, ShowMiss, Debug, Lead, GiveUp, Stopped>;
@@ -138,6 +145,8 @@ class StandbyMachine {
   Clock::time_point attempt_started() const { return started_; }
   /// The last attempt's result.
   const lock::Acquisition& last() const { return last_; }
+  /// oneshot --wait-timeout: when the wait ends, whatever else happens.
+  const std::optional<Clock::time_point>& give_up_at() const { return s_.give_up_at; }
   /// When the wait in progress ends unless a release ends it sooner.
   Clock::time_point wake_at() const { return wake_at_; }
 
@@ -153,6 +162,10 @@ class StandbyMachine {
   /// oneshot: refused credentials with no quorum left, or no quorum for unreachable_timeout.
   bool oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now);
   void stop(Actions& out);
+  /// Waits until `until`, or give_up_at if that comes first.
+  void wait(Actions& out, Clock::time_point until, bool wake_on_release);
+  /// give_up_at has come: true after emitting GiveUp (timed out).
+  bool timed_out(Clock::time_point now, Actions& out);
   /// The earliest a paced retry may go out: attempt_gap(splits_) after the last attempt
   /// began, and a quorum of nodes out of its retry backoff.
   Clock::time_point paced() const;

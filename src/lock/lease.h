@@ -476,6 +476,10 @@ class LeaseBackend {
   virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) {
     return std::vector<std::optional<ClaimRecord>>(claim_keys.size());
   }
+  /// Acquisition attempts from now on end at `at` (oneshot --wait-timeout): a node that has
+  /// not answered by then counts as not answered, and what it may yet grant is undone behind
+  /// the attempt, as any failed attempt's grants are. time_point::max(): no bound.
+  virtual void bound_attempts(Clock::time_point at) { (void)at; }
   /// The waiting line (fair): whether this waiter listens on its wake channel on each node
   /// (in LeaseOptions::nodes order). Where it does, the next attempts join the line there;
   /// elsewhere they only look (a waiter that cannot be woken must not hold up the line).

@@ -144,6 +144,11 @@ std::vector<CallPtr> RedlockBackend::send_each(const redis::Script& script, cons
 bool RedlockBackend::wait(std::vector<CallPtr>& calls, const std::function<bool()>& decided, bool cancellable) {
   redis::DriveOptions o;
   o.cancel_fd = cancellable ? options_.cancel_fd : -1;
+  if (cancellable && attempt_bound_ != Clock::time_point::max()) {
+    // The bound is on the daemon's clock; the connections keep theirs.
+    const auto left = std::max(Clock::duration(0), attempt_bound_ - clock_.now());
+    o.deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(left);
+  }
   o.heartbeat = options_.heartbeat;
   o.heartbeat_every = options_.heartbeat_every;
   auto done = [&] {

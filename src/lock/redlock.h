@@ -72,6 +72,7 @@ class RedlockBackend final : public LeaseBackend {
   int node_count() const override { return static_cast<int>(nodes_.size()); }
   void select_slot(int slot) override;
   void released_elsewhere() override { holding_ = false; }
+  void bound_attempts(Clock::time_point at) override { attempt_bound_ = at; }
   Claim claim(const ClaimRequest& request) override;
   std::vector<OnceNode> read_once(const std::string& witness_key, const std::vector<std::string>& claim_keys,
                                   std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) override;
@@ -196,6 +197,7 @@ class RedlockBackend final : public LeaseBackend {
   LeaseKeys keys_;
   std::vector<std::string> slot_keys_;  // LeaseKeys::slot(0..limit-1)
   int held_ = 0;                        // the slot renew/release/inspect act on
+  Clock::time_point attempt_bound_ = Clock::time_point::max();  ///< bound_attempts()
   bool holding_ = false;                // acquired, and not released through this backend since
   std::uint64_t rotation_ = 0;          // semaphore: the slot each attempt tries first
   std::string ttl_arg_;

@@ -20,19 +20,47 @@ std::string RedlockBackend::leave_line() noexcept {
     // timeout per dead node. Where it is not sent, the entry goes when a release finds
     // nobody listening on its channel.
     // A plain ZREM, not a script: leaving is no attempt (retries_count = N stays N scripts).
+    // Behind it, a look at the keys: a release may have handed us a turn that we will not
+    // take, and it is handed on (kPassTurn) rather than left idle for a window. Once the ZREM
+    // is in, no release can pick us again, so what the GETs show is all there is.
+    const std::string turn = std::string("\1turn:") + options_.holder;
     std::vector<CallPtr> calls(nodes_.size());
+    std::vector<std::vector<CallPtr>> looks(nodes_.size());
+    std::vector<CallPtr> all;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       if (!nodes_[i].conn.connected()) continue;
       calls[i] = nodes_[i].conn.send({"ZREM", keys_.line, options_.holder});
       nodes_[i].inflight.push_back(calls[i]);
+      all.push_back(calls[i]);
+      for (const auto& key : slot_keys_) {
+        looks[i].push_back(nodes_[i].conn.send({"GET", key}));
+        nodes_[i].inflight.push_back(looks[i].back());
+        all.push_back(looks[i].back());
+      }
     }
-    wait(calls, nullptr, false);
+    wait(all, nullptr, false);
+    std::vector<CallPtr> passes;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      for (std::size_t k = 0; k < looks[i].size(); ++k) {
+        const auto& c = looks[i][k];
+        if (!c->done() || !c->ok() || redis::as_string(c->reply().get()) != turn) continue;
+        passes.push_back(nodes_[i].conn.eval(kPassTurn, {keys_.line, slot_keys_[k]},
+                                             {options_.holder, window_arg_, keys_.channel}));
+        nodes_[i].inflight.push_back(passes.back());
+      }
+    }
+    if (!passes.empty()) wait(passes, nullptr, false);
     sweep();
     // A node that answered with an error (attack round, issue 19: a user without +zrem left its
     // entry without a word). One that did not answer in time is not said: a stopping daemon.
     for (std::size_t i = 0; i < calls.size(); ++i) {
       if (calls[i] && calls[i]->done() && !calls[i]->ok() && calls[i]->fault() != redis::Fault::kClosed) {
         return error_of(i, calls[i]).message;
+      }
+    }
+    for (const auto& p : passes) {
+      if (p->done() && !p->ok() && p->fault() != redis::Fault::kClosed) {
+        return "our turn could not be handed on: " + p->error();
       }
     }
   } catch (...) {

@@ -758,6 +758,27 @@ return {1, unfair}
 )lua";
 inline const Script kReleaseFair{kReleaseFairSource};
 
+/// Hands on a turn of ours that we will not take (a waiter that left the line: it gave up at
+/// wait_timeout, or stopped), as kReleaseFair hands on a lease: to the next waiter that
+/// listens, else the key is deleted and the release channel published. A plain DEL would
+/// leave the key idle until the next waiter's "next" timer. KEYS: line, lease (or slot) key.
+/// ARGV: holder, turn window in ms, release channel. Sent after we left the line (so wake()
+/// cannot pick us) and only where the key showed our turn; it checks again here: 0 when the key
+/// no longer holds it, 1 handed on, 2 deleted (nobody listens in line).
+inline const std::string kPassTurnSource = kLineFunctions + R"lua(
+if redis.pcall('GET', KEYS[2]) ~= TURN .. ARGV[1] then
+  return 0
+end
+local ok, kind = pcall(wake, KEYS[1], KEYS[2], ARGV[2], '')
+if ok and kind == 'woke' then
+  return 1
+end
+redis.call('DEL', KEYS[2])
+redis.pcall('PUBLISH', ARGV[3], ARGV[1])
+return 2
+)lua";
+inline const Script kPassTurn{kPassTurnSource};
+
 /// Read the line (for `status`, `handover`). KEYS: line. ARGV: how many entries at most, the
 /// release channel. Read-only: {length, {holder, ticket, ...} from the head, subscribers of
 /// the release channel (waiters outside the line: fair = false, or an older version), per
@@ -1014,7 +1035,7 @@ inline const std::vector<const Script*> kLeaseScripts{&kRenew, &kRelease, &kUndo
                                                       &kClaim, &kFinishClaim, &kReadClaims, &kReadOnce,
                                                       &kAdopt, &kDropAdopt,
                                                       &kPublish, &kAcquireFair, &kAcquireSlotFair,
-                                                      &kReleaseFair, &kReadLine, &kListKey, &kPause,
+                                                      &kReleaseFair, &kPassTurn, &kReadLine, &kListKey, &kPause,
                                                       &kResume, &kReadPause, &kSlotsBeyond, &kCheckRights,
                                                       &kProbeRights, &kReadRefusal};
 

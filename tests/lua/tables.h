@@ -38,6 +38,7 @@ Table finish_claim_table();
 Table read_claims_table();
 Table publish_table();
 Table release_fair_table();
+Table pass_turn_table();
 Table read_line_table();
 Table pause_table();
 Table resume_table();

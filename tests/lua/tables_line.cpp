@@ -1,4 +1,4 @@
-// The waiting line and the pause: kReleaseFair, kReadLine, kPause, kResume, kReadPause,
+// The waiting line and the pause: kReleaseFair, kPassTurn, kReadLine, kPause, kResume, kReadPause,
 // kListKey, kSlotsBeyond, kCheckRights (lock/scripts.h).
 
 #include "lock/scripts.h"
@@ -240,6 +240,38 @@ std::vector<Row> check_rights_rows() {
 
 }  // namespace
 
+const std::vector<std::string> kPass{kLine, kKey};
+const std::vector<std::string> kPassArgs{"A", "2000", kReleased};
+
+std::vector<Row> pass_turn_rows() {
+  return {
+      {.name = "our turn, a live head: the key becomes its turn, the one after told the window",
+       .given = {str(kKey, turn("A"), 800), zset(kLine, {{"B", "100"}, {"C", "200"}})},
+       .listeners = {wake("B"), wake("C"), kReleased}, .keys = kPass, .argv = kPassArgs, .reply = I(1),
+       .after = {s(kKey, S(turn("B")), ttl(2000)), z(kLine, {{"C", S("200")}})},
+       .heard = {{wake("B"), {"turn"}}, {wake("C"), {"next 2000"}}}},
+      {.name = "our turn, a dead head skipped: the next live one woken",
+       .given = {str(kKey, turn("A"), 800), zset(kLine, {{"D", "50"}, {"B", "100"}})},
+       .listeners = {wake("B")}, .keys = kPass, .argv = kPassArgs, .reply = I(1),
+       .after = {s(kKey, S(turn("B")), ttl(2000)), gone(kLine)}, .heard = {{wake("B"), {"turn"}}}},
+      {.name = "our turn, nobody in line: deleted, published to waiters outside the line",
+       .given = {str(kKey, turn("A"), 800)}, .listeners = {kReleased}, .keys = kPass, .argv = kPassArgs,
+       .reply = I(2), .after = {gone(kKey)}, .heard = {{kReleased, {"A"}}}},
+      {.name = "our turn, the line of another type: deleted plainly, 2",
+       .given = {str(kKey, turn("A"), 800), str(kLine, "x")}, .listeners = {kReleased}, .keys = kPass,
+       .argv = kPassArgs, .reply = I(2), .after = {gone(kKey)}, .heard = {{kReleased, {"A"}}}},
+      {.name = "another's turn: 0, nothing changed",
+       .given = {str(kKey, turn("B"), 800), zset(kLine, {{"C", "100"}})}, .listeners = {wake("C")},
+       .keys = kPass, .argv = kPassArgs, .reply = I(0)},
+      {.name = "a lease, ours or not: 0, nothing changed", .given = {str(kKey, "A", 5000)}, .keys = kPass,
+       .argv = kPassArgs, .reply = I(0)},
+      {.name = "gone: 0", .keys = kPass, .argv = kPassArgs, .reply = I(0)},
+      {.name = "a key of another type: 0, left alone", .given = {hash(kKey, {{"f", "v"}})}, .keys = kPass,
+       .argv = kPassArgs, .reply = I(0)},
+  };
+}
+
+Table pass_turn_table() { return {"kPassTurn", lock::kPassTurnSource, pass_turn_rows()}; }
 Table release_fair_table() { return {"kReleaseFair", lock::kReleaseFairSource, release_fair_rows()}; }
 Table read_line_table() { return {"kReadLine", std::string(lock::kReadLine.source), read_line_rows()}; }
 Table pause_table() { return {"kPause", lock::kPauseSource, pause_rows()}; }

@@ -723,3 +723,85 @@ TEST(Standby, NextMessageTriesWhenTheWokenHeadsWindowHasEnded) {
   soon.step(WaitEnded{End::kNext, 1000ms});
   EXPECT_EQ(first<Wait>(soon.last)->until, soon.machine.attempt_started() + 301ms);
 }
+
+// oneshot --wait-timeout: the wait ends at give_up_at whatever else waits (a holder's long
+// TTL, the restart guard, a pause), never with an attempt past it; the first attempt always
+// goes (the one try of --no-wait).
+TEST(Standby, TheWaitTimeoutEndsTheWaitWhereverItIs) {
+  auto base = settings(Mode::kOneshot);
+  // A long TTL, the restart guard's wait, a stray signal's pacing: each Wait is cut at the bound.
+  for (int kind = 0; kind < 3; ++kind) {
+    FakeClock start;
+    auto s = base;
+    s.give_up_at = start.now() + (kind == 2 ? 50ms : 2s);
+    Rig r(s);
+    r.step(Begin{});
+    ASSERT_TRUE(has<Attempt>(r.last));
+    Acquisition a = held(60'000);
+    if (kind == 1) {
+      a = Acquisition{};
+      a.answered = {"node"};
+      a.guard_wait_ms = 30'000;
+      a.guarded = {{"node", 30'000}};
+    } else if (kind == 2) {
+      a = Acquisition{};
+      a.cancelled = true;
+    }
+    r.attempted(a, 10ms);
+    if (kind == 2) {  // the first re-run goes at once; the second is paced
+      ASSERT_TRUE(has<Attempt>(r.last));
+      r.attempted(a, 5ms);
+      EXPECT_EQ(r.machine.state(), StandbyState::kPacing);
+    }
+    const auto w = first<Wait>(r.last);
+    ASSERT_TRUE(w) << kind;
+    EXPECT_LE(w->until, *s.give_up_at) << kind;
+    r.clock.advance(*s.give_up_at - r.clock.now());
+    r.step(WaitEnded{End::kTimer});
+    const auto g = first<GiveUp>(r.last);
+    ASSERT_TRUE(g) << kind;
+    EXPECT_TRUE(g->timed_out);
+    EXPECT_FALSE(has<Attempt>(r.last));
+    EXPECT_EQ(r.machine.state(), StandbyState::kGaveUp);
+  }
+}
+
+TEST(Standby, AWakeAfterTheWaitTimeoutMakesNoAttempt) {
+  for (End end : {End::kTurn, End::kReleased, End::kSubscribed, End::kNext}) {
+    auto s = settings(Mode::kOneshot);
+    FakeClock start;
+    s.give_up_at = start.now() + 1s;
+    Rig r(s);
+    r.step(Begin{});
+    r.attempted(held(60'000), 1ms);
+    r.clock.advance(2s);
+    r.step(WaitEnded{end, 1000ms});
+    EXPECT_FALSE(has<Attempt>(r.last));
+    ASSERT_TRUE(has<GiveUp>(r.last));
+    EXPECT_TRUE(first<GiveUp>(r.last)->timed_out);
+  }
+}
+
+TEST(Standby, AnAttemptThatEndsPastTheWaitTimeoutDecidesTheRun) {
+  auto s = settings(Mode::kOneshot);
+  FakeClock start;
+  s.give_up_at = start.now() + 1s;
+  // The first attempt, however long: a miss past the bound gives up at once, a grant leads.
+  Rig miss(s);
+  miss.step(Begin{});
+  miss.attempted(held(60'000), 3s);
+  ASSERT_TRUE(has<GiveUp>(miss.last));
+  EXPECT_TRUE(first<GiveUp>(miss.last)->timed_out);
+  EXPECT_TRUE(has<Report>(miss.last));
+  EXPECT_EQ(miss.machine.last().busy, 1);  // the status follows from it: busy, 75
+  Rig won(s);
+  won.step(Begin{});
+  won.attempted(granted(), 3s);
+  EXPECT_TRUE(has<Lead>(won.last));
+  // No bound: the same long wait goes on.
+  Rig unbounded(settings(Mode::kOneshot));
+  unbounded.step(Begin{});
+  unbounded.attempted(held(60'000), 3s);
+  EXPECT_FALSE(has<GiveUp>(unbounded.last));
+  EXPECT_EQ(unbounded.machine.give_up_at(), std::nullopt);
+}
