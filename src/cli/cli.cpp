@@ -310,6 +310,11 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
       std::cerr << "redisgo_task: --holder-prefix: expected a non-empty holder id prefix, found an empty string\n";
       return std::nullopt;
     }
+    if (const auto found = config::control_character_found(*prefix_override)) {
+      std::cerr << "redisgo_task: --holder-prefix: expected a holder id prefix without control characters, found "
+                << *found << "\n";
+      return std::nullopt;
+    }
     loaded.config->redis.value = *prefix_override;
   }
   return loaded.config;
