@@ -303,6 +303,7 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
       return std::nullopt;
     }
     loaded.config->redis.key = *key_override;
+    loaded.config->redis.key_flag = *key_override;
   }
   if (prefix_override) {
     // Over REDISGO_TASK_HOLDER_PREFIX and [redis] value, checked as they are.

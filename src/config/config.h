@@ -61,6 +61,7 @@ struct RedisConfig {
   std::vector<std::string> cluster_nodes;
   TlsConfig tls;
   std::string key;                 ///< required
+  std::string key_flag;            ///< the key --key gave ("" when it is the file's): advice names it
   bool monitor_try_all = true;     ///< true: contend forever; false: at most retries_count attempts
   int retries_count = 4;           ///< attempts when monitor_try_all = false (>= 1)
   Millis expire{5000};             ///< lease TTL
