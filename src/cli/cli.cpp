@@ -217,8 +217,9 @@ bool textfile_writable(const config::Config& cfg) {
 
 bool command_runnable(const config::Config& cfg) {
   if (!health_command_runnable(cfg) || !textfile_writable(cfg)) return false;
-  if (cfg.task.command.empty()) return true;  // comes after `--`; checked by start_task
+  // A command after `--` is checked by start_task; the workdir is the file's either way.
   auto bad = process::why_not_runnable(spawn_as_run(cfg, cfg.task.command));
+  if (cfg.task.command.empty() && (!bad || bad->part != process::NotRunnable::Part::kWorkdir)) return true;
   if (!bad) return true;
   print_not_runnable(cfg, *bad, "task.command");
   return false;
