@@ -220,8 +220,9 @@ bool textfile_writable(const config::Config& cfg) {
 
 bool command_runnable(const config::Config& cfg) {
   if (!health_command_runnable(cfg) || !textfile_writable(cfg)) return false;
-  if (cfg.task.command.empty()) return true;  // comes after `--`; checked by start_task
+  // A command after `--` is checked by start_task; the workdir is the file's either way.
   auto bad = process::why_not_runnable(spawn_as_run(cfg, cfg.task.command));
+  if (cfg.task.command.empty() && (!bad || bad->part != process::NotRunnable::Part::kWorkdir)) return true;
   if (!bad) return true;
   print_not_runnable(cfg, *bad, "task.command");
   return false;
@@ -306,11 +307,17 @@ std::optional<config::Config> load(const std::string& path, const std::optional<
       return std::nullopt;
     }
     loaded.config->redis.key = *key_override;
+    loaded.config->redis.key_flag = *key_override;
   }
   if (prefix_override) {
     // Over REDISGO_TASK_HOLDER_PREFIX and [redis] value, checked as they are.
     if (prefix_override->empty()) {
       std::cerr << "redisgo_task: --holder-prefix: expected a non-empty holder id prefix, found an empty string\n";
+      return std::nullopt;
+    }
+    if (const auto found = config::control_character_found(*prefix_override)) {
+      std::cerr << "redisgo_task: --holder-prefix: expected a holder id prefix without control characters, found "
+                << *found << "\n";
       return std::nullopt;
     }
     loaded.config->redis.value = *prefix_override;

@@ -357,6 +357,24 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   }
 }
 
+/// The pause read again, once its EVAL has run: a connection goes by EVALSHA only then,
+/// as the daemon's does.
+void ask_by_sha(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r) {
+  std::vector<redis::AsyncConnection*> live;
+  for (auto& p : probes) {
+    if (!p->usable || !p->conn.connected() || !p->pause->ok()) continue;
+    p->by_sha = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
+    live.push_back(&p->conn);
+  }
+  if (live.empty()) return;
+  redis::DriveOptions o;
+  o.deadline = SteadyClock::now() + r.io_timeout + std::chrono::seconds(1);
+  redis::drive(live, [&] { return false; }, o);
+  for (auto* c : live) {
+    if (c->busy()) c->close(Fault::kTimeout, "no answer in time");
+  }
+}
+
 /// Sends the questions to every probe and drives them all in one poll loop (each call
 /// bounded by its connection's connect_timeout + io_timeout).
 void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r,
@@ -375,7 +393,6 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
                              {"1", once_per ? "1" : "", publish_channel(r.fair, keys)});
     p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
-    p->by_sha = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
     if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});
     if (once_per) {
       const auto current = lock::nearest_slot(wall_ms(), *once_per);
@@ -407,6 +424,7 @@ void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& key
     p->usable = c.state() == Call::State::kReplied &&
                 !(c.reply().is_error() && c.fault() == Fault::kAuth && c.error().find("NOAUTH") != std::string::npos);
   }
+  ask_by_sha(probes, keys, r);
 
   // The clocks: a few TIME round trips on the open connections, all nodes at once.
   for (int round = 0; round < kTimeSamples; ++round) {

@@ -83,9 +83,11 @@ int run_pause(const config::Config& config, Millis duration, const std::string& 
       << (reason.empty() ? "" : ": " + log::printable(reason)) << ")\n";
   if (written.unwoken > 0) return not_woken("pause", keys, "the end of the pause it replaced", err);
   int code = 0;
+  int held = 0;
   for (int slot = 0; slot < config.task.limit; ++slot) {
     const auto holder = holder_of(*backend, slot);
     if (!holder) continue;
+    ++held;
     const std::string which = config.task.limit > 1 ? " (slot " + std::to_string(slot) + ")" : "";
     if (!stop) {
       out << log::printable(*holder) << which << " still holds the key: its job runs on until it ends"
@@ -110,6 +112,9 @@ int run_pause(const config::Config& config, Millis duration, const std::string& 
       out << "asked " << log::printable(*holder) << which << " to stop its job and release\n";
     }
   }
+  // Nothing runs and, paused, nothing starts: what --stop is for, so no failure; said, so
+  // that a script can tell it from a holder that was asked.
+  if (stop && held == 0) out << "nobody holds the key: there is no job to stop\n";
   return output_ok(out) ? code : kExitIoError;
 }
 

@@ -19,6 +19,7 @@
 #include "config/detail.h"
 #include "config/loader.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/unique_fd.h"
 
 namespace redisgo::config {
@@ -29,6 +30,17 @@ bool cluster_safe_key(const std::string& key) {
     if (close != std::string::npos && close > open + 1) return true;
   }
   return key.find('}') == std::string::npos;
+}
+
+std::optional<std::string> control_character_found(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F) {
+      return "\"" + shown_text(text, 80) + "\" (" + escaped_text(text.substr(i, 1)) + " at byte " +
+             std::to_string(i + 1) + ")";
+    }
+  }
+  return std::nullopt;
 }
 
 namespace detail {

@@ -61,6 +61,7 @@ struct RedisConfig {
   std::vector<std::string> cluster_nodes;
   TlsConfig tls;
   std::string key;                 ///< required
+  std::string key_flag;            ///< the key --key gave ("" when it is the file's): advice names it
   bool monitor_try_all = true;     ///< true: contend forever; false: at most retries_count attempts
   int retries_count = 4;           ///< attempts when monitor_try_all = false (>= 1)
   Millis expire{5000};             ///< lease TTL
@@ -240,6 +241,11 @@ inline constexpr Millis kMaxExpire{24LL * 3600 * 1000};
 /// when the key has a non-empty hash tag, or has no '}' at all (then "{key}" is the tag).
 bool cluster_safe_key(const std::string& key);
 inline constexpr std::size_t kMaxKeyBytes = 512;
+/// A holder id prefix ([redis] value, REDISGO_TASK_HOLDER_PREFIX, --holder-prefix) goes into
+/// notes that status and list split at newlines and onto their lines: a control character
+/// in it is refused. What an error says after "found" (nullopt: there is none):
+/// "\"evil\\n0\" (\\n at byte 5)".
+std::optional<std::string> control_character_found(const std::string& text);
 /// Floors: a renewal every 100 ms at most (3 commands each: 30/s per node), and a crash
 /// loop counted over at least a second.
 inline constexpr Millis kMinCron{100};

@@ -356,7 +356,13 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
               format_duration(r.cron));
   }
   if (auto n = find(sec, "redis", "value")) {
-    if (auto s = as_string(*n, "redis.value", "a non-empty holder id (leave it out to generate one)")) r.value = *s;
+    if (auto s = as_string(*n, "redis.value", "a non-empty holder id (leave it out to generate one)")) {
+      if (const auto found = control_character_found(*s)) {
+        error(loc_of(*n), "redis.value", "expected a holder id without control characters, found " + *found);
+      } else {
+        r.value = *s;
+      }
+    }
   }
   // Hosts that share a host name (containers, clones) and one file tell their holders apart
   // by this (redisgo_task(1), ENVIRONMENT); `task --holder-prefix` overrides it in turn (cli).
@@ -364,6 +370,10 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
     if (prefix->empty()) {
       error(where("redis.value"), "redis.value",
             std::string("expected ") + kHolderPrefixEnv + " to hold a non-empty holder id prefix, found it empty");
+    } else if (const auto found = control_character_found(*prefix)) {
+      error(where("redis.value"), "redis.value",
+            std::string("expected ") + kHolderPrefixEnv + " to hold a holder id prefix without control characters, found " +
+                *found);
     } else {
       r.value = *prefix;
     }

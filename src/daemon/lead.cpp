@@ -458,7 +458,10 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why, bool pla
   // step_down_hold of 0 would take the lease straight back from the standby it was for.
   const Millis hold = planned ? std::max(config::effective_step_down_hold(cfg_), cfg_.redis.expire)
                               : restarts_.on_step_down(config::effective_step_down_hold(cfg_), cfg_.redis.expire);
-  log_->warn("stepped down: {}; not contending for {}", why, format_duration(hold));
+  // A planned step-down (handover, pause --stop) is no warning: a paused key would otherwise
+  // page through every warning filter and cron mail.
+  log_->log(planned ? spdlog::level::info : spdlog::level::warn, "stepped down: {}; not contending for {}", why,
+            format_duration(hold));
   return hold_back("stepped down: " + why, hold);
 }
 

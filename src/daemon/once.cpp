@@ -120,7 +120,7 @@ int Runner::slot_not_run(const lock::Claim& claim) {
                   "fewer than the quorum of {}, so a node may have lost the claim of a run of it (restart guard): {}. "
                   "What to do: {}",
                   slot, claim.counted, backend_->node_count(), backend_->quorum(), joined(claim.notes),
-                  lock::once_advice(cfg_.source));
+                  lock::once_advice(cfg_.source, cfg_.redis.key_flag));
       return kExitTempFail;
     case lock::Claim::Kind::kNotDurable:
       metrics_.add_once_skipped("not_durable");

@@ -1,6 +1,8 @@
 #include "lock/once.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include "lock/fencing.h"
 #include "redis/reply.h"
@@ -120,10 +122,20 @@ std::int64_t highest_witness(const std::vector<OnceNode>& nodes) {
   return w;
 }
 
-std::string once_advice(const std::string& config_path) {
+std::string once_advice(const std::string& config_path, const std::string& key_flag) {
+  // As one shell word: as it is when it holds nothing a shell reads, else in single quotes.
+  auto word = [](const std::string& w) {
+    const bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-.,/:@%+=").find(c) != std::string_view::npos;
+    });
+    if (plain) return w;
+    std::string quoted = "'";
+    for (char c : w) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+  };
   return "on a first deployment (servers that never ran this key), declare the slot unclaimed with `redisgo_task adopt "
          "--config " +
-         config_path +
+         word(config_path) + (key_flag.empty() ? std::string() : " --key " + word(key_flag)) +
          "`; for maintenance restarts, run Redis >= 7.2 with AOF (appendonly yes, appendfsync everysec), whose "
          "claims survive a restart";
 }

@@ -96,7 +96,9 @@ OnceVerdict once_verdict(const OnceNode& n, std::int64_t slot_s, std::int64_t gu
 std::int64_t highest_witness(const std::vector<OnceNode>& nodes);
 /// What to do about nodes that do not count: adopt on a first deployment, AOF on Redis
 /// >= 7.2 for maintenance restarts (said to the operator with the skip and by `check`).
-std::string once_advice(const std::string& config_path);
+/// `key_flag`: the key a --key gave the run ("" for the file's), which the adopt it
+/// names must be given too, or it adopts the file's key.
+std::string once_advice(const std::string& config_path, const std::string& key_flag = {});
 
 /// How long the witness and the adopt record live: the longer of 7 days and 4 x once_per,
 /// so that they outlast the gap between two runs (refreshed by every claim).

@@ -204,7 +204,7 @@ inline const Script kReadOnce{kReadOnceSource};
 /// ARGV: slot (s), who, witness ttl in ms. A claim there: {0, holder, token, start, status},
 /// nothing written. Else the witness raised to the slot and the record written (adopted =
 /// slot, adopted_ms = TIME, adopted_by, adopts + 1): {1, TIME in ms}. A witness of another
-/// type: an error naming it.
+/// type: an error naming it and its type, nothing written.
 inline const std::string kAdoptSource = kOnceFunctions + R"lua(
 local c = claim_of(KEYS[1])
 if c then
@@ -216,7 +216,8 @@ if s[3] == 1 and waitaof(s[4]) then
   durable = '1'
 end
 if not raise_witness(KEYS[2], tonumber(ARGV[1]), durable, ARGV[3]) then
-  return redis.error_reply('once_per witness ' .. KEYS[2] .. ' is not a hash (set by hand?): delete it')
+  return redis.error_reply('once_per witness ' .. KEYS[2] .. ' holds a ' .. redis.call('TYPE', KEYS[2]).ok ..
+                           ', not a witness (something else wrote it): delete it (redis-cli DEL ' .. KEYS[2] .. ')')
 end
 local adopts = tonumber(redis.call('HGET', KEYS[2], 'adopts')) or 0
 redis.call('HSET', KEYS[2], 'adopted', ARGV[1], 'adopted_ms', string.format('%.0f', s[2]), 'adopted_by', ARGV[2],

@@ -207,6 +207,12 @@ NodeError RedlockBackend::error_of(std::size_t i, const CallPtr& call) const {
   return {node.name, call->fault(), call->error()};
 }
 
+NodeError RedlockBackend::unanswered_at_bound(std::size_t i) const {
+  const Node& node = nodes_[i];
+  if (redis::is_refusal(node.last_fault)) return {node.name, node.last_fault, node.last_error + " (and no answer since)"};
+  return {node.name, Fault::kTimeout, node.conn.describe() + ": no reply within the wait timeout"};
+}
+
 Clock::time_point RedlockBackend::quorum_available_at() const {
   const auto now = SteadyClock::now();
   std::vector<SteadyClock::time_point> at;

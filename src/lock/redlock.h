@@ -164,6 +164,9 @@ class RedlockBackend final : public LeaseBackend {
   void sweep() noexcept;
   /// The error for node i: its call's failure, or why it was skipped.
   NodeError error_of(std::size_t i, const redis::CallPtr& call) const;
+  /// Node i had not answered an attempt when the wait's bound cut it: its last refusal if it
+  /// refused us before, else a timeout.
+  NodeError unanswered_at_bound(std::size_t i) const;
   /// Undo (no publish) on the nodes whose acquire granted (the slot key each one took,
   /// in `taken`; "" = none) or is still in flight (every slot key: which one it takes is
   /// not known yet).

@@ -239,7 +239,6 @@ bool AsyncConnection::retry_auth() {
   }
   pending_.clear();
   std::string held = std::move(held_);
-  auto loaded = loaded_;
   const Fault before = last_fault_;
   // Fails nothing (all taken out), and is no failure yet: only a refusal of the password read
   // again is told.
@@ -261,7 +260,6 @@ bool AsyncConnection::retry_auth() {
     pending_.push_back(std::move(p));
   }
   held_ += held;  // behind the new AUTH (auth_gate_ is set again)
-  loaded_ = std::move(loaded);
   return true;
 }
 
@@ -300,17 +298,18 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
       call->error_ = describe() + ": " + last_connect_error_;
       return call;
     }
-    if (script && std::find(loaded_.begin(), loaded_.end(), script->source) == loaded_.end()) {
-      // First use on this connection: EVAL, which also caches the script on the server,
-      // so later calls go by SHA. An EVALSHA that then meets NOSCRIPT (SCRIPT FLUSH) did
-      // not run; it fails and the connection starts over, never retried out of order.
-      argv[0] = "EVAL";
-      argv[1] = std::string(script->source);
-      loaded_.push_back(script->source);
-    } else if (script) {
-      argv[1] = script->sha();
+    // By SHA only once an EVAL of it has been answered here (dispatch): an EVAL that the
+    // server refused before running it (an ACL key pattern, a full memory) cached nothing,
+    // and an EVALSHA pipelined behind it would meet NOSCRIPT.
+    const bool by_sha = script && std::find(loaded_.begin(), loaded_.end(), script->source) != loaded_.end();
+    if (script) {
+      argv[0] = by_sha ? "EVALSHA" : "EVAL";
+      argv[1] = by_sha ? script->sha() : std::string(script->source);
     }
+    std::vector<std::string> kept = by_sha ? argv : std::vector<std::string>();
     enqueue(std::move(argv), Kind::kUser, call, deadline, blocked_until);
+    pending_.back().script = script;
+    pending_.back().by_sha = std::move(kept);
     if (state_ == State::kOpen) flush();
   } catch (const std::exception& e) {
     fail_with(e, Fault::kClosed);
@@ -337,7 +336,7 @@ void AsyncConnection::enqueue(std::vector<std::string> argv, Kind kind, CallPtr 
     out_offset_ = 0;
   }
   (auth_gate_ && kind == Kind::kUser ? held_ : out_) += format_command(argv);
-  pending_.push_back(Pending{std::move(call), deadline, kind, blocked_until});
+  pending_.push_back(Pending{std::move(call), deadline, kind, blocked_until, nullptr, {}});
 }
 
 void AsyncConnection::flush() {
@@ -476,6 +475,7 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
     }
     case Kind::kUser: break;
   }
+  if (p.script && script_answered(p, error, text)) return;
   Call& call = *p.call;
   if (error) {
     call.fault_ = classify_error_reply(text);
@@ -498,9 +498,32 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
     }
   }
   if (error && starts_with(text, "NOSCRIPT")) {
-    // SCRIPT FLUSH since we loaded it: reconnect, which loads the scripts again.
+    // SCRIPT FLUSH since we loaded it, with calls pipelined behind this one: they fail and
+    // the connection starts over (EVAL again), never a retry that would run out of order.
     reset(Fault::kReply, "the server lost the scripts loaded on this connection (SCRIPT FLUSH?); reconnecting");
   }
+}
+
+bool AsyncConnection::script_answered(Pending& p, bool error, const std::string& text) {
+  if (!error) {
+    // It ran, so the server has it cached: later calls go by SHA.
+    if (p.by_sha.empty() && std::find(loaded_.begin(), loaded_.end(), p.script->source) == loaded_.end()) {
+      loaded_.push_back(p.script->source);
+    }
+    return false;
+  }
+  if (p.by_sha.empty() || !starts_with(text, "NOSCRIPT") || !pending_.empty()) return false;
+  // The server lost the script (SCRIPT FLUSH, a restart behind a proxy) and this EVALSHA did
+  // not run. Nothing was sent behind it, so sending it again as EVAL keeps the order the
+  // caller gave; with commands behind it (they ran) it fails instead, below.
+  loaded_.erase(std::remove(loaded_.begin(), loaded_.end(), p.script->source), loaded_.end());
+  std::vector<std::string> argv = std::move(p.by_sha);
+  argv[0] = "EVAL";
+  argv[1] = std::string(p.script->source);
+  enqueue(std::move(argv), Kind::kUser, std::move(p.call), SteadyClock::now() + options_.io_timeout);
+  pending_.back().script = p.script;
+  flush();
+  return true;
 }
 
 void AsyncConnection::check_deadlines(SteadyClock::time_point now) noexcept {

@@ -5,10 +5,11 @@
 ///
 /// Commands are queued at once and answered in order (RESP pipelining); on a new
 /// connection AUTH and SELECT go first, on the same write: a (re)connect costs no extra
-/// round trip and no blocking step. A script runs as EVAL the first time on a connection
-/// (which caches it on the server) and as EVALSHA after; a NOSCRIPT is a failed call and a
-/// fresh connection, never a retry that, pipelined behind other commands, could make an
-/// acquire run after its own undo. The owner
+/// round trip and no blocking step. A script runs as EVAL until an EVAL of it has been
+/// answered on the connection (which cached it on the server) and as EVALSHA after. An
+/// EVALSHA that meets NOSCRIPT with nothing sent behind it is sent again as EVAL; with
+/// commands pipelined behind it, it is a failed call and a fresh connection, never a retry
+/// that could make an acquire run after its own undo. The owner
 /// drives it from its own poll() loop: fd()/events() say what to wait for, on_ready()
 /// does the I/O, check_deadlines() enforces the timeouts. Nothing here ever blocks.
 ///
@@ -158,7 +159,7 @@ class AsyncConnection {
   /// A command that blocks on the server for up to `blocks` (WAIT, WAITAOF): its reply is
   /// given io_timeout plus that long.
   CallPtr send(std::vector<std::string> argv, Millis blocks);
-  /// `script` with these keys and args: EVAL the first time on this connection, EVALSHA after.
+  /// `script` with these keys and args: EVAL until one has run on this connection, EVALSHA after.
   CallPtr eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
   /// What to poll: the fd (-1: nothing) and its events.
@@ -217,6 +218,8 @@ class AsyncConnection {
     Kind kind;
     /// A command that blocks on the server (WAIT, WAITAOF): when it may end at the latest.
     SteadyClock::time_point blocked_until{};
+    const Script* script = nullptr;   // a script call (EVAL or EVALSHA)
+    std::vector<std::string> by_sha;  // an EVALSHA's argv, to send as EVAL if the server lost it
   };
 
   CallPtr submit(std::vector<std::string> argv, const Script* script, Millis blocks = Millis(0));
@@ -230,6 +233,9 @@ class AsyncConnection {
   void flush();
   void read_available();
   void dispatch(ReplyPtr reply);
+  /// A script call's reply: notes the script as cached once it ran; sends a lone EVALSHA
+  /// that met NOSCRIPT again as EVAL (true: the call is pending again).
+  bool script_answered(Pending& p, bool error, const std::string& text);
   void fail_with(const std::exception& e, Fault during);
   /// close() without telling on_fault: a failure already told, or none of the server's.
   void reset(Fault fault, const std::string& why) noexcept;
@@ -268,7 +274,7 @@ class AsyncConnection {
   SteadyClock::time_point connect_deadline_{};
   bool subscribed_ = false;
   std::vector<Message> messages_;
-  std::vector<std::string_view> loaded_;  // sources of the scripts this connection sent with EVAL
+  std::vector<std::string_view> loaded_;  // sources of the scripts an EVAL here has run
   Fault last_fault_ = Fault::kNone;
 };
 

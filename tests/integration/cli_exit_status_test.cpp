@@ -219,6 +219,10 @@ TEST(CliExitStatus, ValidateChecksTheCommandAndWorkdirAsExecWould) {
       {"workdir missing", "command = [\"/bin/true\"]\nworkdir = \"/nonexistent/dir\"\n", 10, "task.workdir", "No such file"},
       {"workdir a file", "command = [\"/bin/true\"]\nworkdir = \"" + script + "\"\n", 10, "task.workdir",
        "not a directory"},
+      // No command in the file (it comes after `--`): the workdir is the file's all the same.
+      {"workdir missing, command after --", "workdir = \"/nonexistent/dir\"\n", 9, "task.workdir", "No such file"},
+      {"workdir a file, command after --", "workdir = \"" + script + "\"\n", 9, "task.workdir", "not a directory"},
+      {"workdir, command after --", "workdir = \"" + dir.path() + "\"\n", 0, "", ""},
       {"PATH from [task] env", "command = [\"true\"]\nenv = { PATH = \"/nonexistent\" }\n", 9, "task.command",
        "not found on PATH (/nonexistent)"},
       {"relative to workdir", "command = [\"./job.sh\"]\nworkdir = \"" + dir.path() + "\"\n", 9, "task.command",

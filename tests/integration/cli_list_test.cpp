@@ -154,4 +154,26 @@ TEST_F(CliList, AUserWithoutScanIsToldWhatItLacks) {
   EXPECT_EQ(r.out.find("no keys found"), std::string::npos) << r.out;
 }
 
+// A key the user may not read is refused before its script runs, which caches nothing: with
+// the script cache empty (a restart, SCRIPT FLUSH) the keys after it are still read.
+TEST_F(CliList, AnUnreadableKeyLeavesTheNextReadableWithAnEmptyScriptCache) {
+  RedisServer redis(with_acl_user("user redisgo on >pw ~b:mine ~{b:mine}:* +@all"));
+  const std::string host = "host = \"" + redis.address() + "\"";
+  for (const std::string key : {"a:theirs", "b:mine"}) {
+    ASSERT_EQ(run_task_binary({"task", "--config", config(host, key), "--", "true"}, 10s).code, 0) << key;
+  }
+  ConfigSpec spec;
+  spec.nodes = host;
+  spec.key = "b:mine";
+  spec.extra_redis = "username = \"redisgo\"\npassword_env = \"RGT_LIST_PW\"\n";
+  const auto cfg = dir_.write("mine.toml", make_config(spec));
+  EXPECT_EQ(redis.cli({"SCRIPT", "FLUSH"}), "OK");
+  auto r = run_task_binary({"list", "--config", cfg}, 10s, {{"RGT_LIST_PW", "pw"}});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(line_of(r.out, "a:theirs").find("unreadable"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "a:theirs").find("NOPERM"), std::string::npos) << r.out;
+  EXPECT_NE(line_of(r.out, "b:mine").find("b:mine: free, token "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("NOSCRIPT"), std::string::npos) << r.out;
+}
+
 }  // namespace

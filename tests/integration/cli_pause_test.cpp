@@ -103,6 +103,11 @@ TEST_F(CliPause, StopStopsTheLeaderAndThePauseEndsByItself) {
   // Said as what it is, not as a handover.
   EXPECT_NE(leader->err().find("stop requested by `pause --stop`"), std::string::npos) << leader->err();
   EXPECT_EQ(leader->err().find("handover requested"), std::string::npos) << leader->err();
+  // Planned: info all the way, nothing for a warning filter or a cron mail.
+  ASSERT_TRUE(leader->wait_for_log("stepped down: ", 5s)) << leader->err();
+  EXPECT_NE(leader->err().find(" info  [daemon] stepped down: stopped by `pause --stop`"), std::string::npos)
+      << leader->err();
+  EXPECT_EQ(leader->err().find(" warn  "), std::string::npos) << leader->err();
   // The hold (1 s) passes, the pause (3 s) does not: it waits, then takes the lease back.
   ASSERT_TRUE(leader->wait_for_log("is paused by ", 5s)) << leader->err();
   ASSERT_TRUE(wait_until([&] { return count_lines(leader->err(), "child started") == 2; }, 8s)) << leader->err();
@@ -124,6 +129,17 @@ TEST_F(CliPause, ASemaphoreGrantsNoSlotWhilePaused) {
   EXPECT_TRUE(b->wait_for_log("child started", 5s)) << b->err();
   for (auto* d : {a.get(), b.get()}) d->signal(SIGTERM);
   for (auto* d : {a.get(), b.get()}) EXPECT_EQ(d->wait_for(10s), 0) << d->err();
+}
+
+// A free key: nothing runs and, paused, nothing starts, which is what --stop is for: 0, and
+// said apart from a holder that was asked.
+TEST_F(CliPause, StopOnAFreeKeyIs0AndSaysThereWasNothingToStop) {
+  const auto cfg = config();
+  auto p = cli({"pause", "--config", cfg, "--for", "3s", "--stop"});
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("nobody holds the key: there is no job to stop\n"), std::string::npos) << p.out;
+  EXPECT_EQ(p.err, "");
+  cli({"resume", "--config", cfg});
 }
 
 TEST_F(CliPause, RedlockNeedsTheQuorumAndLeavesNothingOnAMinority) {

@@ -510,17 +510,55 @@ TEST(RedisEval, ScriptErrorIsAnErrorReply) {
   EXPECT_EQ(text(run(conn, {"PING"})), "PONG");
 }
 
-TEST(RedisEval, ScriptFlushCostsOneCallThenTheScriptsAreBack) {
+TEST(RedisEval, ScriptFlushUnderALoneCallIsSentAgainAsEval) {
   RedisServer server;
   auto o = options_for(server.address());
   AsyncConnection conn(o);
   EXPECT_EQ(text(eval(conn, kEchoScript, {"k"}, {"1"})), "1:k");
   EXPECT_EQ(server.cli({"SCRIPT", "FLUSH"}), "OK");
-  auto lost = eval(conn, kEchoScript, {"k"}, {"2"});
-  EXPECT_NE(lost->error().find("NOSCRIPT"), std::string::npos) << lost->error();
-  EXPECT_FALSE(conn.connected());  // reconnects, which loads the scripts again
+  // Nothing was pipelined behind the EVALSHA that met NOSCRIPT: sent again as EVAL, it runs.
+  EXPECT_EQ(text(eval(conn, kEchoScript, {"k"}, {"2"})), "2:k");
+  EXPECT_TRUE(conn.connected());
   EXPECT_EQ(text(eval(conn, kEchoScript, {"k"}, {"3"})), "3:k");
-  EXPECT_EQ(calls_of(server, "eval"), 2);  // once per connection: never a retry that could reorder
+  EXPECT_EQ(calls_of(server, "eval"), 2);     // the first use, and the one sent again
+  EXPECT_EQ(calls_of(server, "evalsha"), 2);  // the one that met NOSCRIPT, and the last
+}
+
+TEST(RedisEval, ScriptFlushUnderPipelinedCallsFailsThemNeverOutOfOrder) {
+  RedisServer server;
+  auto o = options_for(server.address());
+  AsyncConnection conn(o);
+  const auto key = test_key();
+  server.cli({"SET", key, "before"});
+  EXPECT_EQ(text(eval(conn, kGetScript, {key}, {})), "before");
+  EXPECT_EQ(server.cli({"SCRIPT", "FLUSH"}), "OK");
+  // The EVALSHA did not run, the SET behind it did: sending the script again now would run
+  // it after the SET, so it fails instead, and the connection starts over.
+  auto lost = conn.eval(kGetScript, {key}, {});
+  auto set = conn.send({"SET", key, "after"});
+  drive({&conn}, [&] { return lost->done() && set->done(); });
+  EXPECT_NE(lost->error().find("NOSCRIPT"), std::string::npos) << lost->error();
+  EXPECT_EQ(server.cli({"GET", key}), "after");  // it ran; its reply went with the connection
+  EXPECT_EQ(text(eval(conn, kGetScript, {key}, {})), "after");
+  EXPECT_EQ(calls_of(server, "evalsha"), 1);
+}
+
+TEST(RedisEval, AnEvalRefusedByAclCachedNothingSoTheNextIsAnEvalToo) {
+  RedisServer server(testing::with_acl_user("user carol on >carol-Pw-7 ~mine* &* +@all"));
+  auto o = options_for(server.address());
+  o.username = "carol";
+  o.password = "carol-Pw-7";
+  AsyncConnection conn(o);
+  server.cli({"SET", "mine:1", "v1"});
+  server.cli({"SET", "mine:2", "v2"});
+  // Pipelined: the first key is out of carol's patterns, refused before the script ran.
+  auto refused = conn.eval(kGetScript, {"theirs"}, {});
+  auto first = conn.eval(kGetScript, {"mine:1"}, {});
+  drive({&conn}, [&] { return refused->done() && first->done(); });
+  EXPECT_NE(refused->error().find("NOPERM"), std::string::npos) << refused->error();
+  EXPECT_EQ(text(first), "v1");
+  EXPECT_EQ(text(eval(conn, kGetScript, {"mine:2"}, {})), "v2");
+  EXPECT_EQ(calls_of(server, "eval"), 1);
   EXPECT_EQ(calls_of(server, "evalsha"), 1);
 }
 

@@ -344,6 +344,23 @@ TEST_F(OnceDurable, AdoptRefusesWithoutOncePerOrAQuorum) {
   EXPECT_EQ(node(0).cli({"HGET", "{" + test_key("by-option") + "}:once:witness", "adopts"}), "1");
 }
 
+// A witness of another type (written by something else) takes no record: named with its type,
+// as a lease key of another type is, never a bare "unreachable"; left as it was.
+TEST_F(OnceDurable, AdoptNamesAWitnessOfAnotherTypeAndItsType) {
+  start_nodes(false);
+  const auto cfg = config(3600'000);
+  const std::string witness = "{" + test_key("lock") + "}:once:witness";
+  for (int i = 0; i < 3; ++i) node(i).cli({"RPUSH", witness, "x"});
+  auto r = run_task_binary({"adopt", "--config", cfg}, 10s);
+  EXPECT_EQ(r.code, 69) << r.err;
+  EXPECT_NE(r.err.find("once_per witness " + witness + " holds a list, not a witness (something else wrote it): "
+                       "delete it (redis-cli DEL " + witness + ")"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("unreachable"), std::string::npos) << r.err;
+  EXPECT_EQ(node(0).cli({"TYPE", witness}), "list");
+}
+
 TEST_F(OnceDurable, ASkippedSlotIsCountedInTheTextfileAcrossRuns) {
   start_nodes(false);
   const std::string prom = dir_.path() + "/once.prom";

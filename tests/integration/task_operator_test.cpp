@@ -402,4 +402,41 @@ TEST_F(TaskOperator, TheHolderPrefixComesFromTheCommandLineThenTheEnvironmentThe
   EXPECT_EQ(theirs.out.find("(this host)"), std::string::npos) << theirs.out;
 }
 
+// A holder prefix goes into the notes status and list split at newlines, and onto their
+// lines: a control character in it is refused from each place it may come from, and what a
+// note written by hand holds is shown escaped.
+TEST_F(TaskOperator, AHolderPrefixWithAControlCharacterIsRefusedWhereverItComesFrom) {
+  const auto cfg = config(slow_renewals());
+  auto flag = run_task_binary({"task", "--config", cfg, "--holder-prefix", "evil\n0\nroot", "--", "true"}, 20s);
+  EXPECT_EQ(flag.code, 78) << flag.err;
+  EXPECT_NE(flag.err.find("--holder-prefix: expected a holder id prefix without control characters, found "
+                          "\"evil\\n0\\nroot\" (\\n at byte 5)"),
+            std::string::npos)
+      << flag.err;
+  auto env = run_task_binary({"task", "--config", cfg, "--", "true"}, 20s, {{"REDISGO_TASK_HOLDER_PREFIX", "a\tb"}});
+  EXPECT_EQ(env.code, 78) << env.err;
+  EXPECT_NE(env.err.find("expected REDISGO_TASK_HOLDER_PREFIX to hold a holder id prefix without control characters"),
+            std::string::npos)
+      << env.err;
+  ConfigSpec spec = slow_renewals();
+  spec.extra_redis = "value = \"x\\ny\"\n";
+  const auto bad = config(spec);
+  for (const std::string sub : {"validate", "task"}) {
+    std::vector<std::string> args{sub, "--config", bad};
+    if (sub == "task") args.insert(args.end(), {"--", "true"});
+    auto file = run_task_binary(args, 20s);
+    EXPECT_EQ(file.code, 78) << sub << ": " << file.err;
+    EXPECT_NE(file.err.find("redis.value"), std::string::npos) << sub << ": " << file.err;
+    EXPECT_NE(file.err.find("without control characters"), std::string::npos) << sub << ": " << file.err;
+  }
+  // Written by hand (or by another tool): escaped where status shows it.
+  redis_.cli({"SET", "{" + test_key() + "}:refused", "ho\x1b[31mst:1:00\n0\nus\rer\n+pexpire\nNOPERM", "PX", "60000"});
+  auto status = run_task_binary({"status", "--config", cfg}, 20s);
+  EXPECT_NE(status.out.find("alert:  renewals refused: the ACL user 'us\\rer' of ho\\x1b[31mst lacks +pexpire"),
+            std::string::npos)
+      << status.out;
+  EXPECT_EQ(status.out.find('\x1b'), std::string::npos) << status.out;
+  EXPECT_EQ(status.out.find('\r'), std::string::npos) << status.out;
+}
+
 }  // namespace

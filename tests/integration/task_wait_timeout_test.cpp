@@ -179,8 +179,7 @@ TEST_F(WaitTimeout, ABusyLeaseEndsTheRunAtTheTimeoutWith75AndLeavesTheLine) {
 
 // No node answers: 69 at D, well before unreachable_timeout (60 s); D covers connecting, even
 // to a server that accepts the connection and never answers (its io_timeout is 5 s here).
-// Disabled: a frozen node held the run to its io_timeout (5 s), not D; under investigation.
-TEST_F(WaitTimeout, DISABLED_NoNodeAnsweringEndsTheRunAtTheTimeoutWith69) {
+TEST_F(WaitTimeout, NoNodeAnsweringEndsTheRunAtTheTimeoutWith69) {
   RedisServer frozen;
   frozen.pause();
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
@@ -202,8 +201,7 @@ TEST_F(WaitTimeout, DISABLED_NoNodeAnsweringEndsTheRunAtTheTimeoutWith69) {
 
 // A refusal on one node of three and the other two down: no quorum, and the refusal is the
 // cause to fix: 77 at D, as when the wait ends any other way.
-// Disabled: ended 69, not 77; under investigation.
-TEST_F(WaitTimeout, DISABLED_ARefusalWithoutAQuorumEndsTheRunAtTheTimeoutWith77) {
+TEST_F(WaitTimeout, ARefusalWithoutAQuorumEndsTheRunAtTheTimeoutWith77) {
   RedisServer guarded(with_password("right-password"));
   const auto cfg = config({guarded.address(), "127.0.0.1:" + std::to_string(free_port()),
                            "127.0.0.1:" + std::to_string(free_port())},

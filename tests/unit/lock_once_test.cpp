@@ -109,3 +109,16 @@ TEST(OnceRule, WaitaofFromRedis72AndTheWitnessOutlivesTheGapBetweenRuns) {
   nodes[1].reachable = false;  // what an unreachable node said before counts for nothing
   EXPECT_EQ(redisgo::lock::highest_witness(nodes), 20);
 }
+
+// The adopt it advises adopts the key the run used: a --key is named, as one shell word.
+TEST(OnceRule, TheAdviceNamesTheKeyAGivenKeyFlagChose) {
+  using redisgo::lock::once_advice;
+  const std::string file = once_advice("/etc/redisgo_task/nightly.toml");
+  EXPECT_NE(file.find("`redisgo_task adopt --config /etc/redisgo_task/nightly.toml`"), std::string::npos) << file;
+  const std::string flag = once_advice("/etc/redisgo_task/nightly.toml", "jobs:odd");
+  EXPECT_NE(flag.find("`redisgo_task adopt --config /etc/redisgo_task/nightly.toml --key jobs:odd`"), std::string::npos)
+      << flag;
+  const std::string quoted = once_advice("/tmp/my jobs/a.toml", "{it's}");
+  EXPECT_NE(quoted.find("`redisgo_task adopt --config '/tmp/my jobs/a.toml' --key '{it'\\''s}'`"), std::string::npos)
+      << quoted;
+}
