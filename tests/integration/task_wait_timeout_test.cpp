@@ -126,8 +126,9 @@ class WaitTimeout : public ::testing::Test {
     EXPECT_EQ(b.wait_for(5s), 75) << b.err();
     EXPECT_NE(b.err().find("within the wait timeout of 1500ms"), std::string::npos) << b.err();
     ASSERT_TRUE(wait_until([&] { return started("C") > 0; }, 10s)) << procs_.back()->err();
-    // At once: well inside the 3 s turn window that an idle turn would have cost.
-    EXPECT_LT(started("C") - thawed, 1'000'000'000LL) << "C waited " << (started("C") - thawed) / 1'000'000 << " ms";
+    // At once: inside the 3 s turn window that an idle turn would have cost (2 s leaves room
+    // for a loaded host under the sanitizers).
+    EXPECT_LT(started("C") - thawed, 2'000'000'000LL) << "C waited " << (started("C") - thawed) / 1'000'000 << " ms";
     EXPECT_EQ(started("B"), 0) << "B ran past its wait timeout";
     for (const auto& s : servers) EXPECT_EQ(line_length(*s), 0);
     EXPECT_EQ(procs_[2]->wait_for(10s), 0) << procs_[2]->err();
@@ -268,7 +269,7 @@ TEST_F(WaitTimeout, TheConfigKeyTheFlagsPrecedenceAndWhatIsRefused) {
   for (const char* zero : {"--no-wait", "--wait-timeout=0"}) {
     const auto [r, took] = timed(keyed, {zero});
     EXPECT_EQ(r.code, 75) << zero << r.err;
-    EXPECT_LT(took, 900ms) << zero;
+    EXPECT_LT(took, kSlack) << zero;  // one attempt, not a wait
     EXPECT_NE(r.err.find("after 1 attempt(s)"), std::string::npos) << r.err;
   }
   const auto zero_key = config({redis.address()}, "wait_timeout = 0\n");
