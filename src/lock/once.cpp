@@ -5,21 +5,12 @@
 #include <string_view>
 
 #include "lock/fencing.h"
+#include "lock/reply_elements.h"
 #include "redis/reply.h"
 #include "util/duration.h"
 
 namespace redisgo::lock {
 namespace {
-
-const redisReply* element(const redisReply* r, std::size_t i) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements || !r->element) return nullptr;
-  return r->element[i];
-}
-
-std::optional<std::string> text(const redisReply* e) {
-  if (e && e->type == REDIS_REPLY_ERROR) return std::nullopt;
-  return redis::as_string(e);
-}
 
 /// A count written by our scripts ("" = none, 0); nullopt when it is not one.
 std::optional<std::int64_t> count_of(const std::optional<std::string>& s) {

@@ -1,23 +1,12 @@
 #include "lock/replies.h"
 
 #include "lock/fencing.h"
+#include "lock/reply_elements.h"
 #include "redis/reply.h"
 #include "util/text.h"
 
 namespace redisgo::lock {
 namespace {
-
-const redisReply* element(const redisReply* r, std::size_t i) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements || !r->element) return nullptr;
-  return r->element[i];
-}
-
-/// A string element, but not an error reply inside an array (a script cannot return one
-/// there; a server that does is not understood).
-std::optional<std::string> text(const redisReply* e) {
-  if (e && e->type == REDIS_REPLY_ERROR) return std::nullopt;
-  return redis::as_string(e);
-}
 
 /// The fair scripts' {position, ticket or "", line length} from element `at` on.
 bool read_line(const redisReply* r, std::size_t at, AcquireReply& out) {

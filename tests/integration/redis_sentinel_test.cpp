@@ -107,6 +107,17 @@ class SentinelTask : public ::testing::Test {
     spec.key = test_key();
     return dir_.write("sentinel-" + std::to_string(++n_) + ".toml", make_config(spec));
   }
+  /// once_per = "1h" on key `name`, logged at info (the claim tests read the log), with an
+  /// io_timeout (500 ms) shorter than a late replica's acknowledgement.
+  std::string once_config(const SentinelSet& set, const std::string& name) {
+    ConfigSpec spec;
+    spec.nodes = set.config_lines();
+    spec.key = test_key(name);
+    spec.log_level = "info";
+    spec.io_timeout = "500ms";
+    spec.extra_task = "once_per = \"1h\"\n";
+    return dir_.write("once-" + name + ".toml", make_config(spec));
+  }
   /// A leader (a) and a standby (b), both supervise, their children recording their lives
   /// (redisgo_soak_child). `fault` happens while a leads; a must keep its lease and child
   /// and renew on the new master; then a stops, b takes over there with a higher token.
@@ -251,16 +262,7 @@ long long logged_at(const std::string& log, const std::string& what) {
 TEST_F(SentinelTask, AOncePerClaimWaitsForTheReplicaSoAFailoverDoesNotRunTheSlotTwice) {
   SentinelSet set(SentinelSet::Options{true});
   const std::string runs = dir_.path() + "/runs";
-  auto once = [&](const std::string& key) {
-    ConfigSpec spec;
-    spec.nodes = set.config_lines();
-    spec.key = test_key(key);
-    spec.log_level = "info";
-    spec.io_timeout = "500ms";
-    spec.extra_task = "once_per = \"1h\"\n";
-    return dir_.write("once-" + key + ".toml", make_config(spec));
-  };
-  const auto first = once("first"), second = once("second");
+  const auto first = once_config(set, "first"), second = once_config(set, "second");
   auto run = [&](const std::string& cfg, const std::string& label) {
     return run_task_binary({"task", "--config", cfg, "--", "/bin/sh", "-c", "echo " + label + " >> " + runs}, 30s);
   };
@@ -306,13 +308,7 @@ TEST_F(SentinelTask, AOncePerClaimWaitsForTheReplicaSoAFailoverDoesNotRunTheSlot
 // again and the slot runs.
 TEST_F(SentinelTask, ASighupDuringAClaimRoundDoesNotCostTheSlot) {
   SentinelSet set(SentinelSet::Options{true});
-  ConfigSpec spec;
-  spec.nodes = set.config_lines();
-  spec.key = test_key("hup");
-  spec.log_level = "info";
-  spec.io_timeout = "500ms";
-  spec.extra_task = "once_per = \"1h\"\n";
-  const auto cfg = dir_.write("once-hup.toml", make_config(spec));
+  const auto cfg = once_config(set, "hup");
   const std::string runs = dir_.path() + "/runs";
   // The acknowledgement takes 1.2 s or more: the SIGHUP lands inside the claim round.
   set.replication_link().latency(600ms);
@@ -330,13 +326,7 @@ TEST_F(SentinelTask, ASighupDuringAClaimRoundDoesNotCostTheSlot) {
 // and every later host skipped the slot as run already, though nothing had run.
 TEST_F(SentinelTask, AStopDuringAClaimRoundDropsTheClaimAndTheSlotRunsLater) {
   SentinelSet set(SentinelSet::Options{true});
-  ConfigSpec spec;
-  spec.nodes = set.config_lines();
-  spec.key = test_key("term");
-  spec.log_level = "info";
-  spec.io_timeout = "500ms";
-  spec.extra_task = "once_per = \"1h\"\n";
-  const auto cfg = dir_.write("once-term.toml", make_config(spec));
+  const auto cfg = once_config(set, "term");
   const std::string runs = dir_.path() + "/runs";
   const std::vector<std::string> args{"task", "--config", cfg, "--", "/bin/sh", "-c", "echo ran >> " + runs};
   set.replication_link().latency(600ms);
