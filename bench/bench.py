@@ -2164,7 +2164,11 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true", help="fewer rounds, for trying the script out")
+    ap.add_argument("--only", default="",
+                    help="comma-separated sections to run (e.g. handover,overhead,rss); their figures "
+                         "are written to --out as JSON instead of the page")
     args = ap.parse_args()
+    only = {s for s in args.only.split(",") if s}
 
     def on_signal(signum, _frame):
         raise SystemExit(128 + signum)
@@ -2185,6 +2189,8 @@ def main():
             redis = Redis(tmp, "main")
 
             def timed(section, *a):
+                if only and section.__name__ not in only:
+                    return
                 t0 = time.monotonic()
                 section(*a)
                 log(f"  ({section.__name__}: {time.monotonic() - t0:.0f} s)")
@@ -2208,6 +2214,13 @@ def main():
         finally:
             cleanup()
     m["load_end"] = open("/proc/loadavg", encoding="utf-8").read().split()[:3]
+    if only:
+        # A partial run has no page to fill: its figures go out as JSON, with the machine.
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump({"machine": m, "build_type": build_type, "results": b.results}, f, indent=1,
+                      default=str)
+        log(f"wrote {args.out}")
+        return
     text = report(b.results, m, build_type)
     # Sections written by hand (a profile, a before/after of one change) sit below KEPT in the
     # page and are carried over: a new run refreshes the figures above them, not their record.
