@@ -389,7 +389,7 @@ constexpr std::string_view kCommandNames[] = {"task", "status", "validate", "che
 
 /// The subcommand to build alone: the first argument when it names one exactly. Building
 /// CLI11's options, checks and footers for all nine was a fifth of the instructions of a
-/// `task -- true` run, and their heap stayed for the daemon's life (issue 21). Empty:
+/// `task -- true` run, and their heap stayed for the daemon's life. Empty:
 /// build them all (--help, --version, a mistyped or missing command).
 std::string_view only_command(int argc, char** argv) {
   if (argc <= 1) return {};

@@ -185,8 +185,8 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
 std::string publish_channel(bool fair, const lock::LeaseKeys& keys) { return fair ? keys.wake("check") : keys.control; }
 std::string subscribe_channel(bool fair, const lock::LeaseKeys& keys) { return fair ? keys.wake("check") : keys.channel; }
 
-/// Whether this user may SUBSCRIBE where a waiting daemon does (attack round: `check` passed
-/// without +subscribe, and the daemon then stood by without wake-on-release).
+/// Whether this user may SUBSCRIBE where a waiting daemon does: without +subscribe the
+/// daemon stands by without wake-on-release, which nothing else would show.
 Finding subscribe_finding(const Probe& p, bool fair, const lock::LeaseKeys& keys) {
   const std::string channel = subscribe_channel(fair, keys);
   const CallPtr& c = p.subscribe;
@@ -225,8 +225,7 @@ Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
                 "grant the keys " + keys.key + " and " + keys.base + ":* (the README's ACL recipe)");
   }
   // The daemon sends a script by EVAL once per connection, then by EVALSHA: a user without
-  // +evalsha runs one acquisition and fails every call after it (attack round, issue 19:
-  // `check` passed it).
+  // +evalsha runs one acquisition and fails every call after it.
   if (p.by_sha && p.by_sha->done() && !p.by_sha->ok() && check::acl_refused(why(p, p.by_sha))) {
     return make(Level::kFail, "rights", p.name,
                 "this user may run EVAL but not EVALSHA: " + why(p, p.by_sha) +

@@ -115,7 +115,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
   auto backend = lock::make_redis_backend(options);
   const std::string what = config.task.limit > 1 ? "slot " + std::to_string(slot) + " of key " : "key ";
   // A semaphore's slots share one fence counter: what it holds is the key's newest token,
-  // not this slot's (attack round: it was printed as the slot's).
+  // not this slot's, and is labelled so.
   const std::string token_label = config.task.limit > 1 ? "the key's newest token " : "token ";
   const int quorum = backend->quorum();
   const Look first_look = look(*backend, quorum);

@@ -429,8 +429,8 @@ void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const c
       out << "state:  free\n";
       break;
     case State::kUnknown: {
-      // A node that answered with an error was reached: said apart (attack round, issue 19:
-      // a lease key of another type read as "0/1 nodes reachable").
+      // A node that answered with an error was reached: said apart, or a lease key of
+      // another type would read as "0/1 nodes reachable".
       const auto errors = std::count_if(s.nodes.begin(), s.nodes.end(), [](const lock::NodeView& n) {
         return !n.reachable && n.fault == redis::Fault::kReply;
       });

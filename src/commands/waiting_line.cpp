@@ -39,8 +39,8 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   auto waited_ms = [&](const lock::LineEntry& e) {
     return e.ticket > 0 && static_cast<std::int64_t>(e.ticket) < now ? (now - static_cast<std::int64_t>(e.ticket)) / 1000 : 0;
   };
-  // Nodes whose line could not be read, while another's could (attack round, issue 19: a line
-  // of another type on one node of three was shown as "empty", without a word).
+  // Nodes whose line could not be read, while another's could: said by name, or a line of
+  // another type on one node of three would read as "empty".
   std::vector<const lock::LineView*> unread;
   for (const auto& l : lines) {
     if (!l.reachable && !l.error.empty()) unread.push_back(&l);
@@ -84,7 +84,7 @@ void write_line(lock::LeaseBackend& backend, const config::Config& config, bool 
   }
   if (line->outside > 0 && (config.redis.fair || line->length > 0)) {
     // Mixed settings on one key (redisgo_task(1), The waiting line). With fair = false and no
-    // line, the listeners are this config's own standbys (attack round: said to all-unfair keys).
+    // line, the listeners are this config's own standbys, and nothing is said.
     out << "note:   " << line->outside << " waiter(s) listen outside the waiting line (fair = false, or an older "
         << "version): they get a freed lease only when nobody waits in line\n";
   }

@@ -11,9 +11,9 @@
 ///    is neither: a slow node must not flap between "failing" and "recovered";
 ///  - a cause that fails again within `interval` of its last line is flapping, not a new
 ///    episode: its failures and recoveries are counted into the next summary, so that a
-///    cause failing every other attempt still costs at most two lines per `interval`
-///    (attack round, issue 19: a corrupt fence counter among waiters logged a warning and a
-///    recovery every 0.5 s).
+///    cause failing every other attempt still costs at most two lines per `interval` (a
+///    fault that comes and goes at every attempt would otherwise log a warning and a
+///    recovery at the attempt's pace).
 
 #include <chrono>
 #include <map>

@@ -20,7 +20,7 @@ bool Metrics::restore_last_success(std::string_view previous) {
     const std::string_view text = line.substr(prefix.size());
     // A plain decimal number ("1700000000.75", "1.7e9"); read by strtod in the C locale
     // this process runs in, not std::from_chars: libstdc++'s double overload linked in a
-    // reference to libm's fesetround that made the binary load libm.so.6 (issue 21).
+    // reference to libm's fesetround that made the binary load libm.so.6.
     const auto decimal = [](char c) { return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+'; };
     if (text.empty() || text[0] < '0' || text[0] > '9' || !std::all_of(text.begin(), text.end(), decimal)) return false;
     const std::string digits(text);

@@ -39,8 +39,8 @@ struct TextfileWriter::State {
 
 namespace {
 /// Still the file we wrote last: the same inode (not a file renamed over ours), and neither
-/// its size nor its mtime changed (not written in place by another process: the attack round
-/// saw such a file removed at exit).
+/// its size nor its mtime changed (not written in place by another process, whose file we
+/// would otherwise remove at exit).
 bool same_file_as_written(const struct stat& now, const struct stat& ours) {
   return now.st_dev == ours.st_dev && now.st_ino == ours.st_ino && now.st_size == ours.st_size &&
          now.st_mtim.tv_sec == ours.st_mtim.tv_sec && now.st_mtim.tv_nsec == ours.st_mtim.tv_nsec;

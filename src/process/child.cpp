@@ -251,8 +251,8 @@ std::optional<int> Child::reap(bool block) noexcept {
   if (r == 0) {
     // The keeper reports the job's status once the job's whole tree is dead and reaped,
     // and then only exits: that report ends the child. The keeper itself (tearing down its
-    // copy of the daemon's memory takes a while) is reaped later, off the release's path
-    // (issue 21: the handover waited for its exit).
+    // copy of the daemon's memory takes a while) is reaped later, off the release's path,
+    // so that a handover does not wait for it.
     while (auto report = read_keeper_report(status_in_.get())) {
       note_deadline_act(*report);
       if (report->kind == Report::kExited) {

@@ -1,6 +1,6 @@
 #pragma once
 /// The child command, behind a keeper process that takes its whole tree down with it
-/// (redisgo_task(1), ENVIRONMENT; issue 8 item 3).
+/// (redisgo_task(1), ENVIRONMENT).
 ///
 ///   daemon ── keeper (own process group, child subreaper) ── job (own process group)
 ///                                                             └── grandchildren, setsid'd ones

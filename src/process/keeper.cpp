@@ -132,8 +132,7 @@ constexpr std::size_t kJobStackBytes = 64 * 1024;
 // Starts the job as posix_spawn does: clone(CLONE_VM | CLONE_VFORK) on a stack of its own,
 // the keeper suspended until the job has exec'd or exited. A fork() here copied the
 // keeper's page tables (the daemon's address space) only for exec to throw them away, and
-// the keeper paid copy-on-write faults on top (issue 21: -0.1 ms and -12 page faults per
-// start). What the job changes before exec is its own (no CLONE_FILES, CLONE_FS or
+// the keeper paid copy-on-write faults on top, on every start (docs/BENCHMARKS.md). What the job changes before exec is its own (no CLONE_FILES, CLONE_FS or
 // CLONE_SIGHAND: descriptors, directory and dispositions are copies), its death signal is
 // tied to the keeper (single-threaded), and every signal stays blocked until just before
 // exec, with every disposition at its default by then, so no handler can run on the shared

@@ -67,9 +67,9 @@ Fault classify_error_reply(std::string_view text);
 
 /// A Lua script and its SHA-1 (what EVALSHA names it by).
 /// The SHA-1 is computed on first use, not at construction: the scripts are globals, and
-/// hashing all of them (36 KB) at every start cost each run of `task -- true` about
-/// 0.1 ms of CPU; a connection sends a script with EVAL the first time anyway, so a short
-/// run never needs a SHA at all (issue 21).
+/// hashing all of them at every start is CPU that a run of `task -- true` pays for nothing:
+/// a connection sends a script with EVAL the first time anyway, so a short run never needs
+/// a SHA at all.
 class Script {
  public:
   constexpr explicit Script(std::string_view src) : source(src) {}

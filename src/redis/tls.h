@@ -1,5 +1,5 @@
 #pragma once
-/// TLS to Redis with OpenSSL (issue 10; redisgo_task(1), PRODUCTION REDIS): a Transport that runs a
+/// TLS to Redis with OpenSSL (redisgo_task(1), PRODUCTION REDIS): a Transport that runs a
 /// non-blocking handshake (SSL_connect's WANT_READ / WANT_WRITE become poll events, so the
 /// handshake is bounded by connect_timeout and cancellable like any other step), verifies
 /// the server against tls_ca_file or the system store and against tls_server_name or the

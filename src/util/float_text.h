@@ -1,8 +1,8 @@
 #pragma once
 /// Doubles as text, the way std::to_chars writes them, without libstdc++'s
 /// floating_to_chars: that object referenced libm's fesetround, and the reference alone made
-/// the binary load libm.so.6 (issue 21: a library fewer to map at every start, ~0.3 MiB of
-/// resident set). Exact: tests/unit/util_test.cpp compares both on millions of values.
+/// the binary load libm.so.6 (a library fewer to map at every start; docs/BENCHMARKS.md).
+/// Exact: the unit tests compare both on millions of values.
 
 #include <string>
 

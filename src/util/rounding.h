@@ -2,7 +2,7 @@
 /// The few floating-point roundings the daemon needs, without libm: `std::ceil`,
 /// `std::llround` and `std::pow` were the binary's only imports from libm.so.6, and a
 /// library fewer for the loader is ~0.4 MiB less resident and one fewer object to map and
-/// search at every start (issue 21; docs/BENCHMARKS.md "Where `task -- true` goes").
+/// search at every start (docs/BENCHMARKS.md, "Where `task -- true` goes").
 
 #include <cstdint>
 
