@@ -21,7 +21,6 @@
 #include "commands/status.h"
 #include "config/config.h"
 #include "daemon/daemon.h"
-#include "daemon/state_machine.h"
 #include "log/logging.h"
 #include "process/child.h"
 #include "process/signals.h"

@@ -10,14 +10,14 @@
 
 #include "commands/check_findings.h"
 #include "daemon/servers.h"
-#include "daemon/state_machine.h"
 #include "lock/lease.h"
 #include "lock/replies.h"
-#include "redis/poller.h"
 #include "lock/scripts.h"
 #include "redis/acl.h"
+#include "redis/poller.h"
 #include "redis/topology.h"
 #include "util/clock.h"
+#include "util/exit_status.h"
 #include "util/text.h"
 
 namespace redisgo::commands {

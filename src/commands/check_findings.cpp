@@ -9,8 +9,8 @@
 #include <cstdio>
 
 #include "commands/check_findings_detail.h"
-#include "daemon/state_machine.h"
 #include "log/logging.h"
+#include "util/exit_status.h"
 
 namespace redisgo::commands::check {
 namespace detail {

@@ -8,10 +8,10 @@
 #include "commands/waiting_line.h"
 #include "daemon/daemon.h"
 #include "daemon/servers.h"
-#include "daemon/state_machine.h"
 #include "log/logging.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/exit_status.h"
 
 namespace redisgo::commands {
 
