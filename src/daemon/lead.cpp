@@ -281,21 +281,24 @@ void Runner::service_control(Leading& l, const std::vector<pollfd>& fds, std::si
       // A leader that cannot hear handover requests (an ACL user without the control
       // channel) says so once; nothing else depends on it.
       l.control_failures[i] = c->failures();
-      if (c->last_fault() == redis::Fault::kAuth || c->last_fault() == redis::Fault::kReply) {
+      if (lock::server_answered(c->last_fault())) {
         subscribe_log_.failure(c->describe() + " control", c->last_error() + " (handover requests are not heard)");
       }
     }
     for (const auto& message : c->take_payloads()) {
-      if (message == opts_.holder || message == "any") {
-        if (!std::exchange(l.handover_counted, true)) metrics_.add_control_request("handover");
-        drive(l, leader::HandoverAsked{});
-      }
-      if (message == lock::kPauseStopPrefix + opts_.holder) {
-        if (!std::exchange(l.pause_counted, true)) {
-          metrics_.add_control_request("pause");
-          pause_stop_heard_ = true;
-        }
-        drive(l, leader::HandoverAsked{true});
+      switch (lock::read_control(message, opts_.holder)) {
+        case lock::Control::kHandover:
+          if (!std::exchange(l.handover_counted, true)) metrics_.add_control_request("handover");
+          drive(l, leader::HandoverAsked{});
+          break;
+        case lock::Control::kPauseStop:
+          if (!std::exchange(l.pause_counted, true)) {
+            metrics_.add_control_request("pause");
+            pause_stop_heard_ = true;
+          }
+          drive(l, leader::HandoverAsked{true});
+          break;
+        case lock::Control::kNone: break;
       }
     }
   }
@@ -332,7 +335,7 @@ std::optional<int> Runner::end_lease(Leading& l) {
   }
   say_status("standby");
   log_->info("contending again in {}", format_duration(outcome.delay));
-  if (wait_until(clock_.now() + outcome.delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  if (wait_until(clock_.now() + outcome.delay, false).end == standby::End::kShutdown) return stopped_while_waiting();
   return std::nullopt;
 }
 
@@ -468,7 +471,7 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why, bool pla
 std::optional<int> Runner::hold_back(const std::string& status, Millis hold) {
   say_status(status);
   metrics_.set_state(metrics::State::kSteppedDown);
-  if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  if (wait_until(clock_.now() + hold, false).end == standby::End::kShutdown) return stopped_while_waiting();
   say_status("standby");
   metrics_.set_state(metrics::State::kStandby);
   return std::nullopt;

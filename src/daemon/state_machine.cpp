@@ -60,6 +60,8 @@ int give_up_code(int busy, bool auth_refused, int answered, int quorum) {
   return kExitTempFail;
 }
 
+int stopped_status(config::Mode mode) { return mode == config::Mode::kOneshot ? kExitTempFail : 0; }
+
 RestartTracker::RestartTracker(int limit, Millis window, Millis base_delay)
     : limit_(limit), window_(window), base_(base_delay) {}
 

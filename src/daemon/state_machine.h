@@ -98,6 +98,9 @@ inline constexpr Millis kLineSleepMax{3'600'000};
 /// 75 (a split vote, a lease that came too late).
 int give_up_code(int busy, bool auth_refused, int answered, int quorum);
 
+/// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
+int stopped_status(config::Mode mode);
+
 /// Crash-loop accounting of a supervise leader (redisgo_task(1), MODES; issue 8 item 8):
 ///  - every child exit is recorded; more than `limit` exits within `window`: step down;
 ///  - the delay before a restart grows with the exits since the child last ran stably
