@@ -183,7 +183,7 @@ bool Runner::drive(Leading& l, const leader::Event& event) {
                      l.health.set_deadline(kill_at, decided);
                    },
                    [&](const FrozenPastLease&) { metrics_.add_freeze_past_lease(); },
-                   [&](const ArmHealth&) { l.health.arm(l.spawn_base); },
+                   [&](const ArmHealth& a) { l.health.arm(l.spawn_base, a.kill_at.time_since_epoch().count()); },
                    [&](const DisarmHealth&) { l.health.disarm(); },
                    [&](const Say& a) {
                      switch (a.level) {
@@ -257,8 +257,7 @@ void Runner::after_poll(Leading& l, const std::vector<pollfd>& fds, std::size_t 
   drive(l, leader::Woke{child_seen(l)});
   service_control(l, fds, first_control);
   if (l.machine.serving()) {
-    const auto kill_at = stop_schedule(l.renewer.valid_until(), cfg_.task.kill_grace, cfg_.redis.expire).kill_at;
-    if (auto why = l.health.service(fds, kill_at.time_since_epoch().count())) drive(l, leader::HealthFailed{*why});
+    if (auto why = l.health.service(fds)) drive(l, leader::HealthFailed{*why});
   } else {
     l.health.disarm();
   }
@@ -328,10 +327,10 @@ std::optional<int> Runner::end_lease(Leading& l) {
     if (outcome.exit_code == kExitNoPerm && l.renewer.refused()) say_refused_at_exit(l.renewer.refusal());
     return outcome.exit_code;
   }
-  if (!outcome.step_down.empty()) {
-    metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
-    if (outcome.cause == "renewal_refused") return hold_while_refused(l.renewer.refusal(), outcome.step_down);
-    return hold_after_step_down(outcome.step_down, outcome.cause == "handover" || outcome.cause == "pause");
+  if (outcome.cause != StepDown::kNone) {
+    metrics_.add_step_down(to_string(outcome.cause));
+    if (outcome.cause == StepDown::kRenewalRefused) return hold_while_refused(l.renewer.refusal(), outcome.step_down);
+    return hold_after_step_down(outcome.step_down, planned(outcome.cause));
   }
   say_status("standby");
   log_->info("contending again in {}", format_duration(outcome.delay));

@@ -135,11 +135,29 @@ class RestartTracker {
   int step_downs_ = 0;    // step-downs since the child last ran stably
 };
 
+/// Why a supervise leader steps down (redisgo_task(1) "Stepping down"; the `cause` of
+/// redisgo_task_step_downs_total).
+enum class StepDown {
+  kNone,
+  kHandover,        ///< `handover` asked for it
+  kPause,           ///< `pause --stop` asked for it: the key is paused
+  kHealth,          ///< health_fall checks in a row failed
+  kRestartLimit,    ///< the child exited more than restart_limit times within restart_window
+  kCannotStart,     ///< the command cannot be started on this host
+  kRenewalRefused,  ///< Redis refused the renewals: held back until a probe finds the right granted
+};
+/// "handover", "pause", "health", "restart_limit", "cannot_start", "renewal_refused"; "" for kNone.
+const char* to_string(StepDown cause);
+/// A step-down asked for (handover, pause --stop): no failure, so no warning and no growing hold.
+bool planned(StepDown cause);
+
 /// What to do when the child has ended.
 struct AfterExit {
   enum class Kind { kExit, kRestart, kRecontend } kind = Kind::kExit;
   int exit_code = 0;     ///< kExit
-  Millis delay{0};       ///< kRestart / kRecontend: wait restart_delay first
+  Millis delay{0};       ///< kRestart / kRecontend: wait this long first
+  std::string step_down{};           ///< kRecontend: non-empty, step down for this reason
+  StepDown cause = StepDown::kNone;  ///< ... and this cause
 };
 
 struct ExitContext {
@@ -149,13 +167,26 @@ struct ExitContext {
   int child_code = 0;    ///< exit code (128+N for signal N)
   StopCause cause = StopCause::kNone;
   bool refused = false;  ///< the renewals were refused (credentials or ACL): a lost lease is 77
+  bool stop_requested = false;  ///< a TERM/INT came: a child that ended by itself ends the run
+  bool lease_lost = false;      ///< the renewals found the lease gone: no restart under it
+  /// cause kStepDown: what asked for it.
+  StepDown step_down = StepDown::kNone;
+  std::string step_down_reason{};
+  Millis restart_window{60'000};  ///< for the restart_limit step-down's reason
+  int restart_limit = 5;
 };
 
-/// oneshot: the child's code, 75 when the lease was lost/deadline, 124 on timeout, the
-/// child's code on shutdown (the signal was forwarded). supervise: exit 0 on shutdown;
-/// restart while still leader per `restart`; after a lost lease or no restart, release
-/// and contend again after restart_delay.
-AfterExit after_exit(const ExitContext& c);
+/// The one rule after the child's end (redisgo_task(1), MODES, EXIT STATUS).
+/// oneshot: the child's code, 75 when the lease was lost/deadline (77 when the renewals were
+/// refused), 124 on timeout, the child's code on shutdown (the signal was forwarded).
+/// supervise: exit 0 on shutdown; a step-down asked for; renewals refused: step down; after a
+/// lost lease, release and contend again after restart_delay; a child that ended by itself
+/// restarts per `restart` (not under a lost lease or a stop), its crash loop counted by
+/// `restarts` (growing delays, then a step-down at restart_limit; nullptr: not counted), and
+/// one done (status 0) and not restarted contends again after restart_delay, at least
+/// RestartTracker::kRestartStep.
+class RestartTracker;
+AfterExit after_exit(const ExitContext& c, RestartTracker* restarts = nullptr, Clock::time_point now = {});
 
 /// Renewals refused (redisgo_task(1), "Renewals refused"): a supervise leader whose renewals
 /// the ACL refused steps down and takes the lease again only once a probe of the refused right
