@@ -61,10 +61,10 @@ void Runner::warn_larger_limit() {
   // holds this key too, so more than `limit` children run, which this daemon cannot prevent.
   // Asked at the first miss while waiting, or else before the first child, and then before
   // a child starts at most every kLimitCheckEvery (never while it runs: a round on a slow
-  // node must not hold up the leader's loop). Not at every acquisition: it cost each
-  // handover a round trip and two commands in the second after a release (issue 19's herd
-  // figure); mixed limits are a deployment's lasting state, which one look every few
-  // minutes finds, and `status` and `check` show at once.
+  // node must not hold up the leader's loop). Not at every acquisition: it would cost each
+  // handover a round trip and two commands in the second after a release, when the herd of
+  // standbys is busiest; mixed limits are a deployment's lasting state, which one look every
+  // few minutes finds, and `status` and `check` show at once.
   if (cfg_.task.limit >= config::kMaxLimit) return;
   const auto now = clock_.now();
   if (limit_checked_ && now - *limit_checked_ < kLimitCheckEvery) return;
@@ -144,7 +144,7 @@ std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& ac
       return deps_.make_backend(o, clock_);
     };
     // A node that fails while we lead is reported once per cause, then summarised, across
-    // leads too (attack round, issue 19: a minority node's fault was said afresh at each lead).
+    // leads too: a minority node's lasting fault is not news at each lead.
     auto observe = [this](const lock::Renewal& r) {
       for (const auto& node : r.answered) renew_log_.success(node);
       for (const auto& e : r.errors) {
@@ -413,8 +413,8 @@ void Runner::log_release(const lock::Release& r) {
     log_->info("released key={} on {} of {} node(s){}", cfg_.redis.key, r.released, backend_->node_count(),
                r.unanswered > 0 ? " (" + std::to_string(r.unanswered) + " more sent, not waited for)" : "");
   } else if (!r.error.empty()) {
-    // Answered with an error (attack round, issue 19: a user without +del was logged as if the
-    // lease had expired): the lease stays until its TTL.
+    // Answered with an error (a user without +del, say), not an expired lease: the lease stays
+    // until its TTL.
     log_->warn("release deleted nothing for key={}: {}; the lease stays until its TTL runs out", cfg_.redis.key,
                log::printable(r.error));
   } else if (!r.other_type.empty()) {
@@ -427,7 +427,7 @@ void Runner::log_release(const lock::Release& r) {
                cfg_.redis.key);
   }
   // fair = false releases through the line's script too: its listeners outside the line are its
-  // own kind, not mixed settings (attack round: every all-unfair key warned).
+  // own kind, not mixed settings, and a key where every daemon runs fair = false is no warning.
   if (cfg_.redis.fair && r.unfair_listeners > 0 && !warned_unfair_) {
     warned_unfair_ = true;
     log_->warn("{} client(s) heard the release of key {} outside the waiting line: daemons with fair = false or a "

@@ -360,7 +360,8 @@ void LeaderMachine::on(const Signals& e, Clock::time_point now, const LeaseView&
   for (int sig : e.forward) {
     if (!running() || child_gone_) continue;  // nothing left to forward to
     // Every one is forwarded; each signal is said at most once per kForwardSummary, with how many
-    // went unsaid since (invariant 7: SIGWINCH every millisecond gave ~900 lines/s).
+    // went unsaid since (invariant 7: a terminal resized in a loop sends SIGWINCH by the
+    // thousand).
     Forwarded& f = forwarded_[sig];
     if (f.said == Clock::time_point{} || now - f.said >= kForwardSummary) {
       std::string line = std::string("forwarding ") + config::signal_name(sig) + " to child pid=" + std::to_string(pid_);

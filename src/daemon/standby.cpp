@@ -249,9 +249,9 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   last_ = acq;
   verdict_ = lock::classify(acq, s_.nodes, s_.quorum);
   // A split vote against a lease counts towards the gap; one against a turn (the waiting
-  // line handing the lease on, node-local lines that disagree for a moment: quick retries
-  // settle them, FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine) neither counts nor
-  // starts the count again; any other miss does.
+  // line handing the lease on, node-local lines that disagree for a moment, a node of the
+  // line frozen: quick retries settle them) neither counts nor starts the count again; any
+  // other miss does.
   if (!split_vote(acq)) {
     splits_ = 0;
   } else if (!verdict_.turn) {

@@ -29,15 +29,13 @@ inline constexpr Millis kMinAttemptGap{100};
 /// under Redlock, e.g. a holder on the nodes we reach but not on the one it cannot reach,
 /// which stays so). The gap grows by kMinAttemptGap per split vote, and one against a turn
 /// is not counted, so that two contenders meeting, or node-local lines that disagree for a
-/// moment, are settled as fast as before (a flat 300 ms stalled
-/// FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine past its 3 s bound). Such a miss is no
-/// four-command miss: each node that granted ran the whole grant (EVALSHA, GET, SET, PTTL
-/// of the pause, ZRANGE of the line, the fence's GET, TIME, SET: 8, 9 with a ZREM) and then
-/// our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth; three times the
-/// gap keeps such a waiter at the same ~40 commands/s per node. Nor does it name a holder's
-/// TTL to sleep until (no holder has a quorum), so only the backoff paced it: 54-82
-/// commands/s per waiter on that node (TaskScenarios.PartialPartitionsOverThreeNodes; the
-/// bound is 50 per daemon). Applies to timers, release messages and turns alike.
+/// moment, are settled by a quick retry (a flat gap would stall a line with a node frozen).
+/// Such a miss is no four-command miss: each node that granted ran the whole grant (EVALSHA,
+/// GET, SET, PTTL of the pause, ZRANGE of the line, the fence's GET, TIME, SET: 8, 9 with a
+/// ZREM) and then our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth;
+/// three times the gap keeps such a waiter within the same bound per node. Nor does it name
+/// a holder's TTL to sleep until (no holder has a quorum), so without this gap only the
+/// backoff would pace it. Applies to timers, release messages and turns alike.
 inline constexpr Millis kSplitAttemptGap{3 * kMinAttemptGap};
 /// A forwarded signal is said at most once per this, per signal (the others are counted).
 inline constexpr Millis kForwardSummary{30'000};
@@ -87,8 +85,8 @@ struct MissContext {
 /// when those ahead are dead or frozen too, each one window later than the one before it
 /// (docs/DESIGN.md "The waiting line"). A turn is not a lease: when it ends unused (its head
 /// frozen, or gone without a FIN) somebody must wake the next head, so a waiter that met one
-/// tries again when it ends, whatever its place (attack round, issue 19: a chain of frozen
-/// heads cost each live waiter behind them a window per waiter ahead at every link).
+/// tries again when it ends, whatever its place (else a chain of frozen heads would cost each
+/// live waiter behind them a window per waiter ahead at every link).
 AfterMiss after_miss(const MissContext& c);
 inline constexpr Millis kLineSleepMax{3'600'000};
 
@@ -101,7 +99,7 @@ int give_up_code(int busy, bool auth_refused, int answered, int quorum);
 /// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
 int stopped_status(config::Mode mode);
 
-/// Crash-loop accounting of a supervise leader (redisgo_task(1), MODES; issue 8 item 8):
+/// Crash-loop accounting of a supervise leader (redisgo_task(1), MODES):
 ///  - every child exit is recorded; more than `limit` exits within `window`: step down;
 ///  - the delay before a restart grows with the exits since the child last ran stably
 ///    (kStableRun): restart_delay for the first, then from max(restart_delay, kRestartStep)
