@@ -34,6 +34,7 @@ std::optional<int> Runner::contend() {
     }
   } clear_line{waiting_, machine, *backend_, *log_};
   Actions actions = machine.step(Begin{}, clock_.now());
+  std::optional<ShowMiss> shown;  // the miss on show: a long wait redraws it
   for (;;) {
     Actions next;
     for (const Action& action : actions) {
@@ -43,49 +44,40 @@ std::optional<int> Runner::contend() {
         // The time the wait ended, read after it (two arguments of one call would be
         // evaluated in either order: the clock first would hand the machine the time the
         // wait began, and a paced re-run would go out early).
-        const End end = wait_for(machine, *w);
-        next = machine.step(WaitEnded{end, next_window_}, clock_.now());
-      } else if (std::holds_alternative<Report>(action)) {
-        report_attempt(machine.last());
-        report_guard(machine.last());
-        report_standing(machine.last(), machine.state() == StandbyState::kGaveUp);
-        if (!machine.last().acquired) report_never_expires(machine.last());
-        // The mixed-limit look, first made while waiting (a quorum answered, so it can
-        // answer too): a standby's acquisition later asks nothing on the handover's path.
-        if (!machine.last().acquired && !limit_checked_ && blocked_cause_.empty() &&
-            machine.state() != StandbyState::kGaveUp) {
-          warn_larger_limit();
-        }
-      } else if (std::holds_alternative<ShowMiss>(action)) {
-        const auto& acq = machine.last();
-        waiting_.missed(acq.holder, acq.holder_ttl_ms, machine.attempts(), machine.began(), clock_.now(),
-                        acq.guard_wait_ms, acq.position, acq.line_length, quorum_answered(acq));
+        const WaitEnded ended = wait_for(*w, shown);
+        next = machine.step(ended, clock_.now());
+      } else if (const auto* r = std::get_if<Report>(&action)) {
+        report(*r);
+      } else if (const auto* m = std::get_if<ShowMiss>(&action)) {
+        shown = *m;
+        show_miss(*m);
       } else if (const auto* d = std::get_if<Debug>(&action)) {
         log_->debug("{}", d->text);
-      } else if (std::holds_alternative<Lead>(action)) {
+      } else if (const auto* l = std::get_if<Lead>(&action)) {
         guard_said_.clear();
-        // attempt_log_ is kept: a fault on a minority node outlives one wait, and said afresh at
-        // each of them it was ~50 lines a minute (attack round, issue 19; invariant 7).
+        // attempt_log_ is kept: a fault on a minority node outlives one wait, and said afresh
+        // at each wait it would be said every few seconds (invariant 7).
         waiting_.done();  // before "acquired" is logged on the same terminal
-        metrics_.add_wait(std::chrono::duration<double>(clock_.now() - machine.began()).count());
-        return lead(machine.last());
+        metrics_.add_wait(std::chrono::duration<double>(clock_.now() - l->began).count());
+        return lead(l->acquisition);
       } else if (const auto* g = std::get_if<GiveUp>(&action)) {
         if (g->timed_out) {
           // Deaf first: a release that picks us from now on finds nobody listening and wakes
           // the next waiter; one that already handed us a turn is handed on by leaving.
           for (auto& s : subscribers_) s->close();
         }
-        return give_up(machine.last(), g->attempts, g->timed_out);
-      } else if (std::holds_alternative<Stopped>(action)) {
-        return stopped_while_waiting();
+        return give_up(*g);
+      } else if (const auto* s = std::get_if<Stopped>(&action)) {
+        return s->exit_status;
       }
     }
     actions = std::move(next);
   }
 }
 
-bool Runner::quorum_answered(const lock::Acquisition& acq) const {
-  return !blocked_by(acq, backend_->node_count(), backend_->quorum());
+void Runner::show_miss(const ShowMiss& m) {
+  waiting_.missed(m.holder, m.holder_ttl_ms, m.attempts, m.began, clock_.now(), m.guard_wait_ms, m.position,
+                  m.line_length, m.quorum_answered);
 }
 
 Actions Runner::attempt(StandbyMachine& machine) {
@@ -107,38 +99,29 @@ Actions Runner::attempt(StandbyMachine& machine) {
   try {
     a.acquisition = backend_->acquire();
   } catch (const Error& e) {
-    a.acquisition.errors.push_back({"", redis::Fault::kNone, e.what()});
+    a.acquisition.errors.push_back(lock::round_failure(e.what()));
   }
-  note_pause(a.acquisition, a.started);
+  const lock::Verdict verdict = lock::classify(a.acquisition, backend_->node_count(), backend_->quorum());
+  note_pause(a.acquisition, verdict, a.started);
 
   backend_->bound_attempts(Clock::time_point::max());
   read_signals();
   a.stop = stop_requested_;
-  note_line(a.acquisition);
+  note_line(a.acquisition, verdict);
   a.subscribed = std::any_of(subscribers_.begin(), subscribers_.end(), [](const auto& s) { return s->active(); });
   return machine.step(a, clock_.now());
 }
 
-End Runner::wait_for(const StandbyMachine& machine, const Wait& w) {
+WaitEnded Runner::wait_for(const Wait& w, const std::optional<ShowMiss>& shown) {
   for (;;) {
     // At a terminal the line is redrawn every second (the TTL counts down); that costs
     // no request to Redis.
     const auto tick = w.wake_on_release && waiting_.refreshes() ? std::min(w.until, clock_.now() + std::chrono::seconds(1))
                                                                 : w.until;
-    switch (wait_until(tick, w.wake_on_release)) {
-      case WaitEnd::kShutdown: return End::kShutdown;
-      case WaitEnd::kReleased: return End::kReleased;
-      case WaitEnd::kSubscribed: return End::kSubscribed;
-      case WaitEnd::kTurn: return End::kTurn;
-      case WaitEnd::kNext: return End::kNext;
-      case WaitEnd::kTimer: break;
-    }
-    if (clock_.now() >= w.until) return End::kTimer;
-    const auto& acq = machine.last();
-    const auto since = std::chrono::duration_cast<Millis>(clock_.now() - machine.attempt_started()).count();
-    auto left = [&](std::int64_t ms) { return ms < 0 ? -1 : std::max<std::int64_t>(0, ms - since); };
-    waiting_.missed(acq.holder, left(acq.holder_ttl_ms), machine.attempts(), machine.began(), clock_.now(),
-                    left(acq.guard_wait_ms), acq.position, acq.line_length, quorum_answered(acq));
+    const WaitEnded ended = wait_until(tick, w.wake_on_release);
+    if (ended.end != End::kTimer) return ended;
+    if (clock_.now() >= w.until) return ended;
+    if (shown) show_miss(shown->aged(clock_.now()));
   }
 }
 
@@ -153,11 +136,11 @@ void Runner::drain_subscriptions() {
   for (auto& s : subscribers_) s->take_payloads();
 }
 
-Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release) {
+WaitEnded Runner::wait_until(Clock::time_point until, bool wake_on_release) {
   std::vector<pollfd> fds;
   for (;;) {
-    if (stop_requested_) return WaitEnd::kShutdown;
-    if (clock_.now() >= until) return WaitEnd::kTimer;
+    if (stop_requested_) return {End::kShutdown};
+    if (clock_.now() >= until) return {End::kTimer};
     fds.assign(1, pollfd{signals_.fd(), POLLIN, 0});
     std::optional<Millis> cap;
     if (wake_on_release) {
@@ -175,19 +158,18 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
     read_signals();  // nothing to forward while there is no child
     if (!wake_on_release) continue;
     bool released = false, subscribed = false, turn = false, next = false;
+    Millis window{0};
     for (std::size_t i = 0; i < subscribers_.size(); ++i) {
       auto& s = subscribers_[i];
       if (fds[i + 1].revents != 0) s->on_ready(fds[i + 1].revents);
       s->maintain(redis::SteadyClock::now());
       for (const auto& payload : s->take_payloads()) {
-        if (!cfg_.redis.fair) {
-          // Our own release (or any message naming us) says nothing about another holder.
-          if (payload != opts_.holder) released = true;
-        } else if (payload == "turn") {
-          turn = true;
-        } else if (auto window = next_message(payload)) {
+        const lock::Wake wake = lock::read_wake(payload, cfg_.redis.fair, opts_.holder);
+        released |= wake.kind == lock::Wake::Kind::kReleased;
+        turn |= wake.kind == lock::Wake::Kind::kTurn;
+        if (wake.kind == lock::Wake::Kind::kNext) {
           next = true;
-          next_window_ = *window;
+          window = wake.window;
         }
       }
       if (s->take_became_active()) {
@@ -201,42 +183,27 @@ Runner::WaitEnd Runner::wait_until(Clock::time_point until, bool wake_on_release
         // leaves us without wake-on-release: say so, once; waits still end at the holder's
         // TTL. A node that is down is reported by the acquisitions already.
         subscriber_failures_[i] = s->failures();
-        if (s->last_fault() == redis::Fault::kAuth || s->last_fault() == redis::Fault::kReply) {
+        if (lock::server_answered(s->last_fault())) {
           subscribe_log_.failure(s->describe(), s->last_error() + " (standing by without wake-on-release)");
         }
       }
     }
-    if (stop_requested_) return WaitEnd::kShutdown;
-    if (turn) return WaitEnd::kTurn;
-    if (released) return WaitEnd::kReleased;
-    if (subscribed) return WaitEnd::kSubscribed;
-    if (next) return WaitEnd::kNext;
+    if (stop_requested_) return {End::kShutdown};
+    if (turn) return {End::kTurn};
+    if (released) return {End::kReleased};
+    if (subscribed) return {End::kSubscribed};
+    if (next) return {End::kNext, window};
   }
 }
 
-std::optional<Millis> Runner::next_message(const std::string& payload) {
-  // "next <window ms>" (lock/scripts.h kLineFunctions); anything else is not ours to read.
-  constexpr std::string_view kNext = "next ";
-  if (payload.size() <= kNext.size() || payload.size() > kNext.size() + 9 || payload.compare(0, kNext.size(), kNext) != 0) {
-    return std::nullopt;
-  }
-  std::int64_t ms = 0;
-  for (std::size_t i = kNext.size(); i < payload.size(); ++i) {
-    if (payload[i] < '0' || payload[i] > '9') return std::nullopt;
-    ms = ms * 10 + (payload[i] - '0');
-  }
-  if (ms <= 0) return std::nullopt;
-  return Millis(ms);
-}
-
-void Runner::note_line(const lock::Acquisition& acq) {
+void Runner::note_line(const lock::Acquisition& acq, const lock::Verdict& verdict) {
   if (cfg_.redis.fair) {
     metrics_.set_line_length(acq.line_length);
     metrics_.set_line_position(acq.position);
     return;
   }
   // fair = false beside daemons with the line: a freed lease goes to their line first.
-  if (!warned_line_ && (lock::turn_of(acq.holder) || acq.line_length > 0)) {
+  if (!warned_line_ && (verdict.turn || acq.line_length > 0)) {
     warned_line_ = true;
     log_->warn("key {} has a waiting line (daemons with fair = true wait their turn in it) but this daemon runs "
                "fair = false: a freed lease goes to the line first, so this daemon gets it only when nobody waits "
@@ -245,8 +212,16 @@ void Runner::note_line(const lock::Acquisition& acq) {
   }
 }
 
-int Runner::stopped_while_waiting() const {
-  return cfg_.task.mode == config::Mode::kOneshot ? kExitTempFail : 0;
+int Runner::stopped_while_waiting() const { return stopped_status(cfg_.task.mode); }
+
+void Runner::report(const Report& r) {
+  report_attempt(r.acquisition);
+  report_guard(r.acquisition);
+  report_standing(r);
+  if (!r.acquisition.acquired) report_never_expires(r.acquisition, r.verdict);
+  // The mixed-limit look, first made while waiting (a quorum answered, so it can answer
+  // too): a standby's acquisition later asks nothing on the handover's path.
+  if (r.look_for_larger_limit && !limit_checked_) warn_larger_limit();
 }
 
 void Runner::report_attempt(const lock::Acquisition& acq) {
@@ -286,8 +261,10 @@ void Runner::report_guard(const lock::Acquisition& acq) {
   }
 }
 
-void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
-  const auto blocked = blocked_by(acq, backend_->node_count(), backend_->quorum());
+void Runner::report_standing(const Report& r) {
+  const lock::Acquisition& acq = r.acquisition;
+  const bool giving_up = r.giving_up;
+  const auto& blocked = r.blocked;
   const std::string cause = blocked ? blocked->cause : "";
   if (cause != blocked_cause_) {
     // Said when it begins, and again at most every kForwardSummary per cause while it flaps;
@@ -307,7 +284,7 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
     }
     blocked_cause_ = cause;
   }
-  const auto pause = lock::pause_of(acq.holder);
+  const auto& pause = r.verdict.pause;
   if (pause && !paused_said_ && pause->by.empty()) {
     // A pause key that `pause` did not write (another type, or a hash without its fields).
     paused_said_ = true;
@@ -339,8 +316,8 @@ void Runner::report_standing(const lock::Acquisition& acq, bool giving_up) {
   }
 }
 
-void Runner::note_pause(const lock::Acquisition& acq, Clock::time_point sent) {
-  if (lock::pause_of(acq.holder)) {
+void Runner::note_pause(const lock::Acquisition& acq, const lock::Verdict& verdict, Clock::time_point sent) {
+  if (verdict.pause) {
     // A pause this daemon was not yet held back by; a leader asked by `pause --stop` counted
     // it when asked.
     if (!pause_ends_ && !std::exchange(pause_stop_heard_, false)) metrics_.add_control_request("pause");
@@ -352,16 +329,16 @@ void Runner::note_pause(const lock::Acquisition& acq, Clock::time_point sent) {
   }
   // Without a quorum's answer nothing says the pause is gone; nor while the restart guard
   // answers for a free key, as it does before the pause is read.
-  if (!quorum_answered(acq) || (acq.guard_wait_ms >= 0 && acq.holder.empty())) return;
+  if (verdict.no_quorum() || (acq.guard_wait_ms >= 0 && acq.holder.empty())) return;
   pause_stop_heard_ = false;  // the pause that asked it to stop is gone already
   if (!pause_ends_) return;
   if (clock_.now() < *pause_ends_) metrics_.add_control_request("resume");
   pause_ends_.reset();
 }
 
-void Runner::report_never_expires(const lock::Acquisition& acq) {
+void Runner::report_never_expires(const lock::Acquisition& acq, const lock::Verdict& verdict) {
   if (!acq.holder_never_expires || warned_never_expires_) return;
-  if (lock::pause_of(acq.holder)) {
+  if (verdict.pause) {
     log_->warn("key {} is paused without an expiry ({} was set by hand, not by `pause`): no host starts the job until "
                "it is deleted; `redisgo_task resume` deletes it",
                cfg_.redis.key, keys_.pause());
@@ -378,76 +355,60 @@ void Runner::report_never_expires(const lock::Acquisition& acq) {
 
 void Runner::note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors) {
   for (const auto& node : answered) metrics_.set_node_up(node, true);
-  for (const auto& e : errors) {
-    // An error reply comes from a live server, and so does a refused AUTH (its own alert
-    // says so); only a node that did not answer is down.
-    if (!e.node.empty() && e.fault != redis::Fault::kReply && e.fault != redis::Fault::kAuth) {
-      metrics_.set_node_up(e.node, false);
-    }
-  }
+  // An error reply comes from a live server, and so does a refused AUTH (its own alert says
+  // so); only a node that did not answer is down.
+  for (const auto& node : lock::down_nodes(errors)) metrics_.set_node_up(node, false);
 }
 
-int Runner::give_up(const lock::Acquisition& acq, int attempts, bool timed_out) {
+int Runner::give_up(const GiveUp& g) {
+  const lock::Acquisition& acq = g.acquisition;
+  const lock::Verdict& v = g.verdict;
   // "after 3 attempt(s)", or with --wait-timeout "within the wait timeout of 30s (3 attempt(s))".
   const std::string tries =
-      timed_out ? "within the wait timeout of " + format_duration(cfg_.task.wait_timeout.value_or(Millis(0))) + " (" +
-                      std::to_string(attempts) + " attempt(s))"
-                : "after " + std::to_string(attempts) + " attempt(s)";
-  int unreachable = 0, refused = 0;
-  std::string example;
-  const lock::NodeError* refusal = nullptr;  // the first node that refused us (credentials, TLS)
-  for (const auto& e : acq.errors) {
-    if (e.node.empty()) continue;  // a failure of the round, not of a node
-    (e.fault == redis::Fault::kReply || e.fault == redis::Fault::kAuth ? refused : unreachable) += 1;
-    if (example.empty()) example = e.message;
-    if (!refusal && redis::is_refusal(e.fault)) refusal = &e;
+      g.timed_out ? "within the wait timeout of " + format_duration(cfg_.task.wait_timeout.value_or(Millis(0))) + " (" +
+                        std::to_string(g.attempts) + " attempt(s))"
+                  : "after " + std::to_string(g.attempts) + " attempt(s)";
+  switch (g.why) {
+    case GiveUp::Why::kBusy:
+      // Busy is the normal outcome of a cron job on every host but one: info, not louder.
+      log_->info("lease not acquired {}{}; giving up", tries,
+                 acq.holder.empty() ? ""
+                 : v.pause          ? " (the key is " + lock::describe_pause(*v.pause) + ")"
+                                    : " (held by " + acq.holder + ")");
+      break;
+    case GiveUp::Why::kRefused: {
+      // The refusal itself, not whichever node failed first (a timeout elsewhere read as the
+      // cause); and a server that wants a password the config does not give is said so.
+      const lock::NodeError& refusal = *v.refusal;
+      const bool none = cfg_.redis.password.empty() && v.wants_password;
+      const std::string seen = acq.holder.empty() || acq.holder_node.empty()
+                                   ? ""
+                                   : " (the key is held by " + lock::describe_holder(acq.holder) + ", as " +
+                                         acq.holder_node + " says)";
+      log_->error("lease not acquired {}: {} ({}){}{}; giving up", tries,
+                  lock::cause_of(refusal) == lock::NoQuorum::kTls ? std::string("TLS verification failed")
+                      : refused_what(refusal, "our"),
+                  refusal.message,
+                  none ? " (the server requires a password and the config gives none: set password_credential, "
+                         "password_file or password_env)"
+                       : "",
+                  seen);
+      break;
+    }
+    case GiveUp::Why::kGuarded:
+      // A Redis node restarted and its guard holds the lease back. Nobody runs the job until
+      // it opens, and a cron job that skips for that must say why.
+      log_->warn("lease not acquired {}: {} started less than expire ago and grants nothing new for "
+                 "{} (restart guard); giving up",
+                 tries, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
+      break;
+    case GiveUp::Why::kNoQuorum:
+      log_->error("lease not acquired {}: no quorum of Redis nodes ({} unreachable, {} refused: {}); "
+                  "giving up",
+                  tries, v.down, v.failed - v.down, v.example);
+      break;
   }
-  const bool auth = refusal != nullptr;
-  const int answered = backend_->node_count() - unreachable - refused;
-  // Refused by so many nodes that no quorum could grant us: a holder that the others name
-  // does not make it "busy" (75, which a cron wrapper keeps quiet about); the fix is ours (77).
-  int refusals = 0;
-  for (const auto& e : acq.errors) refusals += !e.node.empty() && redis::is_refusal(e.fault) ? 1 : 0;
-  const bool refused_out = refusals > backend_->node_count() - backend_->quorum();
-  const int code = give_up_code(refused_out ? 0 : acq.busy, auth, answered, backend_->quorum());
-  if (code == kExitTempFail && (acq.busy > 0 || acq.guarded.empty())) {
-    // Busy is the normal outcome of a cron job on every host but one: info, not louder.
-    const auto pause = lock::pause_of(acq.holder);
-    log_->info("lease not acquired {}{}; giving up", tries,
-               acq.holder.empty() ? ""
-               : pause            ? " (the key is " + lock::describe_pause(*pause) + ")"
-                                  : " (held by " + acq.holder + ")");
-  } else if (code == kExitNoPerm) {
-    // The refusal itself, not whichever node failed first (a timeout elsewhere read as the
-    // cause); and a server that wants a password the config does not give is said so.
-    const std::string& why = refusal ? refusal->message : example;
-    const bool none = cfg_.redis.password.empty() &&
-                      (why.find("NOAUTH") != std::string::npos || why.find("unauthenticated") != std::string::npos);
-    const std::string seen = acq.holder.empty() || acq.holder_node.empty()
-                                 ? ""
-                                 : " (the key is held by " + lock::describe_holder(acq.holder) + ", as " +
-                                       acq.holder_node + " says)";
-    log_->error("lease not acquired {}: {} ({}){}{}; giving up", tries,
-                !refusal                                 ? std::string("Redis refused our credentials")
-                : refusal->fault == redis::Fault::kTls ? std::string("TLS verification failed")
-                                                        : refused_what(*refusal, "our"),
-                why,
-                none ? " (the server requires a password and the config gives none: set password_credential, "
-                       "password_file or password_env)"
-                     : "",
-                seen);
-  } else if (code == kExitTempFail) {
-    // Not a busy lease: a Redis node restarted and its guard holds the lease back. Nobody
-    // runs the job until it opens, and a cron job that skips for that must say why.
-    log_->warn("lease not acquired {}: {} started less than expire ago and grants nothing new for "
-               "{} (restart guard); giving up",
-               tries, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
-  } else {
-    log_->error("lease not acquired {}: no quorum of Redis nodes ({} unreachable, {} refused: {}); "
-                "giving up",
-                tries, unreachable, refused, example);
-  }
-  return code;
+  return g.exit_status;
 }
 
 }  // namespace redisgo::daemon

@@ -47,14 +47,16 @@ void HealthCheck::log_failure(const std::string& what) {
 }
 
 void HealthCheck::set_deadline(std::int64_t kill_at_ns, std::int64_t decided_ns) noexcept {
+  kill_at_ns_ = kill_at_ns;
   if (running_ && running_->running()) running_->set_deadline(kill_at_ns, decided_ns);
 }
 
 HealthCheck::~HealthCheck() { disarm(); }
 
-void HealthCheck::arm(const process::SpawnOptions& spawn) {
+void HealthCheck::arm(const process::SpawnOptions& spawn, std::int64_t kill_at_ns) {
   if (!enabled()) return;
   disarm();
+  kill_at_ns_ = kill_at_ns;
   spawn_ = spawn;
   spawn_->argv = task_.health_command;
   next_ = clock_.now() + task_.health_interval;
@@ -151,7 +153,7 @@ std::optional<std::string> HealthCheck::finish(int code, bool timed_out) {
          std::to_string(task_.health_fall) + "; last: " + what + ")";
 }
 
-std::optional<std::string> HealthCheck::service(const std::vector<pollfd>& fds, std::int64_t kill_at_ns) {
+std::optional<std::string> HealthCheck::service(const std::vector<pollfd>& fds) {
   if (!spawn_) return std::nullopt;
   if (running_) {
     bool ready = false;
@@ -165,7 +167,7 @@ std::optional<std::string> HealthCheck::service(const std::vector<pollfd>& fds, 
     return std::nullopt;
   }
   if (clock_.now() >= next_) {
-    start(kill_at_ns);
+    start(kill_at_ns_);
     if (failures_ >= task_.health_fall && !running_) {
       return "the health check failed " + std::to_string(failures_) + " times in a row (health_fall " +
              std::to_string(task_.health_fall) + "; last: " + buffer_ + ")";

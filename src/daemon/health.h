@@ -39,22 +39,23 @@ class HealthCheck {
   HealthCheck& operator=(const HealthCheck&) = delete;
 
   bool enabled() const { return !task_.health_command.empty(); }
-  /// The child (re)started: the first check is due one health_interval from now. `spawn`
-  /// carries the child's environment; its argv is replaced by health_command.
-  void arm(const process::SpawnOptions& spawn);
+  /// The child (re)started under the kill deadline `kill_at_ns`: the first check is due one
+  /// health_interval from now. `spawn` carries the child's environment; its argv is replaced
+  /// by health_command.
+  void arm(const process::SpawnOptions& spawn, std::int64_t kill_at_ns);
   /// The child stopped: kill a check that runs; no further check until arm().
   void disarm() noexcept;
   /// When service() next has something to do; max() when nothing.
   Clock::time_point next_wakeup() const;
   /// Adds the running check's fds (output pipe, keeper exit) to `fds`.
   void append_fds(std::vector<pollfd>& fds);
-  /// After poll: reads output, reaps, enforces the timeout and starts a check when due.
-  /// `kill_at_ns` is the lease's kill deadline (the check must not outlive the lease).
-  /// Returns the reason to step down once health_fall checks in a row failed.
-  std::optional<std::string> service(const std::vector<pollfd>& fds, std::int64_t kill_at_ns);
+  /// After poll: reads output, reaps, enforces the timeout and starts a check when due, under
+  /// the lease's kill deadline last given (the check must not outlive the lease). Returns the
+  /// reason to step down once health_fall checks in a row failed.
+  std::optional<std::string> service(const std::vector<pollfd>& fds);
   /// The lease's kill deadline, decided at `decided_ns` (a renewal, a stop, or the same
-  /// again to say the daemon runs): a running check's keeper follows it, as the child's
-  /// does. Never throws.
+  /// again to say the daemon runs): the next check starts under it, and a running check's
+  /// keeper follows it, as the child's does. Never throws.
   void set_deadline(std::int64_t kill_at_ns, std::int64_t decided_ns) noexcept;
   /// Consecutive failures so far.
   int failures() const { return failures_; }
@@ -84,6 +85,7 @@ class HealthCheck {
   std::size_t first_fd_ = 0;                    // where append_fds put ours
   std::size_t fd_count_ = 0;
   int failures_ = 0;
+  std::int64_t kill_at_ns_ = 0;                 // the lease's kill deadline (arm, set_deadline)
 };
 
 }  // namespace redisgo::daemon

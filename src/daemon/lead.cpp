@@ -61,10 +61,10 @@ void Runner::warn_larger_limit() {
   // holds this key too, so more than `limit` children run, which this daemon cannot prevent.
   // Asked at the first miss while waiting, or else before the first child, and then before
   // a child starts at most every kLimitCheckEvery (never while it runs: a round on a slow
-  // node must not hold up the leader's loop). Not at every acquisition: it cost each
-  // handover a round trip and two commands in the second after a release (issue 19's herd
-  // figure); mixed limits are a deployment's lasting state, which one look every few
-  // minutes finds, and `status` and `check` show at once.
+  // node must not hold up the leader's loop). Not at every acquisition: it would cost each
+  // handover a round trip and two commands in the second after a release, when the herd of
+  // standbys is busiest; mixed limits are a deployment's lasting state, which one look every
+  // few minutes finds, and `status` and `check` show at once.
   if (cfg_.task.limit >= config::kMaxLimit) return;
   const auto now = clock_.now();
   if (limit_checked_ && now - *limit_checked_ < kLimitCheckEvery) return;
@@ -144,7 +144,7 @@ std::unique_ptr<lock::Renewer> Runner::start_renewer(const lock::Acquisition& ac
       return deps_.make_backend(o, clock_);
     };
     // A node that fails while we lead is reported once per cause, then summarised, across
-    // leads too (attack round, issue 19: a minority node's fault was said afresh at each lead).
+    // leads too: a minority node's lasting fault is not news at each lead.
     auto observe = [this](const lock::Renewal& r) {
       for (const auto& node : r.answered) renew_log_.success(node);
       for (const auto& e : r.errors) {
@@ -183,7 +183,7 @@ bool Runner::drive(Leading& l, const leader::Event& event) {
                      l.health.set_deadline(kill_at, decided);
                    },
                    [&](const FrozenPastLease&) { metrics_.add_freeze_past_lease(); },
-                   [&](const ArmHealth&) { l.health.arm(l.spawn_base); },
+                   [&](const ArmHealth& a) { l.health.arm(l.spawn_base, a.kill_at.time_since_epoch().count()); },
                    [&](const DisarmHealth&) { l.health.disarm(); },
                    [&](const Say& a) {
                      switch (a.level) {
@@ -257,8 +257,7 @@ void Runner::after_poll(Leading& l, const std::vector<pollfd>& fds, std::size_t 
   drive(l, leader::Woke{child_seen(l)});
   service_control(l, fds, first_control);
   if (l.machine.serving()) {
-    const auto kill_at = stop_schedule(l.renewer.valid_until(), cfg_.task.kill_grace, cfg_.redis.expire).kill_at;
-    if (auto why = l.health.service(fds, kill_at.time_since_epoch().count())) drive(l, leader::HealthFailed{*why});
+    if (auto why = l.health.service(fds)) drive(l, leader::HealthFailed{*why});
   } else {
     l.health.disarm();
   }
@@ -281,21 +280,24 @@ void Runner::service_control(Leading& l, const std::vector<pollfd>& fds, std::si
       // A leader that cannot hear handover requests (an ACL user without the control
       // channel) says so once; nothing else depends on it.
       l.control_failures[i] = c->failures();
-      if (c->last_fault() == redis::Fault::kAuth || c->last_fault() == redis::Fault::kReply) {
+      if (lock::server_answered(c->last_fault())) {
         subscribe_log_.failure(c->describe() + " control", c->last_error() + " (handover requests are not heard)");
       }
     }
     for (const auto& message : c->take_payloads()) {
-      if (message == opts_.holder || message == "any") {
-        if (!std::exchange(l.handover_counted, true)) metrics_.add_control_request("handover");
-        drive(l, leader::HandoverAsked{});
-      }
-      if (message == lock::kPauseStopPrefix + opts_.holder) {
-        if (!std::exchange(l.pause_counted, true)) {
-          metrics_.add_control_request("pause");
-          pause_stop_heard_ = true;
-        }
-        drive(l, leader::HandoverAsked{true});
+      switch (lock::read_control(message, opts_.holder)) {
+        case lock::Control::kHandover:
+          if (!std::exchange(l.handover_counted, true)) metrics_.add_control_request("handover");
+          drive(l, leader::HandoverAsked{});
+          break;
+        case lock::Control::kPauseStop:
+          if (!std::exchange(l.pause_counted, true)) {
+            metrics_.add_control_request("pause");
+            pause_stop_heard_ = true;
+          }
+          drive(l, leader::HandoverAsked{true});
+          break;
+        case lock::Control::kNone: break;
       }
     }
   }
@@ -325,14 +327,14 @@ std::optional<int> Runner::end_lease(Leading& l) {
     if (outcome.exit_code == kExitNoPerm && l.renewer.refused()) say_refused_at_exit(l.renewer.refusal());
     return outcome.exit_code;
   }
-  if (!outcome.step_down.empty()) {
-    metrics_.add_step_down(outcome.cause.empty() ? "other" : outcome.cause);
-    if (outcome.cause == "renewal_refused") return hold_while_refused(l.renewer.refusal(), outcome.step_down);
-    return hold_after_step_down(outcome.step_down, outcome.cause == "handover" || outcome.cause == "pause");
+  if (outcome.cause != StepDown::kNone) {
+    metrics_.add_step_down(to_string(outcome.cause));
+    if (outcome.cause == StepDown::kRenewalRefused) return hold_while_refused(l.renewer.refusal(), outcome.step_down);
+    return hold_after_step_down(outcome.step_down, planned(outcome.cause));
   }
   say_status("standby");
   log_->info("contending again in {}", format_duration(outcome.delay));
-  if (wait_until(clock_.now() + outcome.delay, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  if (wait_until(clock_.now() + outcome.delay, false).end == standby::End::kShutdown) return stopped_while_waiting();
   return std::nullopt;
 }
 
@@ -411,8 +413,8 @@ void Runner::log_release(const lock::Release& r) {
     log_->info("released key={} on {} of {} node(s){}", cfg_.redis.key, r.released, backend_->node_count(),
                r.unanswered > 0 ? " (" + std::to_string(r.unanswered) + " more sent, not waited for)" : "");
   } else if (!r.error.empty()) {
-    // Answered with an error (attack round, issue 19: a user without +del was logged as if the
-    // lease had expired): the lease stays until its TTL.
+    // Answered with an error (a user without +del, say), not an expired lease: the lease stays
+    // until its TTL.
     log_->warn("release deleted nothing for key={}: {}; the lease stays until its TTL runs out", cfg_.redis.key,
                log::printable(r.error));
   } else if (!r.other_type.empty()) {
@@ -425,7 +427,7 @@ void Runner::log_release(const lock::Release& r) {
                cfg_.redis.key);
   }
   // fair = false releases through the line's script too: its listeners outside the line are its
-  // own kind, not mixed settings (attack round: every all-unfair key warned).
+  // own kind, not mixed settings, and a key where every daemon runs fair = false is no warning.
   if (cfg_.redis.fair && r.unfair_listeners > 0 && !warned_unfair_) {
     warned_unfair_ = true;
     log_->warn("{} client(s) heard the release of key {} outside the waiting line: daemons with fair = false or a "
@@ -468,7 +470,7 @@ std::optional<int> Runner::hold_after_step_down(const std::string& why, bool pla
 std::optional<int> Runner::hold_back(const std::string& status, Millis hold) {
   say_status(status);
   metrics_.set_state(metrics::State::kSteppedDown);
-  if (wait_until(clock_.now() + hold, false) == WaitEnd::kShutdown) return stopped_while_waiting();
+  if (wait_until(clock_.now() + hold, false).end == standby::End::kShutdown) return stopped_while_waiting();
   say_status("standby");
   metrics_.set_state(metrics::State::kStandby);
   return std::nullopt;

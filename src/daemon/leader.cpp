@@ -94,8 +94,8 @@ void LeaderMachine::finish(LeaderOutcome o) {
 }
 
 LeaderOutcome LeaderMachine::lease_gone() const {
-  return s_.mode == Mode::kOneshot ? LeaderOutcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), "", ""}
-                                   : LeaderOutcome{AfterExit::Kind::kRecontend, 0, s_.restart_delay, "", ""};
+  return s_.mode == Mode::kOneshot ? LeaderOutcome{AfterExit::Kind::kExit, kExitTempFail, Millis(0), "", {}}
+                                   : LeaderOutcome{AfterExit::Kind::kRecontend, 0, s_.restart_delay, "", {}};
 }
 
 LeaderOutcome LeaderMachine::step_down() const {
@@ -133,7 +133,7 @@ void LeaderMachine::on(const Spawned& e, Clock::time_point now, const LeaseView&
   keeper_ = e.keeper;
   state_ = LeaderState::kRunning;
   restarts_.on_start(now);
-  emit<ArmHealth>(out, {});
+  emit<ArmHealth>(out, {keeper_deadline_});
   if (s_.timeout && s_.mode == Mode::kOneshot) timeout_at_ = now + *s_.timeout;
 }
 
@@ -143,12 +143,12 @@ void LeaderMachine::on(const SpawnFailed& e, Clock::time_point, const LeaseView&
     finish(lease_gone());
   } else if (s_.mode == Mode::kOneshot) {
     // A command that cannot be started: oneshot reports it (127/126).
-    finish(LeaderOutcome{AfterExit::Kind::kExit, e.code, Millis(0), "", ""});
+    finish(LeaderOutcome{AfterExit::Kind::kExit, e.code, Millis(0), "", {}});
   } else {
     // A supervise leader steps down, so a host that cannot run the service does not keep
     // it from the others.
     finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0), "cannot start the command: " + e.error,
-                         "cannot_start"});
+                         StepDown::kCannotStart});
   }
 }
 
@@ -170,9 +170,8 @@ void LeaderMachine::begin_stop(StopCause why, int sig, Clock::time_point kill_at
   }
   // A planned stop (shutdown, handover, pause --stop) is no warning; a stop forced by the lease, a
   // timeout or a failing host is.
-  const bool planned = why == StopCause::kShutdown ||
-                       (why == StopCause::kStepDown && (step_down_cause_ == "handover" || step_down_cause_ == "pause"));
-  emit<Say>(out, {planned ? Level::kInfo : Level::kWarn, "stopping child pid=" + std::to_string(pid_) + " with " +
+  const bool asked = why == StopCause::kShutdown || (why == StopCause::kStepDown && planned(step_down_cause_));
+  emit<Say>(out, {asked ? Level::kInfo : Level::kWarn, "stopping child pid=" + std::to_string(pid_) + " with " +
                                                                 config::signal_name(sig) + ": " + reason});
   if (why == StopCause::kLeaseLost || why == StopCause::kDeadline) emit<Status>(out, {"lease lost: " + reason});
   emit<SignalGroup>(out, {sig});
@@ -318,10 +317,10 @@ void LeaderMachine::on(const Tick& e, Clock::time_point now, const LeaseView& le
     // Asked to step down between two runs of the child (a handover during restart_delay).
     finish(step_down());
   } else if (stop_requested_) {
-    finish(LeaderOutcome{AfterExit::Kind::kExit, 0, Millis(0), "", ""});
+    finish(LeaderOutcome{AfterExit::Kind::kExit, 0, Millis(0), "", {}});
   } else if (lease.lost || !can_start_child(now, lease.valid_until, s_.kill_grace, s_.ttl)) {
     emit<Status>(out, {"lease lost: " + (lease.lost ? lease.lost_reason : std::string("deadline before restart"))});
-    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, s_.restart_delay, "", ""});
+    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, s_.restart_delay, "", {}});
   } else if (now >= *restart_at_) {
     start(now, lease, out);
   }
@@ -343,25 +342,26 @@ void LeaderMachine::on(const HandoverAsked& e, Clock::time_point, const LeaseVie
     emit<Say>(out, {Level::kInfo, "stop requested by `pause --stop` (a control message on " + s_.control_channel +
                                         "): the key is paused; stepping down"});
     step_down_reason_ = "stopped by `pause --stop`: the key is paused";
-    step_down_cause_ = "pause";
+    step_down_cause_ = StepDown::kPause;
     return;
   }
   emit<Say>(out, {Level::kInfo, "handover requested (a control message on " + s_.control_channel + "); stepping down"});
   step_down_reason_ = "handover requested";
-  step_down_cause_ = "handover";
+  step_down_cause_ = StepDown::kHandover;
 }
 
 void LeaderMachine::on(const HealthFailed& e, Clock::time_point, const LeaseView&, Actions&) {
   if (!step_down_reason_.empty() || state_ != LeaderState::kRunning) return;
   step_down_reason_ = e.why;
-  step_down_cause_ = "health";
+  step_down_cause_ = StepDown::kHealth;
 }
 
 void LeaderMachine::on(const Signals& e, Clock::time_point now, const LeaseView& lease, Actions& out) {
   for (int sig : e.forward) {
     if (!running() || child_gone_) continue;  // nothing left to forward to
     // Every one is forwarded; each signal is said at most once per kForwardSummary, with how many
-    // went unsaid since (invariant 7: SIGWINCH every millisecond gave ~900 lines/s).
+    // went unsaid since (invariant 7: a terminal resized in a loop sends SIGWINCH by the
+    // thousand).
     Forwarded& f = forwarded_[sig];
     if (f.said == Clock::time_point{} || now - f.said >= kForwardSummary) {
       std::string line = std::string("forwarding ") + config::signal_name(sig) + " to child pid=" + std::to_string(pid_);
@@ -407,50 +407,21 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
   // Whether the renewals were refused is the renewal thread's to say (LeaseView::refused): it
   // keeps its last round's answer once the lease is lost.
   ExitContext ec{s_.mode, s_.restart, s_.restart_delay, code, cause_, lease.refused};
-  if (stop_requested_ && cause_ == StopCause::kNone) ec.cause = StopCause::kShutdown;
-  AfterExit next = after_exit(ec);
-  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kStepDown) {
-    finish(step_down());
-    return;
-  }
-  if (s_.mode == Mode::kSupervise && (ec.cause == StopCause::kLeaseLost || ec.cause == StopCause::kDeadline) &&
-      ec.refused) {
-    // No lease of this config can be kept until the rights are granted: stepping down, and
-    // holding back until they are (the driver names the right and probes it, lead.cpp).
-    finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0), "Redis refused the renewals", "renewal_refused"});
-    return;
-  }
-  if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone && code == 0 &&
-      next.kind == AfterExit::Kind::kRecontend) {
-    // A job done (status 0) and not restarted (restart = never, or on-failure): the lease is
-    // released for the next host, which is no crash loop. So no growing delay and no count
-    // towards restart_limit: a pool of `restart = "never"` workers of short jobs keeps its
-    // pace (issue 19's semaphore) instead of stepping down after restart_limit jobs. Paced
-    // still: restart_delay, at least kRestartStep, so that `true` cannot loop on Redis.
-    next.delay = std::max(s_.restart_delay, RestartTracker::kRestartStep);
-  } else if (s_.mode == Mode::kSupervise && ec.cause == StopCause::kNone) {
-    // The child ended by itself: a crash loop restarts with a growing delay, then the
-    // leader steps down (redisgo_task(1), MODES).
-    auto delay = restarts_.on_exit(now);
-    if (!delay) {
-      finish(LeaderOutcome{AfterExit::Kind::kRecontend, 0, Millis(0),
-                           "the child exited " + std::to_string(restarts_.recent(now)) + " times within " +
-                               format_duration(s_.restart_window) + " (restart_limit " +
-                               std::to_string(s_.restart_limit) + ")",
-                           "restart_limit"});
-      return;
-    }
-    next.delay = *delay;
-  }
-  if (next.kind == AfterExit::Kind::kRestart && !stop_requested_ && !lease.lost) {
+  ec.stop_requested = stop_requested_;
+  ec.lease_lost = lease.lost;
+  ec.step_down = step_down_cause_;
+  ec.step_down_reason = step_down_reason_;
+  ec.restart_window = s_.restart_window;
+  ec.restart_limit = s_.restart_limit;
+  const AfterExit next = after_exit(ec, &restarts_, now);
+  if (next.kind == AfterExit::Kind::kRestart) {
     emit<Say>(out, {Level::kInfo, "restarting child in " + format_duration(next.delay) +
                                         " (restart=" + config::to_string(s_.restart) + ")"});
     restart_at_ = now + next.delay;
     state_ = LeaderState::kRestarting;
     return;
   }
-  if (next.kind == AfterExit::Kind::kRestart) next.kind = AfterExit::Kind::kRecontend;
-  finish(LeaderOutcome{next.kind, next.exit_code, next.delay, "", ""});
+  finish(LeaderOutcome{next.kind, next.exit_code, next.delay, next.step_down, next.cause});
 }
 
 }  // namespace redisgo::daemon

@@ -117,12 +117,16 @@ struct SignalGroup {  ///< deliver to the child's process group (SIGKILL: its wh
   int sig = 0;
 };
 struct ForceKill {};     ///< the tree survived SIGKILL: kill the keeper from here
-struct MoveDeadline {    ///< tell the keeper (and the health check's) its kill deadline
+/// Tell the keeper its kill deadline; a health check runs under the same one (it starts
+/// under the last one told, and one that runs follows it).
+struct MoveDeadline {
   Clock::time_point kill_at;
   Clock::time_point decided;  ///< when it was decided (a renewal: when it was sent)
 };
 struct FrozenPastLease {};  ///< count it: this host was frozen past its lease with the child alive
-struct ArmHealth {};     ///< the child started: the health checks begin
+struct ArmHealth {       ///< the child started: the health checks begin, under the keeper's deadline
+  Clock::time_point kill_at;
+};
 struct DisarmHealth {};  ///< the child ended: no more health checks
 enum class Level { kDebug, kInfo, kWarn, kError };
 struct Say {  ///< a log line
@@ -147,7 +151,7 @@ struct LeaderOutcome {
   int exit_code = 0;      ///< kExit
   Millis delay{0};        ///< kRecontend: wait this long first
   std::string step_down;  ///< non-empty: step down for this reason
-  std::string cause;      ///< with step_down: its metrics label (handover, health, ...)
+  StepDown cause = StepDown::kNone;  ///< with step_down: why
   bool operator==(const LeaderOutcome&) const = default;
 };
 
@@ -239,7 +243,7 @@ class LeaderMachine {
   bool stop_requested_ = false;
   int stop_signal_ = SIGTERM;
   std::string step_down_reason_;  ///< set: stop the child, then step down
-  std::string step_down_cause_;
+  StepDown step_down_cause_ = StepDown::kNone;
   /// Forwarded signals, said once per kForwardSummary per signal (invariant 7: a terminal
   /// resized in a loop, a HUP storm): when it was last said, and how many since.
   struct Forwarded {

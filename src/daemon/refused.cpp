@@ -98,7 +98,7 @@ std::optional<int> Runner::hold_while_refused(const lock::NodeError& refusal, co
   show_refused(named);
   std::string finding = named.text;
   for (;;) {
-    if (wait_until(clock_.now() + refused_probe_gap(probes), false) == WaitEnd::kShutdown) {
+    if (wait_until(clock_.now() + refused_probe_gap(probes), false).end == standby::End::kShutdown) {
       end_refused(true);
       return stopped_while_waiting();
     }

@@ -29,6 +29,8 @@
 #include "daemon/state_machine.h"
 #include "daemon/waiting.h"
 #include "lock/renewer.h"
+#include "lock/verdict.h"
+#include "lock/wake.h"
 #include "log/cause_log.h"
 #include "metrics/metrics.h"
 #include "process/signals.h"
@@ -57,31 +59,28 @@ class Runner {
   int run();
 
  private:
-  /// kTurn / kNext: the waiting line's messages on our own wake channel (fair).
-  enum class WaitEnd { kTimer, kReleased, kSubscribed, kShutdown, kTurn, kNext };
   struct Leading;  // lead.cpp: the leader phase's live objects
 
   // --- contending (contend.cpp) ---
   std::optional<int> contend();
   /// Carries out one attempt: the request, then what the machine makes of it.
   standby::Actions attempt(StandbyMachine& machine);
-  /// Carries out a Wait, redrawing the terminal line every second meanwhile.
-  standby::End wait_for(const StandbyMachine& machine, const standby::Wait& w);
+  /// Carries out a Wait, redrawing `shown` (the miss on show) every second meanwhile.
+  standby::WaitEnded wait_for(const standby::Wait& w, const std::optional<standby::ShowMiss>& shown);
   /// Waits until `until` (on the boot-time clock), ended early by a stop request and, with
-  /// `wake_on_release`, by another holder's release message or a subscription that
-  /// became active. Keeps the subscriptions up meanwhile.
-  WaitEnd wait_until(Clock::time_point until, bool wake_on_release);
-  /// Whether a quorum of nodes answered `acq` (else its lack of a holder is no news).
-  bool quorum_answered(const lock::Acquisition& acq) const;
-  /// A "next <ms>" message of the waiting line: the window it names.
-  static std::optional<Millis> next_message(const std::string& payload);
+  /// `wake_on_release`, by another holder's release message, a message of the waiting line
+  /// or a subscription that became active. Keeps the subscriptions up meanwhile.
+  standby::WaitEnded wait_until(Clock::time_point until, bool wake_on_release);
+  void show_miss(const standby::ShowMiss& miss);
   /// After an attempt: the line's length for the metrics; with fair = false, a line seen
   /// (mixed settings on one key) is said once.
-  void note_line(const lock::Acquisition& acq);
+  void note_line(const lock::Acquisition& acq, const lock::Verdict& verdict);
   /// Reads and discards what the subscriptions received while nobody listened.
   void drain_subscriptions();
   /// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
   int stopped_while_waiting() const;
+  /// Carries out a Report: the attempt's news in the log, STATUS= and the metrics.
+  void report(const standby::Report& r);
   void report_attempt(const lock::Acquisition& acq);
   /// The restart guard's news from an attempt (docs/DESIGN.md "Restart guard"): a node
   /// that grants nothing yet (once per node and wait), one where the guard cannot apply
@@ -89,16 +88,16 @@ class Runner {
   void report_guard(const lock::Acquisition& acq);
   /// STATUS=, redisgo_task_state and an error line when an attempt reached no
   /// quorum (refused credentials, TLS, error replies, nodes down); "standby" otherwise.
-  /// `giving_up`: oneshot's last line says it instead.
-  void report_standing(const lock::Acquisition& acq, bool giving_up);
+  /// Report::giving_up: oneshot's last line says it instead.
+  void report_standing(const standby::Report& r);
   /// redisgo_task_control_requests_total as the attempt `sent` finds the key: a pause that
   /// begins to hold this daemon back counts as "pause", and one lifted before its end
   /// (`resume`, or its key deleted) as "resume".
-  void note_pause(const lock::Acquisition& acq, Clock::time_point sent);
+  void note_pause(const lock::Acquisition& acq, const lock::Verdict& verdict, Clock::time_point sent);
   /// A holder whose key has no TTL (set by hand): said once.
-  void report_never_expires(const lock::Acquisition& acq);
-  /// `timed_out`: --wait-timeout ended the wait (said so; the status is the same rule's).
-  int give_up(const lock::Acquisition& acq, int attempts, bool timed_out = false);
+  void report_never_expires(const lock::Acquisition& acq, const lock::Verdict& verdict);
+  /// Says why the run gives up (GiveUp::why); its exit status.
+  int give_up(const standby::GiveUp& g);
   /// The node health seen in a round, for redisgo_task_node_up.
   void note_nodes(const std::vector<std::string>& answered, const std::vector<lock::NodeError>& errors);
 
@@ -219,7 +218,6 @@ class Runner {
   bool warned_unfair_ = false;     // fair: waiters outside the line heard a release (said once)
   bool warned_line_ = false;       // fair = false: a turn of the line seen (said once)
   bool warned_line_broken_ = false;  // the line is not a sorted set (said once)
-  Millis next_window_{0};          // the window a "next" message named (WaitEnd::kNext)
   bool warned_never_expires_ = false;
   bool warned_longer_lease_ = false;
   std::string status_text_;                 ///< the last STATUS= sent

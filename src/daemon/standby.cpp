@@ -1,7 +1,6 @@
 #include "daemon/standby.h"
 
 #include <algorithm>
-#include <set>
 #include <utility>
 
 #include "redis/acl.h"
@@ -54,50 +53,71 @@ std::string refused_what(const lock::NodeError& e, const std::string& whose) {
   return "Redis refused " + whose + " credentials";
 }
 
-std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum) {
-  if (acq.acquired || acq.answered.size() >= quorum) return std::nullopt;
-  // Only nodes that failed prove anything: an attempt is decided as soon as its outcome is
-  // known, and a node whose answer had not come by then is no fault (attack round: standbys
-  // said "no quorum answered" with one node of three down while the leader renewed on two).
-  std::set<std::string> failed;
-  for (const auto& e : acq.errors) failed.insert(e.node);
-  if (failed.size() + quorum <= nodes) return std::nullopt;
-  const lock::NodeError* refusal = nullptr;
-  const lock::NodeError* reply = nullptr;
-  const lock::NodeError* other = nullptr;
-  for (const auto& e : acq.errors) {
-    if (redis::is_refusal(e.fault)) {
-      if (!refusal) refusal = &e;
-    } else if (e.fault == redis::Fault::kReply) {
-      if (!reply) reply = &e;
-    } else if (!other) {
-      other = &e;
+std::optional<Blocked> blocked_of(const lock::Acquisition& acq, const lock::Verdict& verdict, std::size_t nodes,
+                                  std::size_t quorum) {
+  if (!verdict.no_quorum()) return std::nullopt;
+  switch (verdict.cause) {
+    case lock::NoQuorum::kCredentials:
+    case lock::NoQuorum::kTls: {
+      // This host's credentials, rights or certificates: the nodes themselves may serve other
+      // hosts, and a quorum of them refusing us leaves us nothing to say of what those see.
+      const lock::NodeError& refusal = *verdict.blame;
+      const bool tls = verdict.cause == lock::NoQuorum::kTls;
+      std::string text = "this host cannot acquire: " +
+                         (tls ? std::string("TLS verification failed") : refused_what(refusal, "its")) + " (" +
+                         refusal.message + ")";
+      // A node that did accept us may have named a holder: a host refused by most nodes must
+      // not say that no holder has a quorum while another leads.
+      if (!acq.holder.empty() && !acq.holder_node.empty()) {
+        text += "; the key is " +
+                (verdict.pause ? lock::describe_pause(*verdict.pause) : "held by " + lock::describe_holder(acq.holder)) +
+                " (as " + acq.holder_node + " says)";
+      }
+      return Blocked{lock::to_string(verdict.cause), std::move(text), true, false};
     }
-  }
-  if (refusal) {
-    // This host's credentials, rights or certificates: the nodes themselves may serve other
-    // hosts, and a quorum of them refusing us leaves us nothing to say of what those see.
-    const bool tls = refusal->fault == redis::Fault::kTls;
-    std::string text = "this host cannot acquire: " +
-                       (tls ? std::string("TLS verification failed") : refused_what(*refusal, "its")) + " (" +
-                       refusal->message + ")";
-    // A node that did accept us may have named a holder (attack round: a host with a wrong
-    // password said "no holder with a quorum" while another led).
-    if (!acq.holder.empty() && !acq.holder_node.empty()) {
-      const auto pause = lock::pause_of(acq.holder);
-      text += "; the key is " +
-              (pause ? lock::describe_pause(*pause) : "held by " + lock::describe_holder(acq.holder)) + " (as " +
-              acq.holder_node + " says)";
-    }
-    return Blocked{tls ? "tls" : "credentials", std::move(text), true, false};
-  }
-  if (reply) {
-    return Blocked{"error", "cannot acquire: Redis answered with an error (" + reply->message + ")", false, true};
+    case lock::NoQuorum::kErrorReply:
+      return Blocked{"error", "cannot acquire: Redis answered with an error (" + verdict.blame->message + ")", false,
+                     true};
+    case lock::NoQuorum::kUnreachable: break;
   }
   std::string text = "cannot acquire: no quorum of Redis nodes (" + std::to_string(acq.answered.size()) + " of " +
                      std::to_string(nodes) + " answered, " + std::to_string(quorum) + " needed";
-  if (other) text += "; " + other->message;
+  if (verdict.blame) text += "; " + verdict.blame->message;
   return Blocked{"unreachable", text + ")", false, false};
+}
+
+std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum) {
+  return blocked_of(acq, lock::classify(acq, nodes, quorum), nodes, quorum);
+}
+
+GiveUp give_up_of(const lock::Acquisition& acq, const lock::Verdict& verdict, std::size_t nodes, std::size_t quorum) {
+  GiveUp g;
+  // Refused by so many nodes that no quorum could grant us: a holder that the others name
+  // does not make it "busy" (75, which a cron wrapper keeps quiet about); the fix is ours (77).
+  g.exit_status = give_up_code(verdict.refused_out ? 0 : verdict.busy, verdict.refusal.has_value(),
+                               static_cast<int>(nodes) - verdict.failed, static_cast<int>(quorum));
+  if (g.exit_status == kExitNoPerm) {
+    g.why = GiveUp::Why::kRefused;
+  } else if (g.exit_status == kExitUnavailable) {
+    g.why = GiveUp::Why::kNoQuorum;
+  } else if (acq.busy > 0 || acq.guarded.empty()) {
+    g.why = GiveUp::Why::kBusy;
+  } else {
+    // Not a busy lease: a Redis node restarted and its guard holds the lease back.
+    g.why = GiveUp::Why::kGuarded;
+  }
+  g.acquisition = acq;
+  g.verdict = verdict;
+  return g;
+}
+
+ShowMiss ShowMiss::aged(Clock::time_point now) const {
+  const auto since = std::chrono::duration_cast<Millis>(now - attempt_started).count();
+  auto left = [&](std::int64_t ms) { return ms < 0 ? -1 : std::max<std::int64_t>(0, ms - since); };
+  ShowMiss m = *this;
+  m.holder_ttl_ms = left(holder_ttl_ms);
+  m.guard_wait_ms = left(guard_wait_ms);
+  return m;
 }
 
 const char* to_string(StandbyState s) {
@@ -138,20 +158,16 @@ Millis attempt_gap(int splits) {
 
 Clock::time_point StandbyMachine::paced() const { return std::max(started_ + attempt_gap(splits_), last_.not_before); }
 
-bool StandbyMachine::oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now) {
+bool StandbyMachine::oneshot_gives_up(const lock::Verdict& verdict, Clock::time_point now) {
   if (s_.mode != Mode::kOneshot) return false;
   // Refused credentials (or a failed TLS verification) on so many nodes that no quorum is
   // possible: no retry fixes a wrong password; the run ends now (77, loud), not after
   // hours of warnings under cron.
-  std::size_t refused = 0;
-  for (const auto& e : acq.errors) {
-    refused += redis::is_refusal(e.fault) ? 1 : 0;
-  }
-  if (refused > 0 && s_.nodes - refused < s_.quorum) return true;
+  if (verdict.refused_out) return true;
   // No quorum answered: waited for at most unreachable_timeout (then 69), so that cron runs
   // cannot pile up behind a dead Redis. A busy lease is not this: it is waited for as
   // monitor_try_all says.
-  if (acq.answered.size() >= s_.quorum) {
+  if (static_cast<std::size_t>(verdict.answered) >= s_.quorum) {
     unreachable_since_.reset();
     return false;
   }
@@ -171,14 +187,27 @@ void StandbyMachine::wait(Actions& out, Clock::time_point until, bool wake_on_re
 
 bool StandbyMachine::timed_out(Clock::time_point now, Actions& out) {
   if (!s_.give_up_at || now < *s_.give_up_at) return false;
-  state_ = StandbyState::kGaveUp;
-  emit<GiveUp>(out, {attempts_, true});
+  give_up(out, true);
   return true;
+}
+
+void StandbyMachine::give_up(Actions& out, bool timed_out) {
+  state_ = StandbyState::kGaveUp;
+  for (Action& a : out) {
+    if (auto* r = std::get_if<Report>(&a)) {
+      r->giving_up = true;  // the give-up line says it instead
+      r->look_for_larger_limit = false;
+    }
+  }
+  GiveUp g = give_up_of(last_, verdict_, s_.nodes, s_.quorum);
+  g.attempts = attempts_;
+  g.timed_out = timed_out;
+  emit<GiveUp>(out, std::move(g));
 }
 
 void StandbyMachine::stop(Actions& out) {
   state_ = StandbyState::kStopped;
-  emit<Stopped>(out, {});
+  emit<Stopped>(out, {stopped_status(s_.mode)});
 }
 
 void StandbyMachine::on(const Begin&, Clock::time_point now, Actions& out) {
@@ -188,6 +217,7 @@ void StandbyMachine::on(const Begin&, Clock::time_point now, Actions& out) {
   recheck_ = false;
   rechecking_ = false;
   last_ = lock::Acquisition{};
+  verdict_ = lock::classify(last_, s_.nodes, s_.quorum);
   splits_ = 0;
   backoff_.reset();
   attempt(out);
@@ -217,13 +247,14 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
     return attempt(out);
   }
   last_ = acq;
+  verdict_ = lock::classify(acq, s_.nodes, s_.quorum);
   // A split vote against a lease counts towards the gap; one against a turn (the waiting
-  // line handing the lease on, node-local lines that disagree for a moment: quick retries
-  // settle them, FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine) neither counts nor
-  // starts the count again; any other miss does.
+  // line handing the lease on, node-local lines that disagree for a moment, a node of the
+  // line frozen: quick retries settle them) neither counts nor starts the count again; any
+  // other miss does.
   if (!split_vote(acq)) {
     splits_ = 0;
-  } else if (!lock::turn_of(acq.holder)) {
+  } else if (!verdict_.turn) {
     ++splits_;
   }
   // With a bounded number of attempts every attempt counts, the re-check after a new
@@ -231,17 +262,14 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   const bool counted = s_.mode == Mode::kOneshot && !s_.monitor_try_all;
   if (!recheck_ || counted) ++attempts_;
   recheck_ = false;
-  emit<Report>(out, {});
+  emit<Report>(out, {acq, verdict_, blocked_of(acq, verdict_, s_.nodes, s_.quorum), false,
+                     !acq.acquired && !verdict_.no_quorum()});
   if (acq.acquired) {
     state_ = StandbyState::kLeading;
-    emit<Lead>(out, {});
+    emit<Lead>(out, {acq, began_});
     return;
   }
-  if (oneshot_gives_up(acq, now)) {
-    state_ = StandbyState::kGaveUp;
-    emit<GiveUp>(out, {attempts_});
-    return;
-  }
+  if (oneshot_gives_up(verdict_, now)) return give_up(out, false);
   // The wait's bound came during the attempt: its answer says how the run ends (a node
   // "busy": 75; no quorum answered: 69 or 77), as after any last attempt.
   if (timed_out(now, out)) return;
@@ -260,15 +288,12 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   miss.subscribed = e.subscribed;
   miss.position = acq.position;
   miss.turn_window = s_.turn_window;
-  miss.turn = lock::turn_of(acq.holder).has_value();
+  miss.turn = verdict_.turn;
   miss.backoff_max = s_.backoff_max;
   const AfterMiss next = after_miss(miss);
-  if (next.give_up) {
-    state_ = StandbyState::kGaveUp;
-    emit<GiveUp>(out, {attempts_});
-    return;
-  }
-  emit<ShowMiss>(out, {});
+  if (next.give_up) return give_up(out, false);
+  emit<ShowMiss>(out, {acq.holder, acq.holder_ttl_ms, acq.guard_wait_ms, acq.position, acq.line_length,
+                       !verdict_.no_quorum(), attempts_, began_, started_});
   // Whatever the strategy says: never sooner than kMinAttemptGap after this attempt
   // began, and never before a quorum of nodes is out of its retry backoff (there would
   // be nothing to send). Only another holder's release cuts the wait short.

@@ -25,6 +25,7 @@
 #include "config/config.h"
 #include "daemon/state_machine.h"
 #include "lock/lease.h"
+#include "lock/verdict.h"
 #include "util/clock.h"
 
 namespace redisgo::daemon {
@@ -61,8 +62,9 @@ struct Attempted {    ///< an attempt came back
   bool stop = false;          ///< a stop was requested meanwhile
   bool subscribed = false;    ///< a release message will wake us
 };
-/// kTurn: the waiting line woke us (a message on our own wake channel: the lease is our
-/// turn); kNext: the waiter before us was woken, and `window` is how long it has to come.
+/// How a wait ended. kTurn: the waiting line woke us (a message on our own wake channel: the
+/// lease is our turn); kNext: the waiter before us was woken, and `window` is how long it has
+/// to come.
 enum class End { kTimer, kReleased, kSubscribed, kShutdown, kTurn, kNext };
 struct WaitEnded {  ///< the Wait action ended (kTimer: its instant came)
   End end = End::kTimer;
@@ -72,27 +74,6 @@ using Event = std::variant<Begin, StopAsked, Attempted, WaitEnded>;
 
 // ---- actions ----
 struct Attempt {};  ///< try to acquire now
-struct Report {};   ///< log the attempt's news (nodes, the restart guard, a holder without TTL)
-struct Wait {       ///< wait until `until`; with `wake_on_release`, a release message ends it
-  Clock::time_point until;
-  bool wake_on_release = true;
-};
-struct ShowMiss {};  ///< the terminal line / quiet log of a long wait: another miss
-struct Debug {       ///< a debug log line
-  std::string text;
-};
-struct Lead {};  ///< the lease is ours: the leader phase begins
-struct GiveUp {  ///< oneshot gives up (the exit status follows from the last attempt)
-  int attempts = 0;
-  /// give_up_at came: stop listening for wakes, leave the line (handing on a turn of ours).
-  bool timed_out = false;
-};
-struct Stopped {};  ///< stopped while waiting: oneshot 75, supervise 0
-using Action = std::variant<Attempt, Report, Wait, ShowMiss, Debug, Lead, GiveUp, Stopped>;
-using Actions = std::vector<Action>;
-
-}  // namespace standby
-
 /// Why an attempt reached fewer nodes than a quorum (redisgo_task(1) "Never silent"): what
 /// STATUS=, the log and redisgo_task_state say while it lasts, so that a host
 /// that can never run the job does not look like a healthy standby.
@@ -109,11 +90,75 @@ struct Blocked {
   bool every_host = false;
   bool operator==(const Blocked&) const = default;
 };
+struct Report {  ///< log the attempt's news (nodes, the restart guard, a holder without TTL)
+  lock::Acquisition acquisition;
+  lock::Verdict verdict;
+  std::optional<Blocked> blocked;  ///< no quorum answered, in words
+  bool giving_up = false;          ///< this attempt is the run's last: its give-up line says it
+  /// A quorum answered a miss that is not the last: it can answer the mixed-limit look too.
+  bool look_for_larger_limit = false;
+};
+struct Wait {       ///< wait until `until`; with `wake_on_release`, a release message ends it
+  Clock::time_point until;
+  bool wake_on_release = true;
+};
+/// The terminal line / quiet log of a long wait: another miss, as the attempt sent at
+/// `attempt_started` found it.
+struct ShowMiss {
+  std::string holder;
+  std::int64_t holder_ttl_ms = -1;
+  std::int64_t guard_wait_ms = -1;
+  std::int64_t position = 0;
+  std::int64_t line_length = 0;
+  bool quorum_answered = true;
+  int attempts = 0;
+  Clock::time_point began{};
+  Clock::time_point attempt_started{};
+  /// The same miss redrawn at `now`: the holder's TTL and the guard's wait counted down.
+  ShowMiss aged(Clock::time_point now) const;
+};
+struct Debug {       ///< a debug log line
+  std::string text;
+};
+struct Lead {  ///< the lease is ours: the leader phase begins
+  lock::Acquisition acquisition;
+  Clock::time_point began{};  ///< when the wait for it began
+};
+/// oneshot gives up: how the last attempt ended decides the exit status and the last line.
+struct GiveUp {
+  int attempts = 0;
+  /// give_up_at came: stop listening for wakes, leave the line (handing on a turn of ours).
+  bool timed_out = false;
+  int exit_status = kExitTempFail;
+  enum class Why {
+    kBusy,      ///< 75: another holder (or a pause) has the lease, or nothing decided it
+    kRefused,   ///< 77: nodes refused this host's credentials, rights or TLS
+    kGuarded,   ///< 75: the restart guard held a free lease back
+    kNoQuorum,  ///< 69: too few nodes answered
+  } why = Why::kBusy;
+  lock::Acquisition acquisition;  ///< the last attempt
+  lock::Verdict verdict;
+};
+struct Stopped {  ///< stopped while waiting: oneshot 75, supervise 0
+  int exit_status = 0;
+};
+using Action = std::variant<Attempt, Report, Wait, ShowMiss, Debug, Lead, GiveUp, Stopped>;
+using Actions = std::vector<Action>;
+
+}  // namespace standby
+
+using standby::Blocked;
 /// nullopt when the lease was acquired or a quorum of `nodes` answered (granted or busy).
 /// A refusal names the cause before an error reply, and an error reply before a timeout
 /// elsewhere: the fix an operator must make comes first. A refusal names the right the ACL
 /// user lacks where Redis names it, and the holder a node that accepted us named, if any.
 std::optional<Blocked> blocked_by(const lock::Acquisition& acq, std::size_t nodes, std::size_t quorum);
+/// The same, for `acq`'s verdict.
+std::optional<Blocked> blocked_of(const lock::Acquisition& acq, const lock::Verdict& verdict, std::size_t nodes,
+                                  std::size_t quorum);
+/// How a oneshot run that gives up after `acq` ends (redisgo_task(1), EXIT STATUS).
+standby::GiveUp give_up_of(const lock::Acquisition& acq, const lock::Verdict& verdict, std::size_t nodes,
+                           std::size_t quorum);
 /// What a node that refused us refused, in words about this host (`whose`: "its", "our"):
 /// "Redis refused its credentials", "its ACL user lacks +set", ...
 std::string refused_what(const lock::NodeError& e, const std::string& whose);
@@ -143,8 +188,9 @@ class StandbyMachine {
   /// When this wait began, and the last attempt went out.
   Clock::time_point began() const { return began_; }
   Clock::time_point attempt_started() const { return started_; }
-  /// The last attempt's result.
+  /// The last attempt's result, and its verdict.
   const lock::Acquisition& last() const { return last_; }
+  const lock::Verdict& verdict() const { return verdict_; }
   /// oneshot --wait-timeout: when the wait ends, whatever else happens.
   const std::optional<Clock::time_point>& give_up_at() const { return s_.give_up_at; }
   /// When the wait in progress ends unless a release ends it sooner.
@@ -160,8 +206,10 @@ class StandbyMachine {
   /// back).
   void attempt(Actions& out, bool turn = false);
   /// oneshot: refused credentials with no quorum left, or no quorum for unreachable_timeout.
-  bool oneshot_gives_up(const lock::Acquisition& acq, Clock::time_point now);
+  bool oneshot_gives_up(const lock::Verdict& verdict, Clock::time_point now);
   void stop(Actions& out);
+  /// Ends the wait: GiveUp from the last attempt, said by the Report of this step if any.
+  void give_up(Actions& out, bool timed_out);
   /// Waits until `until`, or give_up_at if that comes first.
   void wait(Actions& out, Clock::time_point until, bool wake_on_release);
   /// give_up_at has come: true after emitting GiveUp (timed out).
@@ -180,6 +228,7 @@ class StandbyMachine {
   /// never re-runs attempts more often than every 100 ms).
   Clock::time_point last_stray_retry_{};
   lock::Acquisition last_;
+  lock::Verdict verdict_;  ///< last_'s
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)
   bool turn_credit_ = true; ///< a turn may be answered at once (see kTurn)

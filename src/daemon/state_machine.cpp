@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/duration.h"
+
 namespace redisgo::daemon {
 
 AfterMiss after_miss(const MissContext& c) {
@@ -28,29 +30,85 @@ AfterMiss after_miss(const MissContext& c) {
   return out;
 }
 
-AfterExit after_exit(const ExitContext& c) {
+const char* to_string(StepDown cause) {
+  switch (cause) {
+    case StepDown::kNone: return "";
+    case StepDown::kHandover: return "handover";
+    case StepDown::kPause: return "pause";
+    case StepDown::kHealth: return "health";
+    case StepDown::kRestartLimit: return "restart_limit";
+    case StepDown::kCannotStart: return "cannot_start";
+    case StepDown::kRenewalRefused: return "renewal_refused";
+  }
+  return "";
+}
+
+bool planned(StepDown cause) { return cause == StepDown::kHandover || cause == StepDown::kPause; }
+
+namespace {
+
+/// supervise: the child ended by itself (no stop of ours).
+AfterExit after_own_end(const ExitContext& c, RestartTracker* restarts, Clock::time_point now) {
   using Kind = AfterExit::Kind;
+  const bool restart = c.restart == config::Restart::kAlways ||
+                       (c.restart == config::Restart::kOnFailure && c.child_code != 0);
+  AfterExit out{restart ? Kind::kRestart : Kind::kRecontend, 0, c.restart_delay, "", StepDown::kNone};
+  if (!restart && c.child_code == 0) {
+    // A job done and not restarted (restart = never, or on-failure): the lease is released for
+    // the next host, which is no crash loop. So no growing delay and no count towards
+    // restart_limit: a pool of `restart = "never"` workers of short jobs keeps its pace
+    // instead of stepping down after restart_limit jobs. Paced still: restart_delay, at least
+    // kRestartStep, so that `true` cannot loop on Redis.
+    out.delay = std::max(c.restart_delay, RestartTracker::kRestartStep);
+  } else if (restarts) {
+    // A crash loop restarts with a growing delay, then the leader steps down.
+    auto delay = restarts->on_exit(now);
+    if (!delay) {
+      return {Kind::kRecontend, 0, Millis(0),
+              "the child exited " + std::to_string(restarts->recent(now)) + " times within " +
+                  format_duration(c.restart_window) + " (restart_limit " + std::to_string(c.restart_limit) + ")",
+              StepDown::kRestartLimit};
+    }
+    out.delay = *delay;
+  }
+  return out;
+}
+
+}  // namespace
+
+AfterExit after_exit(const ExitContext& c, RestartTracker* restarts, Clock::time_point now) {
+  using Kind = AfterExit::Kind;
+  const StopCause cause = c.stop_requested && c.cause == StopCause::kNone ? StopCause::kShutdown : c.cause;
   if (c.mode == config::Mode::kOneshot) {
-    switch (c.cause) {
+    switch (cause) {
       case StopCause::kLeaseLost:
-      case StopCause::kDeadline: return {Kind::kExit, c.refused ? kExitNoPerm : kExitTempFail, Millis(0)};
-      case StopCause::kTimeout: return {Kind::kExit, kExitTimeout, Millis(0)};
+      case StopCause::kDeadline: return {Kind::kExit, c.refused ? kExitNoPerm : kExitTempFail, Millis(0), "", {}};
+      case StopCause::kTimeout: return {Kind::kExit, kExitTimeout, Millis(0), "", {}};
       case StopCause::kStepDown:
       case StopCause::kShutdown:
-      case StopCause::kNone: return {Kind::kExit, c.child_code, Millis(0)};
+      case StopCause::kNone: return {Kind::kExit, c.child_code, Millis(0), "", {}};
     }
   }
-  switch (c.cause) {
-    case StopCause::kShutdown: return {Kind::kExit, 0, Millis(0)};
-    case StopCause::kStepDown: return {Kind::kRecontend, 0, c.restart_delay};
+  switch (cause) {
+    case StopCause::kShutdown: return {Kind::kExit, 0, Millis(0), "", {}};
+    case StopCause::kStepDown: return {Kind::kRecontend, 0, Millis(0), c.step_down_reason, c.step_down};
     case StopCause::kLeaseLost:
-    case StopCause::kDeadline: return {Kind::kRecontend, 0, c.restart_delay};
-    case StopCause::kTimeout:  // timeout is oneshot-only; treat like a failure
-    case StopCause::kNone: break;
+    case StopCause::kDeadline:
+      // No lease of this config can be kept until the rights are granted: stepping down, and
+      // holding back until they are (the driver names the right and probes it).
+      if (c.refused) return {Kind::kRecontend, 0, Millis(0), "Redis refused the renewals", StepDown::kRenewalRefused};
+      return {Kind::kRecontend, 0, c.restart_delay, "", {}};
+    case StopCause::kTimeout:  // timeout is oneshot-only; treat like a failure, uncounted
+      break;
+    case StopCause::kNone: {
+      AfterExit out = after_own_end(c, restarts, now);
+      if (out.kind == Kind::kRestart && c.lease_lost) out.kind = Kind::kRecontend;
+      return out;
+    }
   }
-  bool restart = c.restart == config::Restart::kAlways ||
-                 (c.restart == config::Restart::kOnFailure && c.child_code != 0);
-  return {restart ? Kind::kRestart : Kind::kRecontend, 0, c.restart_delay};
+  const bool restart = c.restart == config::Restart::kAlways ||
+                       (c.restart == config::Restart::kOnFailure && c.child_code != 0);
+  return {restart && !c.lease_lost && !c.stop_requested ? Kind::kRestart : Kind::kRecontend, 0, c.restart_delay, "", {}};
 }
 
 int give_up_code(int busy, bool auth_refused, int answered, int quorum) {
@@ -59,6 +117,8 @@ int give_up_code(int busy, bool auth_refused, int answered, int quorum) {
   if (answered < quorum) return kExitUnavailable;
   return kExitTempFail;
 }
+
+int stopped_status(config::Mode mode) { return mode == config::Mode::kOneshot ? kExitTempFail : 0; }
 
 RestartTracker::RestartTracker(int limit, Millis window, Millis base_delay)
     : limit_(limit), window_(window), base_(base_delay) {}

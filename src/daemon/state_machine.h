@@ -29,15 +29,13 @@ inline constexpr Millis kMinAttemptGap{100};
 /// under Redlock, e.g. a holder on the nodes we reach but not on the one it cannot reach,
 /// which stays so). The gap grows by kMinAttemptGap per split vote, and one against a turn
 /// is not counted, so that two contenders meeting, or node-local lines that disagree for a
-/// moment, are settled as fast as before (a flat 300 ms stalled
-/// FairLineRedlock.AFrozenNodeOfThreeDoesNotStallTheLine past its 3 s bound). Such a miss is no
-/// four-command miss: each node that granted ran the whole grant (EVALSHA, GET, SET, PTTL
-/// of the pause, ZRANGE of the line, the fence's GET, TIME, SET: 8, 9 with a ZREM) and then
-/// our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth; three times the
-/// gap keeps such a waiter at the same ~40 commands/s per node. Nor does it name a holder's
-/// TTL to sleep until (no holder has a quorum), so only the backoff paced it: 54-82
-/// commands/s per waiter on that node (TaskScenarios.PartialPartitionsOverThreeNodes; the
-/// bound is 50 per daemon). Applies to timers, release messages and turns alike.
+/// moment, are settled by a quick retry (a flat gap would stall a line with a node frozen).
+/// Such a miss is no four-command miss: each node that granted ran the whole grant (EVALSHA,
+/// GET, SET, PTTL of the pause, ZRANGE of the line, the fence's GET, TIME, SET: 8, 9 with a
+/// ZREM) and then our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth;
+/// three times the gap keeps such a waiter within the same bound per node. Nor does it name
+/// a holder's TTL to sleep until (no holder has a quorum), so without this gap only the
+/// backoff would pace it. Applies to timers, release messages and turns alike.
 inline constexpr Millis kSplitAttemptGap{3 * kMinAttemptGap};
 /// A forwarded signal is said at most once per this, per signal (the others are counted).
 inline constexpr Millis kForwardSummary{30'000};
@@ -87,8 +85,8 @@ struct MissContext {
 /// when those ahead are dead or frozen too, each one window later than the one before it
 /// (docs/DESIGN.md "The waiting line"). A turn is not a lease: when it ends unused (its head
 /// frozen, or gone without a FIN) somebody must wake the next head, so a waiter that met one
-/// tries again when it ends, whatever its place (attack round, issue 19: a chain of frozen
-/// heads cost each live waiter behind them a window per waiter ahead at every link).
+/// tries again when it ends, whatever its place (else a chain of frozen heads would cost each
+/// live waiter behind them a window per waiter ahead at every link).
 AfterMiss after_miss(const MissContext& c);
 inline constexpr Millis kLineSleepMax{3'600'000};
 
@@ -98,7 +96,10 @@ inline constexpr Millis kLineSleepMax{3'600'000};
 /// 75 (a split vote, a lease that came too late).
 int give_up_code(int busy, bool auth_refused, int answered, int quorum);
 
-/// Crash-loop accounting of a supervise leader (redisgo_task(1), MODES; issue 8 item 8):
+/// redisgo_task(1), MODES: stopped while waiting for the lease, oneshot exits 75 and supervise 0.
+int stopped_status(config::Mode mode);
+
+/// Crash-loop accounting of a supervise leader (redisgo_task(1), MODES):
 ///  - every child exit is recorded; more than `limit` exits within `window`: step down;
 ///  - the delay before a restart grows with the exits since the child last ran stably
 ///    (kStableRun): restart_delay for the first, then from max(restart_delay, kRestartStep)
@@ -132,11 +133,29 @@ class RestartTracker {
   int step_downs_ = 0;    // step-downs since the child last ran stably
 };
 
+/// Why a supervise leader steps down (redisgo_task(1) "Stepping down"; the `cause` of
+/// redisgo_task_step_downs_total).
+enum class StepDown {
+  kNone,
+  kHandover,        ///< `handover` asked for it
+  kPause,           ///< `pause --stop` asked for it: the key is paused
+  kHealth,          ///< health_fall checks in a row failed
+  kRestartLimit,    ///< the child exited more than restart_limit times within restart_window
+  kCannotStart,     ///< the command cannot be started on this host
+  kRenewalRefused,  ///< Redis refused the renewals: held back until a probe finds the right granted
+};
+/// "handover", "pause", "health", "restart_limit", "cannot_start", "renewal_refused"; "" for kNone.
+const char* to_string(StepDown cause);
+/// A step-down asked for (handover, pause --stop): no failure, so no warning and no growing hold.
+bool planned(StepDown cause);
+
 /// What to do when the child has ended.
 struct AfterExit {
   enum class Kind { kExit, kRestart, kRecontend } kind = Kind::kExit;
   int exit_code = 0;     ///< kExit
-  Millis delay{0};       ///< kRestart / kRecontend: wait restart_delay first
+  Millis delay{0};       ///< kRestart / kRecontend: wait this long first
+  std::string step_down{};           ///< kRecontend: non-empty, step down for this reason
+  StepDown cause = StepDown::kNone;  ///< ... and this cause
 };
 
 struct ExitContext {
@@ -146,13 +165,26 @@ struct ExitContext {
   int child_code = 0;    ///< exit code (128+N for signal N)
   StopCause cause = StopCause::kNone;
   bool refused = false;  ///< the renewals were refused (credentials or ACL): a lost lease is 77
+  bool stop_requested = false;  ///< a TERM/INT came: a child that ended by itself ends the run
+  bool lease_lost = false;      ///< the renewals found the lease gone: no restart under it
+  /// cause kStepDown: what asked for it.
+  StepDown step_down = StepDown::kNone;
+  std::string step_down_reason{};
+  Millis restart_window{60'000};  ///< for the restart_limit step-down's reason
+  int restart_limit = 5;
 };
 
-/// oneshot: the child's code, 75 when the lease was lost/deadline, 124 on timeout, the
-/// child's code on shutdown (the signal was forwarded). supervise: exit 0 on shutdown;
-/// restart while still leader per `restart`; after a lost lease or no restart, release
-/// and contend again after restart_delay.
-AfterExit after_exit(const ExitContext& c);
+/// The one rule after the child's end (redisgo_task(1), MODES, EXIT STATUS).
+/// oneshot: the child's code, 75 when the lease was lost/deadline (77 when the renewals were
+/// refused), 124 on timeout, the child's code on shutdown (the signal was forwarded).
+/// supervise: exit 0 on shutdown; a step-down asked for; renewals refused: step down; after a
+/// lost lease, release and contend again after restart_delay; a child that ended by itself
+/// restarts per `restart` (not under a lost lease or a stop), its crash loop counted by
+/// `restarts` (growing delays, then a step-down at restart_limit; nullptr: not counted), and
+/// one done (status 0) and not restarted contends again after restart_delay, at least
+/// RestartTracker::kRestartStep.
+class RestartTracker;
+AfterExit after_exit(const ExitContext& c, RestartTracker* restarts = nullptr, Clock::time_point now = {});
 
 /// Renewals refused (redisgo_task(1), "Renewals refused"): a supervise leader whose renewals
 /// the ACL refused steps down and takes the lease again only once a probe of the refused right

@@ -1,5 +1,5 @@
 #pragma once
-/// What a waiter tells the person or log watching it (issue 11 "Waiting at a terminal").
+/// What a waiter tells the person or log watching it (redisgo_task(1) "Waiting at a terminal").
 /// At a terminal (stderr is a TTY): one line, rewritten in place after every attempt, with
 /// who holds the key, its remaining TTL, the attempts and the time waited; cleared when
 /// the wait ends. Elsewhere: an info line when the holder changes, otherwise at most one

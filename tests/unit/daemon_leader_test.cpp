@@ -107,8 +107,8 @@ TEST(Leader, NoChildStartsWithoutEnoughLease) {
     Clock::duration left;
     LeaderOutcome want;
   };
-  const LeaderOutcome exit75{AfterExit::Kind::kExit, kExitTempFail, 0ms, "", ""};
-  const LeaderOutcome recontend{AfterExit::Kind::kRecontend, 0, 1000ms, "", ""};
+  const LeaderOutcome exit75{AfterExit::Kind::kExit, kExitTempFail, 0ms, "", StepDown::kNone};
+  const LeaderOutcome recontend{AfterExit::Kind::kRecontend, 0, 1000ms, "", StepDown::kNone};
   const std::vector<Row> rows = {
       {Mode::kOneshot, true, kTtl, exit75},
       {Mode::kOneshot, false, kGrace, exit75},  // kill_grace left: the stop could not finish in time
@@ -135,11 +135,11 @@ TEST(Leader, ACommandThatCannotStartEndsOneshotWithItsStatusAndStepsASuperviseLe
     LeaderOutcome want;
   };
   const std::vector<Row> rows = {
-      {Mode::kOneshot, 127, {AfterExit::Kind::kExit, 127, 0ms, "", ""}},
-      {Mode::kOneshot, 126, {AfterExit::Kind::kExit, 126, 0ms, "", ""}},
-      {Mode::kOneshot, kExitTempFail, {AfterExit::Kind::kExit, kExitTempFail, 0ms, "", ""}},
-      {Mode::kSupervise, 127, {AfterExit::Kind::kRecontend, 0, 0ms, "cannot start the command: nope", "cannot_start"}},
-      {Mode::kSupervise, kExitTempFail, {AfterExit::Kind::kRecontend, 0, 1000ms, "", ""}},
+      {Mode::kOneshot, 127, {AfterExit::Kind::kExit, 127, 0ms, "", StepDown::kNone}},
+      {Mode::kOneshot, 126, {AfterExit::Kind::kExit, 126, 0ms, "", StepDown::kNone}},
+      {Mode::kOneshot, kExitTempFail, {AfterExit::Kind::kExit, kExitTempFail, 0ms, "", StepDown::kNone}},
+      {Mode::kSupervise, 127, {AfterExit::Kind::kRecontend, 0, 0ms, "cannot start the command: nope", StepDown::kCannotStart}},
+      {Mode::kSupervise, kExitTempFail, {AfterExit::Kind::kRecontend, 0, 1000ms, "", StepDown::kNone}},
   };
   for (const auto& row : rows) {
     Rig r(settings(row.mode));
@@ -254,7 +254,7 @@ TEST(Leader, ALeaseLostToRefusedRenewalsIs77OrAStepDown) {
       EXPECT_EQ(r.machine.outcome()->exit_code, redisgo::kExitNoPerm);
     } else {
       EXPECT_EQ(r.machine.outcome()->kind, AfterExit::Kind::kRecontend);
-      EXPECT_EQ(r.machine.outcome()->cause, "renewal_refused");
+      EXPECT_EQ(r.machine.outcome()->cause, StepDown::kRenewalRefused);
       EXPECT_NE(r.machine.outcome()->step_down.find("refused the renewals"), std::string::npos);
     }
   }
@@ -265,7 +265,7 @@ TEST(Leader, OneshotPassesTheChildsStatusOnAndStopsItAtItsTimeout) {
     Rig r(settings(Mode::kOneshot));
     r.run_child();
     r.step(ChildExited{code});
-    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, code, 0ms, "", ""}));
+    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, code, 0ms, "", StepDown::kNone}));
   }
   auto s = settings(Mode::kOneshot);
   s.timeout = 2000ms;
@@ -434,7 +434,7 @@ TEST(Leader, ACrashLoopStepsTheLeaderDownAfterRestartLimitExits) {
   }
   r.step(ChildExited{1});
   ASSERT_TRUE(r.machine.done());
-  EXPECT_EQ(r.machine.outcome()->cause, "restart_limit");
+  EXPECT_EQ(r.machine.outcome()->cause, StepDown::kRestartLimit);
   EXPECT_NE(r.machine.outcome()->step_down.find("exited 4 times within 1m"), std::string::npos)
       << r.machine.outcome()->step_down;
 }
@@ -451,7 +451,7 @@ TEST(Leader, AHandoverStopsTheChildAsPlannedAndStepsDown) {
   EXPECT_TRUE(said(r.last, "stepping down: handover requested", Level::kInfo));
   r.step(ChildExited{143});
   EXPECT_EQ(*r.machine.outcome(),
-            (LeaderOutcome{AfterExit::Kind::kRecontend, 0, 0ms, "handover requested", "handover"}));
+            (LeaderOutcome{AfterExit::Kind::kRecontend, 0, 0ms, "handover requested", StepDown::kHandover}));
 }
 
 TEST(Leader, AHandoverBetweenTwoRunsStepsDownWithoutStartingTheChild) {
@@ -462,7 +462,7 @@ TEST(Leader, AHandoverBetweenTwoRunsStepsDownWithoutStartingTheChild) {
   r.step(HandoverAsked{});
   r.step(Tick{});
   EXPECT_TRUE(all<Spawn>(r.last).empty());
-  EXPECT_EQ(r.machine.outcome()->cause, "handover");
+  EXPECT_EQ(r.machine.outcome()->cause, StepDown::kHandover);
 }
 
 TEST(Leader, AFailingHealthCheckStopsTheChildWithAWarningAndStepsDown) {
@@ -472,7 +472,7 @@ TEST(Leader, AFailingHealthCheckStopsTheChildWithAWarningAndStepsDown) {
   r.step(Woke{});
   EXPECT_TRUE(said(r.last, "stepping down: health check failed", Level::kWarn));
   r.step(ChildExited{143});
-  EXPECT_EQ(r.machine.outcome()->cause, "health");
+  EXPECT_EQ(r.machine.outcome()->cause, StepDown::kHealth);
 }
 
 TEST(Leader, DuringTheRestartDelayAStopExitsAndALostLeaseContendsAgain) {
@@ -482,7 +482,7 @@ TEST(Leader, DuringTheRestartDelayAStopExitsAndALostLeaseContendsAgain) {
     r.step(ChildExited{1});
     r.step(Signals{{}, true, SIGTERM});
     r.step(Tick{});
-    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", ""}));
+    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", StepDown::kNone}));
   }
   {
     Rig r(settings(Mode::kSupervise));
@@ -492,7 +492,7 @@ TEST(Leader, DuringTheRestartDelayAStopExitsAndALostLeaseContendsAgain) {
     r.lease.lost_reason = "gone";
     r.step(Tick{});
     EXPECT_EQ(all<Status>(r.last).at(0).text, "lease lost: gone");
-    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kRecontend, 0, 1000ms, "", ""}));
+    EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kRecontend, 0, 1000ms, "", StepDown::kNone}));
   }
 }
 
@@ -695,7 +695,7 @@ TEST(Leader, AKeepersKillAtTheSameInstantIsNoPause) {
   EXPECT_FALSE(said(r.last, "could not run", Level::kWarn));
   EXPECT_TRUE(signals(r.last).empty());
   r.step(ChildExited{137});
-  EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", ""}));
+  EXPECT_EQ(*r.machine.outcome(), (LeaderOutcome{AfterExit::Kind::kExit, 0, 0ms, "", StepDown::kNone}));
 }
 
 // A keeper killed from outside (the OOM killer, kill -9) takes the job with it: said at

@@ -805,3 +805,92 @@ TEST(Standby, AnAttemptThatEndsPastTheWaitTimeoutDecidesTheRun) {
   EXPECT_FALSE(has<GiveUp>(unbounded.last));
   EXPECT_EQ(unbounded.machine.give_up_at(), std::nullopt);
 }
+
+// How a oneshot run that gives up ends is the machine's to say (the exit status and which last
+// line), from the last attempt's verdict: busy (75) before a refusal of this host (77) unless
+// so many refused that no quorum could grant it, then too few nodes answering (69), then the
+// restart guard or a split (75).
+TEST(Standby, AGiveUpCarriesItsExitStatusAndWhy) {
+  using redisgo::kExitNoPerm;
+  using redisgo::kExitTempFail;
+  using redisgo::kExitUnavailable;
+  using redisgo::redis::Fault;
+  struct Row {
+    const char* name;
+    Acquisition acq;
+    int status;
+    GiveUp::Why why;
+  };
+  Acquisition busy_refused = failed_on({Fault::kAuth});
+  busy_refused.answered = {"b", "c"};
+  busy_refused.busy = 2;
+  busy_refused.holder = "other";
+  Acquisition refused_out = failed_on({Fault::kAuth, Fault::kTls});
+  refused_out.answered = {"c"};
+  refused_out.busy = 1;
+  Acquisition guarded;
+  guarded.answered = {"a", "b", "c"};
+  guarded.guarded = {{"a", 900}};
+  guarded.guard_wait_ms = 900;
+  Acquisition down = failed_on({Fault::kConnect, Fault::kReply});
+  const Row rows[] = {
+      {"busy", held(3000), kExitTempFail, GiveUp::Why::kBusy},
+      {"busy beside one refusal", busy_refused, kExitTempFail, GiveUp::Why::kBusy},
+      {"refused by too many to be busy", refused_out, kExitNoPerm, GiveUp::Why::kRefused},
+      {"tls", failed_on({Fault::kTls, Fault::kTls}), kExitNoPerm, GiveUp::Why::kRefused},
+      {"no quorum", down, kExitUnavailable, GiveUp::Why::kNoQuorum},
+      {"guard", guarded, kExitTempFail, GiveUp::Why::kGuarded},
+  };
+  for (const auto& row : rows) {
+    StandbySettings s = settings(Mode::kOneshot);
+    s.wait_flag = false;
+    s.nodes = 3;
+    s.quorum = 2;
+    Rig r(s);
+    r.step(Begin{});
+    r.attempted(row.acq);
+    const auto g = first<GiveUp>(r.last);
+    ASSERT_TRUE(g) << row.name;
+    EXPECT_EQ(g->exit_status, row.status) << row.name;
+    EXPECT_EQ(g->why, row.why) << row.name;
+    const auto report = first<Report>(r.last);
+    ASSERT_TRUE(report) << row.name;
+    EXPECT_TRUE(report->giving_up) << row.name;
+    EXPECT_FALSE(report->look_for_larger_limit) << row.name;
+  }
+  // Stopped while waiting: oneshot 75, supervise 0.
+  for (Mode mode : {Mode::kOneshot, Mode::kSupervise}) {
+    Rig r(settings(mode));
+    r.step(Begin{});
+    r.attempted(held(3000));
+    r.step(WaitEnded{End::kShutdown});
+    ASSERT_TRUE(has<Stopped>(r.last));
+    EXPECT_EQ(first<Stopped>(r.last)->exit_status, mode == Mode::kOneshot ? kExitTempFail : 0);
+  }
+}
+
+// The terminal line of a long wait is redrawn from the miss on show, its countdowns aged.
+TEST(Standby, AMissShownCarriesWhatTheLineShows) {
+  Rig r(settings(Mode::kSupervise));
+  r.step(Begin{});
+  Acquisition acq = held(3000);
+  acq.position = 2;
+  acq.line_length = 4;
+  r.attempted(acq, 10ms);
+  const auto m = first<ShowMiss>(r.last);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->holder, "other");
+  EXPECT_EQ(m->holder_ttl_ms, 3000);
+  EXPECT_EQ(m->position, 2);
+  EXPECT_EQ(m->line_length, 4);
+  EXPECT_TRUE(m->quorum_answered);
+  EXPECT_EQ(m->attempts, 1);
+  const auto aged = m->aged(m->attempt_started + 1200ms);
+  EXPECT_EQ(aged.holder_ttl_ms, 1800);
+  EXPECT_EQ(aged.guard_wait_ms, -1);
+  EXPECT_EQ(m->aged(m->attempt_started + 5s).holder_ttl_ms, 0);
+  const auto report = first<Report>(r.last);
+  ASSERT_TRUE(report);
+  EXPECT_TRUE(report->look_for_larger_limit);
+  EXPECT_FALSE(report->blocked);
+}

@@ -4,6 +4,7 @@
 
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;
+using redisgo::Clock;
 using redisgo::kExitNoPerm;
 using redisgo::kExitTempFail;
 using redisgo::kExitTimeout;
@@ -289,4 +290,58 @@ TEST(RefusedProbe, GapsGrowFromFiveSecondsToAMinute) {
   EXPECT_EQ(refused_probe_gap(1000), 60s);
   EXPECT_EQ(refused_probe_gap(0), 5s);
   EXPECT_EQ(refused_note_ttl(refused_probe_gap(1000)), 180s);
+}
+
+// The one rule after the child's end, with the step-down causes and the crash-loop count that
+// used to be the leader machine's own overrides of it.
+TEST(AfterExit, SuperviseStepDownsAndTheCrashLoopAreOneRule) {
+  ExitContext c{Mode::kSupervise, Restart::kAlways, 1000ms, 143, StopCause::kStepDown};
+  c.step_down = StepDown::kHandover;
+  c.step_down_reason = "handover requested";
+  auto next = after_exit(c);
+  EXPECT_EQ(next.kind, AfterExit::Kind::kRecontend);
+  EXPECT_EQ(next.cause, StepDown::kHandover);
+  EXPECT_EQ(next.step_down, "handover requested");
+  EXPECT_EQ(next.delay, 0ms);
+  // A lease lost to refused renewals: step down and hold back until the right is granted.
+  c.cause = StopCause::kDeadline;
+  c.refused = true;
+  next = after_exit(c);
+  EXPECT_EQ(next.cause, StepDown::kRenewalRefused);
+  EXPECT_EQ(next.step_down, "Redis refused the renewals");
+  c.refused = false;
+  EXPECT_EQ(after_exit(c).cause, StepDown::kNone);
+  EXPECT_EQ(after_exit(c).delay, 1000ms);
+  // A stop asked for while the child ended by itself: the run ends (0).
+  c.cause = StopCause::kNone;
+  c.stop_requested = true;
+  EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kExit);
+  EXPECT_EQ(after_exit(c).exit_code, 0);
+  // A restart never goes on under a lost lease.
+  c.stop_requested = false;
+  c.lease_lost = true;
+  EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kRecontend);
+  // A job done and not restarted is paced at kRestartStep at least, and not counted.
+  ExitContext done{Mode::kSupervise, Restart::kNever, 0ms, 0, StopCause::kNone};
+  RestartTracker tracker(1, 60s, 0ms);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(after_exit(done, &tracker, Clock::time_point{} + i * 1ms).delay, RestartTracker::kRestartStep);
+  }
+  // A crash loop: counted, then a step-down at restart_limit.
+  ExitContext crash{Mode::kSupervise, Restart::kOnFailure, 0ms, 1, StopCause::kNone};
+  crash.restart_limit = 1;
+  crash.restart_window = 60s;
+  EXPECT_EQ(after_exit(crash, &tracker).kind, AfterExit::Kind::kRestart);
+  next = after_exit(crash, &tracker);
+  EXPECT_EQ(next.cause, StepDown::kRestartLimit);
+  EXPECT_EQ(next.step_down, "the child exited 2 times within 1m (restart_limit 1)");
+}
+
+TEST(StepDown, NamesAndWhichAreAskedFor) {
+  EXPECT_STREQ(to_string(StepDown::kRenewalRefused), "renewal_refused");
+  EXPECT_STREQ(to_string(StepDown::kCannotStart), "cannot_start");
+  EXPECT_TRUE(planned(StepDown::kHandover));
+  EXPECT_TRUE(planned(StepDown::kPause));
+  EXPECT_FALSE(planned(StepDown::kHealth));
+  EXPECT_FALSE(planned(StepDown::kRestartLimit));
 }
