@@ -14,12 +14,13 @@
   caller joins the line if it may. Restart guard: a key that was absent on a server up for
   less than the guard is not granted (the SET is undone in the same script, so nobody ever
   sees it). A guard that could not be read (INFO refused) grants as before, and says so.
-  Only a SET that succeeded asks INFO.
+  Only a SET that succeeded asks INFO. `join`: "1" for a waiter that listens on its wake
+  channel and waits in line.
   A miss of a waiter already in line costs four commands (EVALSHA, MGET, PTTL, ZRANK), as a
   miss did before the line (the ticket's ZADD XX GT only until the node holds it): the storm
   bounds count commands.
 
-  Reply (AcquireReply), an array, by its first element `kind`:
+  Reply (lock/replies.h AcquireReply), an array, by its first element `kind`:
     granted: [1] 1
              [2] token        string   the fencing token (decimal)
              [3] slot_key     string   "" (present only with [4])
@@ -45,7 +46,7 @@ local ttl = ARGV[2]        -- the lease ttl in ms
 local fence_ttl = ARGV[3]  -- the fence counter's ttl in ms
 local guard_ms = ARGV[4]   -- the restart guard in ms ("0": off)
 local ticket = ARGV[5]     -- our ticket ("" none)
-local join = ARGV[6]       -- "1" wait in line (we listen on our wake channel); "" only look; "0" fair = false: look, told the line's length
+local join = ARGV[6]       -- "1" wait in line; "" only look; "0" fair = false (look, told the length)
 local line_ttl = ARGV[7]   -- the line's ttl in ms
 local window = ARGV[8]     -- the turn window in ms
 local proposal = ARGV[9]   -- the proposed token (several nodes; "" or nil: none)

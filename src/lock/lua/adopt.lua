@@ -4,7 +4,7 @@
   witness is raised to the slot and the record written (adopted = slot, adopted_ms = TIME,
   adopted_by, adopts + 1).
 
-  Reply (AdoptReply), an array, by its first element:
+  Reply (read by lock/redlock_once.cpp adopt), an array, by its first element:
     taken:   [1] 0, [2] holder, [3] token, [4] start, [5] status   a claim there; nothing written
     adopted: [1] 1, [2] adopted_ms  integer  this server's TIME in ms
     or an error reply naming the witness and its type when it holds another type (nothing

@@ -3,14 +3,14 @@
   keys of the key's own namespace (nobody reads them; each lives at most 1 s and is deleted at
   once). Every call through pcall.
 
-  Reply (CheckRightsReply), an array:
+  Reply (read by commands/check.cpp), an array:
     [1] command  string  what was refused, or "" when all ran ("the check script" when the
                          script itself failed)
     [2] error    string  the error, or ""
 ]]
 local scratch = KEYS[1]       -- a scratch key
 local scratch_line = KEYS[2]  -- a scratch line
-local line = ARGV[1]          -- "1": try the line's commands (whatever `fair` says: fair = false runs the line's scripts too)
+local line = ARGV[1]          -- "1": try the line's commands (fair = false runs them too)
 local hashes = ARGV[2]        -- "1": try the hash commands of once_per's claims and witness
 local channel = ARGV[3]       -- a channel to try PUBLISH on ("" or nil: none)
 

@@ -8,7 +8,7 @@
   never run), and a witness that cannot be written takes the claim away again before the
   refusal is returned.
 
-  Reply (ClaimReply), an array, by its first element `kind`:
+  Reply (lock/replies.h ClaimReply), an array, by its first element `kind`:
     claimed:  [1] 1
               [2] how     string   how the node counted ("uptime", "adopt", "witness", "off")
               [3] fsync   integer  1 when the claim must be fsynced (WAITAOF) before it counts
@@ -27,7 +27,7 @@ local holder = ARGV[1]       -- our holder id
 local token = ARGV[2]        -- our fencing token
 local start = ARGV[3]        -- the run's start, ms since the epoch
 local claim_ttl = ARGV[4]    -- the claim's ttl in ms
-local guard_from = ARGV[5]   -- the earliest time a run of this slot can have started, ms since the epoch ("" = no restart guard)
+local guard_from = ARGV[5]   -- the earliest start of a run of this slot, ms ("" = no restart guard)
 local slot_s = ARGV[6]       -- the slot, s since the epoch
 local highest = ARGV[7]      -- the highest witness any node showed ("" = none)
 local witness_ttl = ARGV[8]  -- the witness's ttl in ms

@@ -4,7 +4,7 @@
   counter of another type (a hash set by hand) is reported, not an error: the node's lease
   is still read, and `status` can say what blocks acquisitions there.
 
-  Reply (InspectReply), an array:
+  Reply (lock/replies.h InspectReply), an array:
     [1] held        integer  1 the key exists, 0 it does not
     [2] holder      string   the key's value, "" when absent
     [3] pttl_ms     integer  its PTTL (-2 none, -1 no expiry)

@@ -2,7 +2,7 @@
   list_key: one key's state for `list`, read-only, one snapshot. The note key is an argument,
   read through pcall: a user who may not read it still lists the key.
 
-  Reply (ListKeyReply), an array:
+  Reply (read by commands/list_scan.cpp), an array:
     [1] holder        string   the lease key's value, or ""
     [2] pttl          integer  its PTTL
     [3] fence         string   the fence counter, or ""

@@ -5,7 +5,7 @@
   would leave the key idle until the next waiter's "next" timer. Sent after we left the line
   (so wake() cannot pick us) and only where the key showed our turn; it checks again here.
 
-  Reply (PassTurnReply), an integer:
+  Reply (read by lock/redlock_line.cpp), an integer:
     0  the key no longer holds our turn: nothing changed
     1  handed on to the next waiter
     2  deleted, the release channel published (nobody listens in line)

@@ -3,7 +3,7 @@
   than the one it replaced wakes the waiters, who slept until the old end, to read the new one
   (lib/wake_waiters.lua).
 
-  Reply (PauseReply), an array:
+  Reply (read by lock/redlock_claims.cpp wake_round), an array:
     [1] 1
     [2] woken  integer  1 woken, or 0: the wake was needed but refused (ACL)
 ]]

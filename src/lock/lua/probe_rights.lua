@@ -1,16 +1,18 @@
 --[[
-  probe_rights: which of the commands the renewals run the ACL user may not, asked without the
-  lease (lock::LeaseBackend::probe_rights: renewals were refused). KEYS holds only the lease
-  key, to route the call to its slot; it is never touched (a user whose renewals were refused
-  could acquire it). Redis checks a command's right before its keys', so a refused key still
-  proves the command allowed. A refused command writes the note (RefusalNote: the head,
-  "+<command>", the error); none deletes a note of this holder's.
+  probe_rights: which of the commands the renewals run the ACL user may not, asked without
+  the lease (lock::LeaseBackend::probe_rights: renewals were refused). KEYS holds only the
+  lease key, to route the call to its slot; it is never touched (a user whose renewals were
+  refused could acquire it). The probe key, of that slot, is an argument so that a user
+  without it is still asked, and absent: every form below changes nothing. Redis checks a
+  command's right before its keys', so a refused key still proves the command allowed. A
+  refused command writes the note (RefusalNote: the head, "+<command>", the error); none
+  deletes a note of this holder's.
 
-  Reply (ProbeRightsReply), an array:
+  Reply (read by lock/redlock_rights.cpp), an array:
     [1] command  string  the first command refused, or ""
     [2] error    string  its error, or ""
 ]]
-local probe = ARGV[1]               -- the probe key, of the lease key's slot (an argument, so that a user without it is still asked; every form below changes nothing)
+local probe = ARGV[1]               -- the probe key, of the lease key's slot (absent: see forms)
 local note_key = ARGV[2]            -- the note key
 local head = ARGV[3]                -- the note's head ("" = no note)
 local note_ttl = ARGV[4]            -- the note's ttl in ms

@@ -8,7 +8,7 @@
   the very same token (two nodes that served two holders in opposite orders): the caller
   gives this acquisition up.
 
-  Reply (RaiseFenceReply), an integer:
+  Reply (read by lock/redlock_acquire.cpp), an integer:
     1  raised (or already above): ours
     0  not ours: nothing changed
     2  a semaphore's slot, the counter at the token already: nothing changed

@@ -1,7 +1,7 @@
 --[[
   read_claims: once_per claims, read-only (`status`, `list`).
 
-  Reply (ReadClaimsReply), an array, per claim key:
+  Reply (lock/replies.h parse_read_claims_reply: a ClaimReply each), an array, per claim key:
     [i] array  {holder, token, start, status} (each "" when absent; holder "" = no claim)
 ]]
 local claim_keys = KEYS  -- the claim keys

@@ -1,7 +1,7 @@
 --[[
   read_line: the waiting line, read-only (`status`, `handover`, `check`).
 
-  Reply (ReadLineReply), an array:
+  Reply (read by lock/redlock_line.cpp and commands/check.cpp), an array:
     [1] length     integer  the line's length
     [2] entries    array    {holder, ticket, ...} from the head, at most `limit` entries
     [3] outside    integer  subscribers of the release channel (waiters outside the line:

@@ -3,7 +3,7 @@
   claim, `check`, `adopt`, `status`). Another type at a claim key reads as a claim, as the
   claim script takes it.
 
-  Reply (ReadOnceReply), an array:
+  Reply (lock/once.h parse_read_once_reply), an array:
     [1] state   array  the node's state (lib/once.lua once_state)
     [i] claim   array  per claim key from [2]: {holder, token, start, status} (holder "" = none)
 ]]

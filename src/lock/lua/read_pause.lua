@@ -1,7 +1,7 @@
 --[[
   read_pause: a pause's record, read-only (`status`).
 
-  Reply (ReadPauseReply), an array:
+  Reply (read by lock/redlock_claims.cpp and commands/check.cpp), an array:
     [1] pttl    integer  the pause's PTTL (-2: none; then every field is "")
     [2] by      string   who paused
     [3] reason  string   why

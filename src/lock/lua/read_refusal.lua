@@ -3,7 +3,7 @@
   lease key, to route the call; it is not read. The note key is an argument, read through
   pcall: a user who may not read it still gets the rest of `status`.
 
-  Reply (ReadRefusalReply), an array:
+  Reply (read by lock/redlock_rights.cpp), an array:
     [1] note   string   the note, or ""
     [2] pttl   integer  its PTTL (-2: none)
     [3] error  string   "", or the error when it may not be read

@@ -6,7 +6,7 @@
   made Redis Cluster answer TRYAGAIN while the slot migrates, since the "key" never exists on
   either side.
 
-  Reply (ReleaseReply), an integer:
+  Reply (lock/replies.h ReleaseReply), an integer:
     1  released, and the release published
     2  released, but the PUBLISH was refused (an ACL user without the channel: Redis 7's
        default for new users): nobody was woken

@@ -6,7 +6,7 @@
   there: no waiter outside the line could take it, and the herd's budget counts that PUBLISH;
   they come at their own timers.
 
-  Reply (ReleaseReply):
+  Reply (lock/replies.h ReleaseReply):
     released, an array:
       [1] result            integer  1 released; 2 released but a PUBLISH was refused (ACL);
                                      3 the line is not a sorted set, so the key was only deleted

@@ -19,7 +19,7 @@
   is gone (the node restarted empty) is written again for this run, as the lease is: a host
   that fires later in the slot must find it.
 
-  Reply (RenewReply), an integer `result`:
+  Reply (read by lock/redlock_renew.cpp), an integer `result`:
     1  renewed: the key is ours and was extended
     2  repaired: the key was gone (or held our turn) and is set again for us
     0  not ours (another holder's, another's turn, gone without a token, or lost on the

@@ -1,7 +1,7 @@
 --[[
   resume: drops the pause (`resume`) and wakes the waiters it held back (lib/wake_waiters.lua).
 
-  Reply (ResumeReply), an array:
+  Reply (read by lock/redlock_claims.cpp wake_round), an array:
     [1] was    integer  1 there was a pause, 0 there was none
     [2] woken  integer  1 woken, or 0 when the wake was refused (ACL)
 ]]
