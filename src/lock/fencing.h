@@ -1,5 +1,5 @@
 #pragma once
-/// Fencing tokens (docs/DESIGN.md, invariant 4; issue 4 "Fencing across quorums").
+/// Fencing tokens (docs/DESIGN.md, invariant 4).
 ///
 /// On one node the acquire script (lock/scripts.h kAcquireFair) issues
 /// token = max(counter + 1, server TIME in µs) atomically with SET NX PX, so tokens on
@@ -8,7 +8,7 @@
 ///
 /// With N nodes each node keeps its own counter, and the maximum of one quorum's tokens
 /// is not enough: a quorum that does not contain the node with the highest counter can
-/// hand out a lower token than the previous holder got (lock_redlock_test shows it).
+/// hand out a lower token than the previous holder got.
 /// So after a quorum acquisition the holder takes T = max of the granting nodes' tokens
 /// and raises the counter of every granting node to at least T (kRaiseFence, which does
 /// so only while the key on that node is still ours), before the child starts. The
@@ -39,7 +39,7 @@
 /// A semaphore's holders run at once and share the counter, so their tokens must also
 /// differ from each other's. Where nodes agree, they do (a node never issues a number
 /// twice). Where they disagree, two holders that two nodes served in opposite orders can
-/// each take the other's number as their maximum (attack round). Any two holders' quorums
+/// each take the other's number as their maximum. Any two holders' quorums
 /// share a node that issued both of them a number, at most one of them the common maximum
 /// T, so at least one of the two raises that node: the raise of a semaphore's slot
 /// therefore answers 2 when the counter is at or above T already, the acquisition is given

@@ -65,8 +65,8 @@ inline constexpr int kMaxSlots = 64;
 /// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
 std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 
-/// The value a lease key holds while it is `holder`'s turn ("\1turn:<holder>", lock/scripts.h
-/// kLineFunctions): the holder, or nullopt for any other value.
+/// The value a lease key holds while it is `holder`'s turn ("\1turn:<holder>",
+/// lock/lua/lib/line.lua): the holder, or nullopt for any other value.
 std::optional<std::string> turn_of(const std::string& value);
 /// A pause (`pause`), as the acquire scripts answer it while it lasts: a "holder"
 /// "\1pause:<until ms>:<by>:<reason>" whose TTL is the pause's.
@@ -321,7 +321,7 @@ struct LineEntry {
   /// Subscribers of its wake channel: 0 = gone (killed without leaving; the next release
   /// drops it), -1 = unknown.
   std::int64_t listeners = -1;
-  std::uint64_t ticket = 0;  ///< server TIME in µs when it joined (or later, see kLineFunctions)
+  std::uint64_t ticket = 0;  ///< server TIME in µs when it joined (or later, see lock/lua/lib/line.lua)
 };
 /// One node's line.
 struct LineView {

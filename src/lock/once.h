@@ -41,7 +41,7 @@ struct ClaimRecord {
 /// A claim as a log line shows it: "holder h (token 7, started ..., exit status 0)".
 std::string describe_claim(const ClaimRecord& c);
 
-/// What a node says about itself for the rule (lock/once_scripts.h kOnceFunctions
+/// What a node says about itself for the rule (lock/lua/lib/once.lua
 /// once_state: one snapshot, taken in a script).
 struct OnceNode {
   std::string node;                   ///< the configured node's name
@@ -107,7 +107,7 @@ Millis witness_ttl(Millis once_per);
 /// counts as not durable there.
 inline constexpr Millis kDurableWait{2000};
 
-/// The node-state array of kOnceFunctions' once_state ({uptime, time, aof, version,
+/// The node-state array of lock/lua/lib/once.lua's once_state ({uptime, time, aof, version,
 /// witness, durable, adopted, adopted_ms, adopted_by, adopts, replicas}) into `n`;
 /// false when it is not of that shape.
 bool parse_once_state(const redisReply* r, OnceNode& n);

@@ -118,9 +118,9 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   // One slot: the lease script. A semaphore: the slot script, with the slot keys in this
   // attempt's order (the same on every node, so that they agree on the first free one).
   // Both are the line's scripts whatever `fair` says: fair = false only never joins the line,
-  // and still takes no free lease ahead of those in it, and wakes its head (attack round,
-  // issue 19: beside fair daemons, fair = false ones took every freed lease and the line
-  // starved, where the manual says they get one only when nobody waits in line).
+  // and still takes no free lease ahead of those in it, and wakes its head (beside fair
+  // daemons, fair = false ones taking every freed lease would starve the line, where the
+  // manual says they get one only when nobody waits in line).
   std::vector<std::string> keys{keys_.key, keys_.fence, keys_.line};
   if (semaphore) {
     keys = {keys_.fence, keys_.line};
@@ -399,8 +399,8 @@ Acquisition RedlockBackend::acquire() {
   // The grant took us out of the line where it was granted. Where it was not (another's turn
   // there, a node that answered late or not at all) our entry would stay, and a release there
   // would hand that node's turn to us while we lead, and later to a process gone: that node
-  // then stalls a window each time (the attack round froze one node of three and the line
-  // stood still for seconds). Sent, not waited for: the child starts meanwhile.
+  // then stalls a window each time (one node of three frozen, and the line stands still for
+  // seconds). Sent, not waited for: the child starts meanwhile.
   if (options_.fair && ticket_ > 0) {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
       if (t.granted[i] || !nodes_[i].conn.connected()) continue;

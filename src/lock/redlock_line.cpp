@@ -51,8 +51,8 @@ std::string RedlockBackend::leave_line() noexcept {
     }
     if (!passes.empty()) wait(passes, nullptr, false);
     sweep();
-    // A node that answered with an error (attack round, issue 19: a user without +zrem left its
-    // entry without a word). One that did not answer in time is not said: a stopping daemon.
+    // A node that answered with an error (a user without +zrem would leave its entry without a
+    // word). One that did not answer in time is not said: a stopping daemon.
     for (std::size_t i = 0; i < calls.size(); ++i) {
       if (calls[i] && calls[i]->done() && !calls[i]->ok() && calls[i]->fault() != redis::Fault::kClosed) {
         return error_of(i, calls[i]).message;

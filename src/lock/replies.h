@@ -1,5 +1,6 @@
 #pragma once
-/// What the lease scripts' replies mean (lock/scripts.h), as pure functions of a reply:
+/// What the lease scripts' replies mean (src/lock/lua/*.lua: each script's header documents its
+/// reply by these structs' field names), as pure functions of a reply:
 /// one place that decides what a node said, whatever bytes it sent. Fuzzed
 /// (tests/fuzz): a reply of the wrong shape is "not understood", never a crash.
 

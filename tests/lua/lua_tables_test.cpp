@@ -38,6 +38,11 @@ LUA_TABLE(ReadPause, read_pause_table)
 LUA_TABLE(ListKey, list_key_table)
 LUA_TABLE(SlotsBeyond, slots_beyond_table)
 LUA_TABLE(CheckRights, check_rights_table)
+LUA_TABLE(ReadOnce, read_once_table)
+LUA_TABLE(Adopt, adopt_table)
+LUA_TABLE(DropAdopt, drop_adopt_table)
+LUA_TABLE(ProbeRights, probe_rights_table)
+LUA_TABLE(ReadRefusal, read_refusal_table)
 LUA_TABLE(Commands, commands_table)
 
 }  // namespace

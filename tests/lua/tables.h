@@ -46,6 +46,11 @@ Table read_pause_table();
 Table list_key_table();
 Table slots_beyond_table();
 Table check_rights_table();
+Table read_once_table();
+Table adopt_table();
+Table drop_adopt_table();
+Table probe_rights_table();
+Table read_refusal_table();
 Table commands_table();
 
 }  // namespace redisgo::luatable

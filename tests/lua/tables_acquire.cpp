@@ -218,7 +218,7 @@ std::vector<Row> refusals() {
 }  // namespace
 
 Table acquire_fair_table() {
-  Table t{"kAcquireFair", lock::kAcquireFairSource, {}};
+  Table t{"kAcquireFair", std::string(lock::kAcquireFair.source), {}};
   for (auto part : {grants(), misses(), pauses_and_guard(), broken_keys(), refusals()}) {
     t.rows.insert(t.rows.end(), part.begin(), part.end());
   }

@@ -116,7 +116,7 @@ std::vector<Row> publish_rows() {
 
 }  // namespace
 
-Table claim_table() { return {"kClaim", lock::kClaimSource, claim_rows()}; }
+Table claim_table() { return {"kClaim", std::string(lock::kClaim.source), claim_rows()}; }
 Table finish_claim_table() { return {"kFinishClaim", std::string(lock::kFinishClaim.source), finish_rows()}; }
 Table read_claims_table() { return {"kReadClaims", std::string(lock::kReadClaims.source), read_claims_rows()}; }
 Table publish_table() { return {"kPublish", std::string(lock::kPublish.source), publish_rows()}; }

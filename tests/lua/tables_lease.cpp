@@ -173,7 +173,7 @@ std::vector<Row> inspect_rows() {
 
 }  // namespace
 
-Table renew_table() { return {"kRenew", lock::kRenewSource, renew_rows()}; }
+Table renew_table() { return {"kRenew", std::string(lock::kRenew.source), renew_rows()}; }
 
 Table release_table() {
   Table t{"kRelease", std::string(lock::kRelease.source), release_ours()};
@@ -183,6 +183,6 @@ Table release_table() {
 
 Table undo_table() { return {"kUndo", std::string(lock::kUndo.source), undo_rows()}; }
 Table raise_fence_table() { return {"kRaiseFence", std::string(lock::kRaiseFence.source), raise_fence_rows()}; }
-Table inspect_table() { return {"kInspect", lock::kInspectSource, inspect_rows()}; }
+Table inspect_table() { return {"kInspect", std::string(lock::kInspect.source), inspect_rows()}; }
 
 }  // namespace redisgo::luatable

@@ -271,11 +271,11 @@ std::vector<Row> pass_turn_rows() {
   };
 }
 
-Table pass_turn_table() { return {"kPassTurn", lock::kPassTurnSource, pass_turn_rows()}; }
-Table release_fair_table() { return {"kReleaseFair", lock::kReleaseFairSource, release_fair_rows()}; }
+Table pass_turn_table() { return {"kPassTurn", std::string(lock::kPassTurn.source), pass_turn_rows()}; }
+Table release_fair_table() { return {"kReleaseFair", std::string(lock::kReleaseFair.source), release_fair_rows()}; }
 Table read_line_table() { return {"kReadLine", std::string(lock::kReadLine.source), read_line_rows()}; }
-Table pause_table() { return {"kPause", lock::kPauseSource, pause_rows()}; }
-Table resume_table() { return {"kResume", lock::kResumeSource, resume_rows()}; }
+Table pause_table() { return {"kPause", std::string(lock::kPause.source), pause_rows()}; }
+Table resume_table() { return {"kResume", std::string(lock::kResume.source), resume_rows()}; }
 Table read_pause_table() { return {"kReadPause", std::string(lock::kReadPause.source), read_pause_rows()}; }
 Table list_key_table() { return {"kListKey", std::string(lock::kListKey.source), list_key_rows()}; }
 Table slots_beyond_table() { return {"kSlotsBeyond", std::string(lock::kSlotsBeyond.source), slots_beyond_rows()}; }

@@ -129,7 +129,7 @@ std::vector<Row> slot_of_another_type() {
 }  // namespace
 
 Table acquire_slot_fair_table() {
-  Table t{"kAcquireSlotFair", lock::kAcquireSlotFairSource, slot_rows()};
+  Table t{"kAcquireSlotFair", std::string(lock::kAcquireSlotFair.source), slot_rows()};
   for (auto& r : slot_of_another_type()) t.rows.push_back(r);
   return t;
 }

@@ -1,0 +1,130 @@
+# Embeds the lease's Lua scripts (src/lock/lua/*.lua) in a C++ source, at build time:
+#   cmake -DLUA_DIR=<src/lock/lua> -DOUT=<build tree>/lua_scripts.cpp -P embed_lua.cmake
+# Each script becomes `const redis::Script k<Name>` (acquire_slot_fair.lua: kAcquireSlotFair,
+# declared in lock/scripts.h and lock/once_scripts.h), and kLeaseScripts lists them all.
+#
+# A line "-- @include lib/<name>.lua" is replaced by that file (paths from LUA_DIR), itself
+# expanded the same way; a file already included in this script is not included again, so
+# that two libraries may include the one they share. What Redis is sent carries no comments:
+# whole-line comments, the header's --[[ ]] block, blank lines and a trailing " -- ..." after
+# code (where the code before it has no open quote) are dropped, which keeps each EVAL and
+# each SHA-1 as small as the code. The scripts' texts, and so their SHA-1s, change with any
+# edit: nothing may depend on them.
+
+cmake_minimum_required(VERSION 3.20)
+
+if(NOT LUA_DIR OR NOT OUT)
+  message(FATAL_ERROR "embed_lua.cmake: LUA_DIR and OUT are required")
+endif()
+
+# The code of one line without its trailing comment, or the line itself when a quote is open
+# before the "--" (the "--" is then part of a string).
+function(lua_strip_trailing line out)
+  string(FIND "${line}" " --" at)
+  if(at EQUAL -1)
+    set(${out} "${line}" PARENT_SCOPE)
+    return()
+  endif()
+  string(SUBSTRING "${line}" 0 ${at} code)
+  string(REGEX REPLACE "[^']" "" singles "${code}")
+  string(REGEX REPLACE "[^\"]" "" doubles "${code}")
+  string(LENGTH "${singles}" ns)
+  string(LENGTH "${doubles}" nd)
+  math(EXPR odd "(${ns} % 2) + (${nd} % 2)")
+  if(odd EQUAL 0)
+    string(REGEX REPLACE "[ ]+$" "" code "${code}")
+    set(${out} "${code}" PARENT_SCOPE)
+  else()
+    set(${out} "${line}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Appends the expanded, comment-free text of `file` (relative to LUA_DIR) to the variable
+# `text` of the caller; `seen` (a global property) names the files included so far.
+function(lua_expand file text)
+  set(path "${LUA_DIR}/${file}")
+  if(NOT EXISTS "${path}")
+    message(FATAL_ERROR "embed_lua.cmake: ${file} not found in ${LUA_DIR}")
+  endif()
+  set_property(GLOBAL APPEND PROPERTY LUA_SEEN "${file}")
+  file(READ "${path}" rest)
+  set(out "${${text}}")
+  set(in_block FALSE)
+  while(NOT rest STREQUAL "")
+    string(FIND "${rest}" "\n" nl)
+    if(nl EQUAL -1)
+      set(line "${rest}")
+      set(rest "")
+    else()
+      string(SUBSTRING "${rest}" 0 ${nl} line)
+      math(EXPR next "${nl} + 1")
+      string(SUBSTRING "${rest}" ${next} -1 rest)
+    endif()
+    if(in_block)
+      if(line MATCHES "]]")
+        set(in_block FALSE)
+      endif()
+    elseif(line MATCHES "^--\\[\\[")
+      if(NOT line MATCHES "]]")
+        set(in_block TRUE)
+      endif()
+    elseif(line MATCHES "^-- @include ([A-Za-z0-9_/]+\\.lua)[ ]*$")
+      set(inc "${CMAKE_MATCH_1}")
+      get_property(seen GLOBAL PROPERTY LUA_SEEN)
+      if(NOT inc IN_LIST seen)
+        lua_expand("${inc}" out)
+      endif()
+    elseif(line MATCHES "^[ ]*--" OR line MATCHES "^[ ]*$")
+      # a comment or a blank line: not sent
+    else()
+      lua_strip_trailing("${line}" code)
+      string(APPEND out "${code}\n")
+    endif()
+  endwhile()
+  if(in_block)
+    message(FATAL_ERROR "embed_lua.cmake: ${file}: a --[[ block is not closed")
+  endif()
+  set(${text} "${out}" PARENT_SCOPE)
+endfunction()
+
+file(GLOB scripts RELATIVE "${LUA_DIR}" "${LUA_DIR}/*.lua")
+list(SORT scripts)
+set(texts "")
+set(defs "")
+set(list "")
+foreach(file ${scripts})
+  string(REGEX REPLACE "\\.lua$" "" stem "${file}")
+  # acquire_slot_fair -> kAcquireSlotFair
+  set(name "k")
+  string(REPLACE "_" ";" words "${stem}")
+  foreach(w ${words})
+    string(SUBSTRING "${w}" 0 1 first)
+    string(SUBSTRING "${w}" 1 -1 tail)
+    string(TOUPPER "${first}" first)
+    string(APPEND name "${first}${tail}")
+  endforeach()
+  set_property(GLOBAL PROPERTY LUA_SEEN "")
+  set(body "")
+  lua_expand("${file}" body)
+  string(FIND "${body}" ")lua\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "embed_lua.cmake: ${file} contains the raw string's delimiter )lua\"")
+  endif()
+  string(APPEND texts "// ${file}\nconstexpr char ${name}Text[] = R\"lua(${body})lua\";\n")
+  string(APPEND defs "const Script ${name}{${name}Text};\n")
+  string(APPEND list "&${name}, ")
+endforeach()
+string(REGEX REPLACE ", $" "" list "${list}")
+
+set(content "// Written by cmake/embed_lua.cmake from src/lock/lua/*.lua at build time: edit those.\n")
+string(APPEND content "#include \"lock/scripts.h\"\n\nnamespace redisgo::lock {\nnamespace {\n\n")
+string(APPEND content "${texts}\n}  // namespace\n\n${defs}\n")
+string(APPEND content "const std::vector<const Script*> kLeaseScripts{${list}};\n\n}  // namespace redisgo::lock\n")
+# Written only when it changed: an edit of a comment alone then recompiles nothing.
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+  if(old STREQUAL content)
+    return()
+  endif()
+endif()
+file(WRITE "${OUT}" "${content}")
