@@ -15,7 +15,7 @@ namespace redisgo::daemon {
 std::string Runner::acl_user() const { return cfg_.redis.username.empty() ? "default" : cfg_.redis.username; }
 
 std::vector<std::string> Runner::renewal_commands() const {
-  // What the renew script runs (lock/scripts.h kRenewSource): GET and PEXPIRE, SET to set a
+  // What the renew script runs (src/lock/lua/renew.lua): GET and PEXPIRE, SET to set a
   // vanished key again, and with once_per the claim's HGET and EXISTS (its HSET changes
   // what it touches, so it is left to `check`).
   std::vector<std::string> commands{"GET", "PEXPIRE", "SET"};

@@ -1,6 +1,6 @@
 #pragma once
 /// The messages the lease's channels carry, read in one place: what the scripts publish to
-/// the waiters (lock/scripts.h kLineFunctions, the release scripts) and what `handover` and
+/// the waiters (src/lock/lua/lib/wake_waiters.lua, the release scripts) and what `handover` and
 /// `pause --stop` publish to the leader. Anything else on those channels is not ours to read.
 
 #include <chrono>
