@@ -5,8 +5,12 @@
 // can show it changed nothing. Every step waits for an event (a log line, a file the child
 // writes), never for time; a job runs until the test opens its gate file.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -56,13 +60,17 @@ void name_scripts(Normaliser& norm) {
 class Golden : public ::testing::Test {
  protected:
   /// The scenario's nodes (node1..N), each with a MONITOR tap, and the normaliser over them.
-  void nodes(int n, const RedisServerOptions& options = {}, bool tap = true) {
+  void nodes(int n, const RedisServerOptions& options = {}) {
     for (int i = 0; i < n; ++i) servers_.push_back(std::make_unique<RedisServer>(options));
     std::vector<const RedisServer*> list;
     for (auto& s : servers_) {
-      if (tap) taps_.push_back(std::make_unique<MonitorTap>(*s));
+      taps_.push_back(std::make_unique<MonitorTap>(*s));
       list.push_back(s.get());
     }
+    normaliser(list);
+  }
+  /// The normaliser over `list` (node1..N) with the rules every scenario shares.
+  void normaliser(const std::vector<const RedisServer*>& list) {
     norm_ = std::make_unique<Normaliser>(list, kept_);
     name_scripts(*norm_);
     // A plain extension; a renewal that sets the key again is pinned one by one.
@@ -403,13 +411,30 @@ TEST_F(Golden, GiveUpWaitTimeout) {
   finish("give_up_wait_timeout");
 }
 
-// Unreachable: the only node is down (69).
+// Unreachable: nothing listens at the only node's address (69). The port is held bound (not
+// listening) for the whole test, so that no other test's server can take it: a connect is refused.
 TEST_F(Golden, GiveUpUnreachable) {
-  nodes(1, {}, /*tap=*/false);
-  servers_[0]->stop();
-  const auto cfg = config();
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  normaliser({});
+  norm_->node(address, "node1");
+  ConfigSpec s;
+  s.nodes = "host = \"" + address + "\"";
+  s.key = key_;
+  s.expire = "3s";
+  s.cron = "500ms";
+  s.kill_grace = "300ms";
+  s.io_timeout = "500ms";
+  const auto cfg = dir_.write("unreachable.toml", make_config(s));
   run_to_end("B", {"task", "--config", cfg, "--holder-prefix", "B", "--no-wait", "--", "/bin/true"});
   finish("give_up_unreachable");
+  ::close(fd);
 }
 
 // Refused: an ACL user without the rights on the key (77).

@@ -75,6 +75,9 @@ class Normaliser {
   /// them ("3s", "1s", "500ms"): kept; any other duration in a log line becomes <dur>.
   Normaliser(std::vector<const RedisServer*> servers, std::set<std::string> kept_durations);
 
+  /// Names one more address (a node that is not a RedisServer).
+  void node(const std::string& address, const std::string& name) { nodes_.emplace_back(address, name); }
+
   /// One value (a command's argument or a log line): holder ids, tokens, epoch ms, node
   /// addresses replaced. Tokens are named only by render(): until then a placeholder.
   std::string value(const std::string& s);
