@@ -27,6 +27,7 @@
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/exit_status.h"
+#include "wiring/holder.h"
 
 #ifndef REDISGO_VERSION
 #define REDISGO_VERSION "unknown"
@@ -163,7 +164,7 @@ void print_diagnostics(const config::LoadResult& loaded) {
 process::SpawnOptions spawn_as_run(const config::Config& cfg, const std::vector<std::string>& argv) {
   auto spawn = daemon::spawn_options(cfg);
   spawn.argv = argv;
-  daemon::add_task_env(spawn, cfg, daemon::default_holder_id(cfg.redis.value), UINT64_MAX, cfg.task.limit - 1);
+  daemon::add_task_env(spawn, cfg, wiring::default_holder_id(cfg.redis.value), UINT64_MAX, cfg.task.limit - 1);
   return spawn;
 }
 
@@ -613,7 +614,7 @@ int start_task(config::Config cfg, const Args& a, std::optional<std::chrono::mil
   options.config.task.wait_timeout = wait_timeout;
   options.wait = !(wait_timeout && wait_timeout->count() == 0);
   // `value` is only a prefix: the id is unique per process (docs/DESIGN.md, invariant 9).
-  options.holder = daemon::default_holder_id(options.config.redis.value);
+  options.holder = wiring::default_holder_id(options.config.redis.value);
   log::set_context(options.config.redis.key, options.holder);
   try {
     return guarded("task", a.config_path, Outcome::kBug, [&] { return daemon::run_task(options); });

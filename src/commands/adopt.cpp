@@ -4,12 +4,12 @@
 
 #include "commands/pause.h"
 #include "commands/quorum_view.h"
-#include "daemon/servers.h"
 #include "lock/lease.h"
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 namespace {
@@ -45,7 +45,7 @@ int run_adopt(const config::Config& config, std::ostream& out, std::ostream& err
     return kExitConfig;
   }
   const Millis period = *config.task.once_per;
-  auto backend = lock::make_redis_backend(daemon::lease_options(config, "adopt"));
+  auto backend = lock::make_redis_backend(wiring::lease_options(config, "adopt"));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   const std::int64_t slot = lock::nearest_slot(wall_ms(), period);
   const std::string claim_key = keys.claim(slot);

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "commands/check_findings.h"
-#include "daemon/servers.h"
 #include "lock/lease.h"
 #include "lock/replies.h"
 #include "lock/scripts.h"
@@ -19,12 +18,13 @@
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/text.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
-using daemon::lease_options;
-using daemon::sentinel_options;
-using daemon::cluster_options;
+using wiring::lease_options;
+using wiring::sentinel_options;
+using wiring::cluster_options;
 namespace {
 
 using check::Finding;
@@ -540,7 +540,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
       auto& view = *sentinel;
       findings = std::move(view.findings);
       if (view.master) {
-        probes.push_back(std::make_unique<Probe>(view.master->str(), daemon::pinned_options(config, *view.master)));
+        probes.push_back(std::make_unique<Probe>(view.master->str(), wiring::pinned_options(config, *view.master)));
       }
       break;
     }
@@ -548,7 +548,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
       auto view = check::cluster_findings(redis::inspect_cluster(cluster_options(config)), r.key);
       findings = std::move(view.findings);
       if (view.owner) {
-        probes.push_back(std::make_unique<Probe>(view.owner->str(), daemon::pinned_options(config, *view.owner)));
+        probes.push_back(std::make_unique<Probe>(view.owner->str(), wiring::pinned_options(config, *view.owner)));
       }
       break;
     }

@@ -8,14 +8,14 @@
 
 #include "commands/quorum_view.h"
 #include "commands/status.h"
-#include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
-using daemon::lease_options;
+using wiring::lease_options;
 using Millis = std::chrono::milliseconds;
 
 namespace {

@@ -8,12 +8,13 @@
 #include <optional>
 
 #include "commands/quorum_view.h"
-#include "daemon/daemon.h"
-#include "daemon/servers.h"
+#include "lock/lease.h"
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "wiring/holder.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
@@ -25,7 +26,7 @@ std::string operator_name() {
     if (const passwd* pw = ::getpwuid(::geteuid())) user = pw->pw_name;
   }
   if (user.empty()) user = "uid " + std::to_string(::geteuid());
-  return user + "@" + daemon::holder_head("");  // this host's name, as in holder ids
+  return user + "@" + wiring::holder_head("");  // this host's name, as in holder ids
 }
 
 namespace {
@@ -65,7 +66,7 @@ std::optional<std::string> holder_of(lock::LeaseBackend& backend, int slot) {
 
 int run_pause(const config::Config& config, Millis duration, const std::string& reason, bool stop, std::ostream& out,
               std::ostream& err) {
-  auto backend = lock::make_redis_backend(daemon::lease_options(config, "pause"));
+  auto backend = lock::make_redis_backend(wiring::lease_options(config, "pause"));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   lock::PauseRecord record;
   record.by = operator_name();
@@ -119,7 +120,7 @@ int run_pause(const config::Config& config, Millis duration, const std::string& 
 }
 
 int run_resume(const config::Config& config, std::ostream& out, std::ostream& err) {
-  auto backend = lock::make_redis_backend(daemon::lease_options(config, "resume"));
+  auto backend = lock::make_redis_backend(wiring::lease_options(config, "resume"));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   const auto before = backend->read_pause();
   const lock::Published done = backend->resume();

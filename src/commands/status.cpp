@@ -6,19 +6,19 @@
 
 #include "commands/quorum_view.h"
 #include "commands/waiting_line.h"
-#include "daemon/daemon.h"
-#include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/exit_status.h"
+#include "wiring/holder.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
-using daemon::lease_options;
-using daemon::sentinel_options;
-using daemon::cluster_options;
-using daemon::holder_head;
+using wiring::lease_options;
+using wiring::sentinel_options;
+using wiring::cluster_options;
+using wiring::holder_head;
 using Millis = std::chrono::milliseconds;
 
 namespace {

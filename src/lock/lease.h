@@ -112,7 +112,7 @@ std::string describe_holder(const std::string& value);
 Millis fence_ttl(Millis lease_ttl);
 
 /// Whether `holder` has the shape of a daemon's holder id, "<prefix>:<pid>:<32 hex digits>"
-/// (daemon::default_holder_id). A value set by hand (a maintenance hold, a test) does not,
+/// (wiring::default_holder_id). A value set by hand (a maintenance hold, a test) does not,
 /// and says nothing about another daemon's `expire`.
 bool is_daemon_holder(const std::string& holder);
 
