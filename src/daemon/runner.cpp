@@ -11,6 +11,7 @@
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/exit_status.h"
 #include "wiring/servers.h"
 
 namespace redisgo::daemon {

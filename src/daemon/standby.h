@@ -27,6 +27,7 @@
 #include "lock/lease.h"
 #include "lock/verdict.h"
 #include "util/clock.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 

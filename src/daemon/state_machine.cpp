@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/duration.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 
