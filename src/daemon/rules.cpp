@@ -1,4 +1,4 @@
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
 
 #include <algorithm>
 
