@@ -167,6 +167,9 @@ class RedlockBackend final : public LeaseBackend {
   /// Node i had not answered an attempt when the wait's bound cut it: its last refusal if it
   /// refused us before, else a timeout.
   NodeError unanswered_at_bound(std::size_t i) const;
+  /// count_votes: a node whose acquire script did not answer, or failed: its error, when it
+  /// has one to give (see unanswered_at_bound).
+  void note_unanswered(std::size_t i, const redis::CallPtr& c, Acquisition& a) const;
   /// Undo (no publish) on the nodes whose acquire granted (the slot key each one took,
   /// in `taken`; "" = none) or is still in flight (every slot key: which one it takes is
   /// not known yet).
