@@ -1,6 +1,6 @@
 #pragma once
-/// The real LeaseBackend: N >= 1 independent Redis nodes, quorum N/2 + 1. One node is the
-/// N = 1 case of the same code.
+/// The real LeaseBackend and LeaseAdmin: N >= 1 independent Redis nodes, quorum N/2 + 1.
+/// One node is the N = 1 case of the same code.
 ///
 /// Every operation is one round over non-blocking connections (redis/connection.h) driven
 /// by one poll loop (redis/poller.h): the script goes to every node at once, each node
@@ -57,7 +57,7 @@ Clock::time_point validity_deadline(Clock::time_point start, Millis ttl, double 
 /// Per-node retry schedule after failures: initial, doubling, capped at max.
 Millis next_node_backoff(Millis previous, Millis initial, Millis max);
 
-class RedlockBackend final : public LeaseBackend {
+class RedlockBackend final : public RedisLease {
  public:
   /// Throws std::invalid_argument for no nodes or a non-positive ttl. Does not connect.
   RedlockBackend(LeaseOptions options, const Clock& clock);
