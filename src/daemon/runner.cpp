@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <climits>
 
-#include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/exit_status.h"
+#include "wiring/servers.h"
 
 namespace redisgo::daemon {
 namespace {
@@ -33,7 +34,7 @@ Runner::Runner(const TaskOptions& options, const Dependencies& deps)
     : opts_(options),
       deps_(deps),
       cfg_(options.config),
-      lease_opts_(lease_options(cfg_, options.holder)),
+      lease_opts_(wiring::lease_options(cfg_, options.holder)),
       keys_(lock::LeaseKeys::derive(cfg_.redis.key)),
       log_(log::get("daemon")),
       clock_(*deps.clock),
@@ -52,7 +53,7 @@ Runner::Runner(const TaskOptions& options, const Dependencies& deps)
   const auto names = node_names(lease_opts_);
   for (std::size_t i = 0; i < lease_opts_.nodes.size(); ++i) {
     lease_opts_.nodes[i].on_fault = [count = metrics_.redis_error_counter(names[i])](redis::Fault fault) {
-      if (const char* kind = redis_error_kind(fault)) count(kind);
+      if (const char* kind = wiring::redis_error_kind(fault)) count(kind);
     };
   }
   metrics::Metrics::Settings settings;
@@ -145,7 +146,7 @@ bool Runner::start_exporter() {
 
 void Runner::log_start() const {
   log_->info("contending for key={} as holder={} mode={} {} expire={} cron={}{}", cfg_.redis.key, opts_.holder,
-             config::to_string(cfg_.task.mode), describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
+             config::to_string(cfg_.task.mode), wiring::describe_servers(cfg_.redis), format_duration(cfg_.redis.expire),
              format_duration(cfg_.redis.cron),
              cfg_.task.limit > 1 ? " limit=" + std::to_string(cfg_.task.limit) : std::string());
   if (exporter_) {

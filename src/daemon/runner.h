@@ -26,7 +26,7 @@
 #include "daemon/daemon.h"
 #include "daemon/leader.h"
 #include "daemon/standby.h"
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
 #include "daemon/waiting.h"
 #include "lock/renewer.h"
 #include "lock/verdict.h"

@@ -12,7 +12,7 @@
 //
 // The reference itself (docs/redisgo_task.1.scd, the man page's source) is checked
 // against the code: every configuration key that src/config/config.cpp knows, every
-// exit status of src/daemon/state_machine.h, every handled signal of
+// exit status of src/util/exit_status.h, every handled signal of
 // src/process/signals.cpp and every subcommand of src/cli/cli.cpp must be documented, so
 // adding one without documenting it fails here; and the coordinator features (once_per,
 // limit, health_command, handover, [metrics]) each have a section of their own, with no
