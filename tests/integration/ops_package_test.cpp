@@ -295,6 +295,8 @@ TEST(OpsPackage, BuildDependsHasWhatSetupInstallsForTheBuild) {
     // The suite's (GoogleTest; Lua 5.1 for the simulated Redis of tests/sim), which the
     // package build does not build.
     if (p == "libgtest-dev" || p == "liblua5.1-0-dev") continue;
+    // What a static libcrypto links in turn (Debian 13): the package links OpenSSL shared.
+    if (p == "libzstd-dev") continue;
     ++n;
     EXPECT_TRUE(std::regex_search(build_depends, std::regex("(^|[\\s,])" + std::regex_replace(p, std::regex(R"([+.])"), "\\$&") +
                                                             "([\\s,(]|$)")))
