@@ -3,6 +3,8 @@
 /// lease is ours it runs the renewal thread and the child, feeds LeaderMachine what the event
 /// loop saw (the renewer's wake, the keeper, the health check, signals, handover requests) and
 /// carries out its actions; when the machine has an outcome, it releases and holds or exits.
+///   leader_driver.cpp  the lease's life: the renewer, the claim, the release, what follows
+///   leader_loop.cpp    the machine's loop: a turn's events in, the actions carried out
 
 #include <memory>
 #include <optional>

@@ -17,6 +17,7 @@ const char* const kDrivers[] = {"src/daemon/runner.h",         "src/daemon/runne
                                 "src/daemon/event_loop.h",     "src/daemon/event_loop.cpp",
                                 "src/daemon/standby_driver.h", "src/daemon/standby_driver.cpp",
                                 "src/daemon/leader_driver.h",  "src/daemon/leader_driver.cpp",
+                                "src/daemon/leader_loop.cpp",  "src/daemon/leading.h",
                                 "src/daemon/notices.h",        "src/daemon/notices.cpp",
                                 "src/daemon/notices_lease.cpp"};
 
