@@ -4,12 +4,12 @@
 
 #include "commands/pause.h"
 #include "commands/quorum_view.h"
-#include "daemon/servers.h"
 #include "lock/lease.h"
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kAdoptRights = "+eval +evalsha +exists +hget +hmget +hset +pttl +pexpire +time +info";
 
 /// Fewer than a quorum read or wrote: 77 when a node refused us, else 69.
-int no_quorum(const char* what, int done, const lock::LeaseBackend& backend, bool refused,
+int no_quorum(const char* what, int done, const lock::LeaseAdmin& backend, bool refused,
               const std::vector<std::string>& errors, std::ostream& err) {
   err << "redisgo_task: adopt: " << what << " " << done << " of " << backend.node_count() << " node(s), fewer than the quorum of "
       << backend.quorum();
@@ -45,7 +45,7 @@ int run_adopt(const config::Config& config, std::ostream& out, std::ostream& err
     return kExitConfig;
   }
   const Millis period = *config.task.once_per;
-  auto backend = lock::make_redis_backend(daemon::lease_options(config, "adopt"));
+  const std::unique_ptr<lock::LeaseAdmin> backend = lock::make_redis_backend(wiring::lease_options(config, "adopt"));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   const std::int64_t slot = lock::nearest_slot(wall_ms(), period);
   const std::string claim_key = keys.claim(slot);

@@ -1,6 +1,5 @@
 #include "commands/check.h"
 
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -9,77 +8,34 @@
 #include <vector>
 
 #include "commands/check_findings.h"
-#include "daemon/servers.h"
+#include "commands/check_probe.h"
 #include "lock/lease.h"
 #include "lock/replies.h"
-#include "lock/scripts.h"
 #include "redis/acl.h"
-#include "redis/poller.h"
 #include "redis/topology.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/text.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
-using daemon::lease_options;
-using daemon::sentinel_options;
-using daemon::cluster_options;
+using wiring::lease_options;
+using wiring::sentinel_options;
+using wiring::cluster_options;
 namespace {
 
 using check::Finding;
 using check::Level;
 using check::make;
+using check::Probe;
+using check::why;
+using check::config_value;
+using check::subscribe_channel;
 using redis::Call;
 using redis::CallPtr;
 using redis::Fault;
 using redis::SteadyClock;
-
-/// TIME round trips per node; the shortest bounds the offset best.
-constexpr int kTimeSamples = 3;
-
-/// This host's wall clock in µs since the epoch: what the servers' TIME is compared to.
-std::int64_t wall_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-/// One server under examination: its connection and what it answered.
-struct Probe {
-  Probe(std::string n, redis::ConnectionOptions options) : name(std::move(n)), conn(std::move(options)) {}
-  std::string name;
-  redis::AsyncConnection conn;
-  CallPtr info, role, policy, maxmemory, save, appendfsync, inspect, line, beyond, rights, pause, subscribe;
-  CallPtr subscribe_control;  ///< SUBSCRIBE to the control channel, as a supervise leader does
-  /// once_per: the witness and the claims of the slot nearest to now and the next (kReadOnce),
-  /// and whether this user may run what makes a claim durable (WAITAOF, WAIT).
-  CallPtr once, waitaof, wait;
-  /// The pause read again: by EVALSHA, as the daemon runs every script after its first use.
-  CallPtr by_sha;
-  SteadyClock::time_point sent{};
-  std::optional<SteadyClock::duration> first_reply;  ///< from sending to the first answer (connect included)
-  std::string peer;                                  ///< TLS certificate line, while it was open
-  std::vector<check::ClockSample> samples;
-  bool usable = false;                               ///< answered, credentials accepted
-};
-
-/// A call's error without the "redis <node>: " prefix (the finding names the node).
-std::string why(const Probe& p, const CallPtr& c) {
-  if (!c) return "not asked";
-  if (!c->done()) return "no answer";
-  std::string e = c->error();
-  if (e.empty()) return "unexpected " + std::string(redis::type_name(c->reply().get())) + " reply";
-  const std::string prefix = p.conn.describe() + ": ";
-  if (e.rfind(prefix, 0) == 0) e.erase(0, prefix.size());
-  return e;
-}
-
-/// CONFIG GET <name> -> its value; nullopt when refused (ACL, renamed CONFIG) or unknown.
-std::optional<std::string> config_value(const CallPtr& c) {
-  if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() < 2) return std::nullopt;
-  auto v = redis::as_string(c->reply().element(1));
-  return v ? std::optional<std::string>(shown_text(*v)) : std::nullopt;  // a server's words, into findings
-}
 
 std::optional<std::int64_t> to_int(const std::string& s) {
   try {
@@ -176,14 +132,6 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
   return make(Level::kFail, "scripts", p.name, "EVAL on the key failed: " + error,
                  "the daemon runs Lua scripts on " + keys.key + ": make EVAL work for this user and key");
 }
-
-/// The channels that tell whether this user may PUBLISH and SUBSCRIBE where the daemon does,
-/// without waking anyone: with the line, a wake channel nobody listens on (the wake channels
-/// are per holder, so the ACL must grant them by pattern anyway); without it, the control
-/// channel (a leader acts only on a message naming itself) and the release channel (a
-/// subscription disturbs nobody).
-std::string publish_channel(bool fair, const lock::LeaseKeys& keys) { return fair ? keys.wake("check") : keys.control; }
-std::string subscribe_channel(bool fair, const lock::LeaseKeys& keys) { return fair ? keys.wake("check") : keys.channel; }
 
 /// Whether this user may SUBSCRIBE where a waiting daemon does: without +subscribe the
 /// daemon stands by without wake-on-release, which nothing else would show.
@@ -356,134 +304,6 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   }
 }
 
-/// The pause read again, once its EVAL has run: a connection goes by EVALSHA only then,
-/// as the daemon's does.
-void ask_by_sha(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r) {
-  std::vector<redis::AsyncConnection*> live;
-  for (auto& p : probes) {
-    if (!p->usable || !p->conn.connected() || !p->pause->ok()) continue;
-    p->by_sha = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
-    live.push_back(&p->conn);
-  }
-  if (live.empty()) return;
-  redis::DriveOptions o;
-  o.deadline = SteadyClock::now() + r.io_timeout + std::chrono::seconds(1);
-  redis::drive(live, [&] { return false; }, o);
-  for (auto* c : live) {
-    if (c->busy()) c->close(Fault::kTimeout, "no answer in time");
-  }
-}
-
-/// Sends the questions to every probe and drives them all in one poll loop (each call
-/// bounded by its connection's connect_timeout + io_timeout).
-void ask(std::vector<std::unique_ptr<Probe>>& probes, const lock::LeaseKeys& keys, const config::RedisConfig& r,
-         int limit, std::optional<std::chrono::milliseconds> once_per) {
-  std::vector<redis::AsyncConnection*> conns;
-  for (auto& p : probes) {
-    p->sent = SteadyClock::now();
-    p->info = p->conn.send({"INFO"});
-    p->role = p->conn.send({"ROLE"});
-    p->policy = p->conn.send({"CONFIG", "GET", "maxmemory-policy"});
-    p->maxmemory = p->conn.send({"CONFIG", "GET", "maxmemory"});
-    p->save = p->conn.send({"CONFIG", "GET", "save"});
-    p->appendfsync = p->conn.send({"CONFIG", "GET", "appendfsync"});
-    p->inspect = p->conn.eval(lock::kInspect, {keys.key, keys.fence}, {});
-    p->line = p->conn.eval(lock::kReadLine, {keys.line}, {"1", keys.channel});
-    p->rights = p->conn.eval(lock::kCheckRights, {keys.base + ":check", keys.base + ":check:line"},
-                             {"1", once_per ? "1" : "", publish_channel(r.fair, keys)});
-    p->pause = p->conn.eval(lock::kReadPause, {keys.pause()}, {});
-    if (limit < lock::kMaxSlots) p->beyond = p->conn.eval(lock::kSlotsBeyond, keys.slots_from(limit), {});
-    if (once_per) {
-      const auto current = lock::nearest_slot(wall_ms(), *once_per);
-      const auto next = current + once_per->count() / 1000;
-      const bool located = r.topology == config::Topology::kSentinel || r.topology == config::Topology::kCluster;
-      p->once = p->conn.eval(lock::kReadOnce, {keys.witness(), keys.claim(current), keys.claim(next)},
-                             {located ? "1" : ""});
-      // Both return at once with nothing to wait for; refused (NOPERM) is what they tell.
-      if (r.restart_guard) p->waitaof = p->conn.send({"WAITAOF", "0", "0", "0"});
-      if (located) p->wait = p->conn.send({"WAIT", "0", "0"});
-    }
-    conns.push_back(&p->conn);
-  }
-  redis::DriveOptions o;
-  // The calls carry their own deadlines; this only guards against a bug keeping us here.
-  o.deadline = SteadyClock::now() + 2 * (r.connect_timeout + r.io_timeout) + std::chrono::seconds(1);
-  auto note_replies = [&] {
-    for (auto& p : probes) {
-      if (!p->first_reply && p->info->done()) p->first_reply = SteadyClock::now() - p->sent;
-      if (!p->peer.empty() || !p->conn.connected()) continue;
-      p->peer = p->conn.peer_info();
-    }
-    return false;
-  };
-  redis::drive(conns, note_replies, o);
-  for (auto& p : probes) {
-    if (p->conn.busy()) p->conn.close(Fault::kTimeout, "no answer in time");
-    const Call& c = *p->info;
-    p->usable = c.state() == Call::State::kReplied &&
-                !(c.reply().is_error() && c.fault() == Fault::kAuth && c.error().find("NOAUTH") != std::string::npos);
-  }
-  ask_by_sha(probes, keys, r);
-
-  // The clocks: a few TIME round trips on the open connections, all nodes at once.
-  for (int round = 0; round < kTimeSamples; ++round) {
-    std::vector<CallPtr> calls(probes.size());
-    std::vector<std::int64_t> sent(probes.size(), 0), received(probes.size(), 0);
-    std::vector<redis::AsyncConnection*> live;
-    for (std::size_t i = 0; i < probes.size(); ++i) {
-      auto& p = *probes[i];
-      if (!p.usable || !p.conn.connected()) continue;
-      sent[i] = wall_us();
-      calls[i] = p.conn.send({"TIME"});
-      live.push_back(&p.conn);
-    }
-    if (live.empty()) break;
-    auto note_times = [&] {
-      bool all = true;
-      for (std::size_t i = 0; i < calls.size(); ++i) {
-        if (!calls[i]) continue;
-        if (calls[i]->done()) {
-          if (received[i] == 0) received[i] = wall_us();
-        } else {
-          all = false;
-        }
-      }
-      return all;
-    };
-    o.deadline = SteadyClock::now() + r.io_timeout + std::chrono::seconds(1);
-    redis::drive(live, note_times, o);
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (!calls[i]) continue;
-      auto& p = *probes[i];
-      if (p.conn.busy()) p.conn.close(Fault::kTimeout, "no answer to TIME in time");
-      const Call& c = *calls[i];
-      if (!c.ok() || !c.reply().is_array() || c.reply().size() != 2 || received[i] == 0) continue;
-      auto secs = redis::as_string(c.reply().element(0));
-      auto micros = redis::as_string(c.reply().element(1));
-      if (!secs || !micros) continue;
-      if (auto server = check::parse_time_reply(*secs, *micros)) p.samples.push_back({sent[i], received[i], *server});
-    }
-  }
-
-  // Last: a subscribed connection takes no other command (it is closed after the check).
-  std::vector<redis::AsyncConnection*> live;
-  for (auto& p : probes) {
-    if (!p->usable || !p->conn.connected()) continue;
-    p->subscribe = p->conn.send({"SUBSCRIBE", subscribe_channel(r.fair, keys)});
-    p->subscribe_control = p->conn.send({"SUBSCRIBE", keys.control});
-    live.push_back(&p->conn);
-  }
-  if (live.empty()) return;
-  o.deadline = SteadyClock::now() + r.io_timeout + std::chrono::seconds(1);
-  redis::drive(live, [&] {
-    for (auto& p : probes) {
-      if (p->subscribe && !p->subscribe->done()) return false;
-      if (p->subscribe_control && !p->subscribe_control->done()) return false;
-    }
-    return true;
-  }, o);
-}
-
 /// once_per: what a node answered for the rule (check::once_findings).
 check::OnceProbe once_probe(const Probe& p) {
   check::OnceProbe o;
@@ -517,15 +337,12 @@ const char* topology_name(config::Topology t) {
   return "";
 }
 
-}  // namespace
-
-int run_check(const config::Config& config, bool json, std::ostream& out) {
+/// The servers to examine: each of `nodes`, or the one Sentinel or Cluster locates (their own
+/// findings, the sentinels' view, go to `findings` and `sentinel`).
+std::vector<std::unique_ptr<Probe>> locate(const config::Config& config, std::vector<Finding>& findings,
+                                           std::optional<check::SentinelView>& sentinel) {
   const auto& r = config.redis;
-  const lock::LeaseKeys keys = lock::LeaseKeys::derive(r.key);
-  std::vector<Finding> findings;
   std::vector<std::unique_ptr<Probe>> probes;
-  std::optional<check::SentinelView> sentinel;
-
   switch (r.topology) {
     case config::Topology::kSingle:
     case config::Topology::kRedlock:
@@ -540,7 +357,7 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
       auto& view = *sentinel;
       findings = std::move(view.findings);
       if (view.master) {
-        probes.push_back(std::make_unique<Probe>(view.master->str(), daemon::pinned_options(config, *view.master)));
+        probes.push_back(std::make_unique<Probe>(view.master->str(), wiring::pinned_options(config, *view.master)));
       }
       break;
     }
@@ -548,20 +365,21 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
       auto view = check::cluster_findings(redis::inspect_cluster(cluster_options(config)), r.key);
       findings = std::move(view.findings);
       if (view.owner) {
-        probes.push_back(std::make_unique<Probe>(view.owner->str(), daemon::pinned_options(config, *view.owner)));
+        probes.push_back(std::make_unique<Probe>(view.owner->str(), wiring::pinned_options(config, *view.owner)));
       }
       break;
     }
   }
-  // Sentinel and Cluster need their one located server; `nodes` a majority of them.
-  const int node_count = r.topology == config::Topology::kRedlock ? static_cast<int>(r.nodes.size()) : 1;
-  const int quorum = node_count / 2 + 1;
+  return probes;
+}
 
-  ask(probes, keys, r, config.task.limit, config.task.once_per);
-
+/// What the probes answered, as findings; how many are usable, and whether a server refused
+/// the credentials (`refused`). Each server's run_id goes to `ids`.
+int read_probes(const std::vector<std::unique_ptr<Probe>>& probes, const config::Config& config,
+                const lock::LeaseKeys& keys, const std::optional<check::SentinelView>& sentinel,
+                std::vector<Finding>& findings, std::vector<check::ServerId>& ids, bool& refused) {
+  const auto& r = config.redis;
   int usable = 0;
-  bool refused = false;
-  std::vector<check::ServerId> ids;
   for (const auto& p : probes) {
     node_findings(*p, config, keys, findings);
     usable += p->usable ? 1 : 0;
@@ -584,6 +402,26 @@ int run_check(const config::Config& config, bool json, std::ostream& out) {
     }
     ids.push_back({p->name, run_id});
   }
+  return usable;
+}
+
+}  // namespace
+
+int run_check(const config::Config& config, bool json, std::ostream& out) {
+  const auto& r = config.redis;
+  const lock::LeaseKeys keys = lock::LeaseKeys::derive(r.key);
+  std::vector<Finding> findings;
+  std::optional<check::SentinelView> sentinel;
+  std::vector<std::unique_ptr<Probe>> probes = locate(config, findings, sentinel);
+  // Sentinel and Cluster need their one located server; `nodes` a majority of them.
+  const int node_count = r.topology == config::Topology::kRedlock ? static_cast<int>(r.nodes.size()) : 1;
+  const int quorum = node_count / 2 + 1;
+
+  check::ask(probes, keys, r, config.task.limit, config.task.once_per);
+
+  bool refused = false;
+  std::vector<check::ServerId> ids;
+  const int usable = read_probes(probes, config, keys, sentinel, findings, ids, refused);
   for (auto& f : check::duplicate_findings(ids, quorum)) findings.push_back(std::move(f));
   if (config.task.once_per) {
     std::vector<check::OnceProbe> once;

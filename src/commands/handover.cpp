@@ -8,14 +8,14 @@
 
 #include "commands/quorum_view.h"
 #include "commands/status.h"
-#include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
-using daemon::lease_options;
+using wiring::lease_options;
 using Millis = std::chrono::milliseconds;
 
 namespace {
@@ -28,7 +28,7 @@ struct Look {
   std::string error;
 };
 
-Look look(lock::LeaseBackend& backend, int quorum) {
+Look look(lock::LeaseAdmin& backend, int quorum) {
   auto nodes = backend.inspect();
   Look l;
   l.view = quorum_view(nodes, quorum);
@@ -42,7 +42,7 @@ Look look(lock::LeaseBackend& backend, int quorum) {
 /// Waits up to `limit` for a holder other than `leader`, asking `leader` again on
 /// `channel` every second while it still holds the lease. 0 once another holder has it
 /// (said on `out`), else 75 (why, on `err`).
-int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& channel, const std::string& leader,
+int await_takeover(lock::LeaseAdmin& backend, int quorum, const std::string& channel, const std::string& leader,
                    const std::string& token_label, Millis limit, std::ostream& out, std::ostream& err) {
   using std::chrono::steady_clock;
   const auto deadline = steady_clock::now() + limit;
@@ -80,7 +80,7 @@ int await_takeover(lock::LeaseBackend& backend, int quorum, const std::string& c
 
 /// How many nodes have a standby waiting: anyone in the key's line, or (fair = false, an older
 /// version) listening for its release. -1 when fewer than `quorum` nodes could tell.
-int nodes_with_a_standby(lock::LeaseBackend& backend, int quorum, bool fair, bool& liveness_unknown) {
+int nodes_with_a_standby(lock::LeaseAdmin& backend, int quorum, bool fair, bool& liveness_unknown) {
   int read = 0, with = 0;
   liveness_unknown = false;
   // A waiter killed without leaving stays in the line until the next release: counted only
@@ -112,7 +112,7 @@ int run_handover(const config::Config& config, std::optional<Millis> timeout, in
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   lock::LeaseOptions options = lease_options(config, "handover");
   options.slot = slot;  // what inspect() reads
-  auto backend = lock::make_redis_backend(options);
+  const std::unique_ptr<lock::LeaseAdmin> backend = lock::make_redis_backend(options);
   const std::string what = config.task.limit > 1 ? "slot " + std::to_string(slot) + " of key " : "key ";
   // A semaphore's slots share one fence counter: what it holds is the key's newest token,
   // not this slot's, and is labelled so.

@@ -6,7 +6,6 @@
 
 #include "commands/check_findings.h"
 #include "commands/list.h"
-#include "daemon/servers.h"
 #include "lock/fencing.h"
 #include "lock/lease.h"
 #include "lock/replies.h"
@@ -15,6 +14,7 @@
 #include "redis/reply.h"
 #include "util/exit_status.h"
 #include "util/text.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
@@ -216,12 +216,12 @@ std::vector<std::pair<std::string, redis::ConnectionOptions>> servers(const conf
   switch (r.topology) {
     case config::Topology::kSingle:
     case config::Topology::kRedlock:
-      for (auto& node : daemon::lease_options(config, "list").nodes) out.emplace_back(node.endpoint.str(), std::move(node));
+      for (auto& node : wiring::lease_options(config, "list").nodes) out.emplace_back(node.endpoint.str(), std::move(node));
       break;
     case config::Topology::kSentinel: {
-      auto view = check::sentinel_findings(redis::inspect_sentinels(daemon::sentinel_options(config)), r.sentinel_master, 0);
+      auto view = check::sentinel_findings(redis::inspect_sentinels(wiring::sentinel_options(config)), r.sentinel_master, 0);
       if (view.master) {
-        out.emplace_back(view.master->str(), daemon::pinned_options(config, *view.master));
+        out.emplace_back(view.master->str(), wiring::pinned_options(config, *view.master));
       } else {
         list::NodeScan s;
         s.node = "master '" + r.sentinel_master + "'";
@@ -232,8 +232,8 @@ std::vector<std::pair<std::string, redis::ConnectionOptions>> servers(const conf
     }
     case config::Topology::kCluster: {
       std::vector<std::string> errors;
-      for (const auto& m : redis::cluster_masters(daemon::cluster_options(config), errors)) {
-        out.emplace_back(m.str(), daemon::pinned_options(config, m));
+      for (const auto& m : redis::cluster_masters(wiring::cluster_options(config), errors)) {
+        out.emplace_back(m.str(), wiring::pinned_options(config, m));
       }
       if (out.empty()) {
         list::NodeScan s;

@@ -8,12 +8,13 @@
 #include <optional>
 
 #include "commands/quorum_view.h"
-#include "daemon/daemon.h"
-#include "daemon/servers.h"
+#include "lock/lease.h"
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
+#include "wiring/holder.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
@@ -25,7 +26,7 @@ std::string operator_name() {
     if (const passwd* pw = ::getpwuid(::geteuid())) user = pw->pw_name;
   }
   if (user.empty()) user = "uid " + std::to_string(::geteuid());
-  return user + "@" + daemon::holder_head("");  // this host's name, as in holder ids
+  return user + "@" + wiring::holder_head("");  // this host's name, as in holder ids
 }
 
 namespace {
@@ -37,7 +38,7 @@ std::string rights(const lock::LeaseKeys& keys) {
 }
 
 /// The failure of a write that did not reach a quorum: 77 when a node refused it.
-int not_on_a_quorum(const char* what, const lock::Published& p, const lock::LeaseBackend& backend,
+int not_on_a_quorum(const char* what, const lock::Published& p, const lock::LeaseAdmin& backend,
                     const lock::LeaseKeys& keys, std::ostream& err) {
   err << "redisgo_task: " << what << ": written on " << p.accepted << " of " << backend.node_count()
       << " node(s), fewer than the quorum of " << backend.quorum() << (p.error.empty() ? "" : ": " + log::printable(p.error))
@@ -54,7 +55,7 @@ int not_woken(const char* what, const lock::LeaseKeys& keys, const std::string& 
 }
 
 /// Who holds slot `slot` now, when a real holder does (not a turn, not the pause).
-std::optional<std::string> holder_of(lock::LeaseBackend& backend, int slot) {
+std::optional<std::string> holder_of(lock::LeaseAdmin& backend, int slot) {
   backend.select_slot(slot);
   const QuorumView v = quorum_view(backend.inspect(), backend.quorum());
   if (v.state != State::kHeld || lock::turn_of(v.holder) || lock::pause_of(v.holder)) return std::nullopt;
@@ -65,7 +66,7 @@ std::optional<std::string> holder_of(lock::LeaseBackend& backend, int slot) {
 
 int run_pause(const config::Config& config, Millis duration, const std::string& reason, bool stop, std::ostream& out,
               std::ostream& err) {
-  auto backend = lock::make_redis_backend(daemon::lease_options(config, "pause"));
+  const std::unique_ptr<lock::LeaseAdmin> backend = lock::make_redis_backend(wiring::lease_options(config, "pause"));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   lock::PauseRecord record;
   record.by = operator_name();
@@ -119,7 +120,7 @@ int run_pause(const config::Config& config, Millis duration, const std::string& 
 }
 
 int run_resume(const config::Config& config, std::ostream& out, std::ostream& err) {
-  auto backend = lock::make_redis_backend(daemon::lease_options(config, "resume"));
+  const std::unique_ptr<lock::LeaseAdmin> backend = lock::make_redis_backend(wiring::lease_options(config, "resume"));
   const lock::LeaseKeys keys = lock::LeaseKeys::derive(config.redis.key);
   const auto before = backend->read_pause();
   const lock::Published done = backend->resume();

@@ -6,19 +6,19 @@
 
 #include "commands/quorum_view.h"
 #include "commands/waiting_line.h"
-#include "daemon/daemon.h"
-#include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/exit_status.h"
+#include "wiring/holder.h"
+#include "wiring/servers.h"
 
 namespace redisgo::commands {
 
-using daemon::lease_options;
-using daemon::sentinel_options;
-using daemon::cluster_options;
-using daemon::holder_head;
+using wiring::lease_options;
+using wiring::sentinel_options;
+using wiring::cluster_options;
+using wiring::holder_head;
 using Millis = std::chrono::milliseconds;
 
 namespace {
@@ -130,7 +130,7 @@ std::string json_number(const std::string& text) {
 
 /// The semaphore's other slots (limit > 1; slot 0 is the key itself, shown above them).
 /// Each slot's view (limit > 1; empty otherwise). Slot 0 is `first`, already read.
-std::vector<QuorumView> slot_views(lock::LeaseBackend& backend, const config::Config& config, const QuorumView& first) {
+std::vector<QuorumView> slot_views(lock::LeaseAdmin& backend, const config::Config& config, const QuorumView& first) {
   std::vector<QuorumView> views;
   if (config.task.limit <= 1) return views;
   views.push_back(first);
@@ -191,7 +191,7 @@ void write_slots(const std::vector<QuorumView>& views, const config::Config& con
 
 /// once_per: the last `adopt` any node records (who declared which slot unclaimed, when) and
 /// the highest witness (lock/once_scripts.h).
-void write_adoption(lock::LeaseBackend& backend, const lock::LeaseKeys& keys, bool json, std::ostream& out) {
+void write_adoption(lock::LeaseAdmin& backend, const lock::LeaseKeys& keys, bool json, std::ostream& out) {
   std::vector<lock::OnceNode> nodes;
   try {
     nodes = backend.read_once(keys.witness(), {});
@@ -221,7 +221,7 @@ void write_adoption(lock::LeaseBackend& backend, const lock::LeaseKeys& keys, bo
 }
 
 /// once_per: the claims of the slots around now (a claim lives 2 x once_per).
-void write_claims(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
+void write_claims(lock::LeaseAdmin& backend, const config::Config& config, bool json, std::ostream& out) {
   if (!config.task.once_per) return;
   const auto period = *config.task.once_per;
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -288,7 +288,7 @@ struct StatusView {
   std::optional<lock::RefusalNote> refusal;
 };
 
-StatusView read_status(lock::LeaseBackend& backend, const config::Config& config) {
+StatusView read_status(lock::LeaseAdmin& backend, const config::Config& config) {
   StatusView s;
   s.nodes = backend.inspect();
   s.quorum = backend.quorum();
@@ -346,7 +346,7 @@ void write_node_json(const lock::NodeView& n, const config::Config& config, std:
 }
 
 /// A pause (`pause`) that a quorum of nodes holds: who, why, since and until when.
-void write_pause(lock::LeaseBackend& backend, bool json, std::ostream& out) {
+void write_pause(lock::LeaseAdmin& backend, bool json, std::ostream& out) {
   const auto p = backend.read_pause();
   if (json) {
     out << ",\"paused\":";
@@ -368,7 +368,7 @@ void write_pause(lock::LeaseBackend& backend, bool json, std::ostream& out) {
 }
 
 /// --json: one object. Reads the once_per claims from `backend` as it goes.
-void write_status_json(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
+void write_status_json(const StatusView& s, lock::LeaseAdmin& backend, const config::Config& config,
                        std::ostream& out) {
   const QuorumView& q = s.q;
   // Unknown is null, never a made-up false or -2: a monitor must tell "free" from
@@ -416,7 +416,7 @@ void write_node_text(const lock::NodeView& n, const config::Config& config, std:
 }
 
 /// The text report. Reads the once_per claims from `backend` as it goes.
-void write_status_text(const StatusView& s, lock::LeaseBackend& backend, const config::Config& config,
+void write_status_text(const StatusView& s, lock::LeaseAdmin& backend, const config::Config& config,
                        std::ostream& out) {
   const QuorumView& q = s.q;
   out << "key:    " << log::printable(config.redis.key) << "\n";
@@ -474,7 +474,7 @@ int status_exit(const StatusView& s) {
 }  // namespace
 
 int run_status(const config::Config& config, bool json, std::ostream& out) {
-  auto backend = lock::make_redis_backend(lease_options(config, "status"));
+  const std::unique_ptr<lock::LeaseAdmin> backend = lock::make_redis_backend(lease_options(config, "status"));
   const StatusView view = read_status(*backend, config);
   if (json) {
     write_status_json(view, *backend, config, out);

@@ -27,7 +27,7 @@ std::int64_t now_us() {
 
 }  // namespace
 
-void write_line(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out) {
+void write_line(lock::LeaseAdmin& backend, const config::Config& config, bool json, std::ostream& out) {
   std::vector<lock::LineView> lines;
   try {
     lines = backend.read_line(kLineShown);

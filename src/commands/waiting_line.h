@@ -14,6 +14,6 @@ inline constexpr int kLineShown = 100;
 
 /// Writes the line as `status` shows it: text lines, or with `json` a ",\"line\":{...}"
 /// member. Nothing in text when nobody waits and the key is not fair.
-void write_line(lock::LeaseBackend& backend, const config::Config& config, bool json, std::ostream& out);
+void write_line(lock::LeaseAdmin& backend, const config::Config& config, bool json, std::ostream& out);
 
 }  // namespace redisgo::commands

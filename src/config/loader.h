@@ -170,6 +170,8 @@ class Loader {
   /// A file that must be a readable regular file now (TLS material).
   void check_readable_file(const toml::node& n, const std::string& key, std::string& out, bool secret);
   void load_tls(const toml::table* sec, TlsConfig& t);
+  /// [redis] value, and REDISGO_TASK_HOLDER_PREFIX over it: the head of this host's holder ids.
+  void load_holder_prefix(const toml::table* sec, RedisConfig& r);
   void load_redis(const toml::table& root, RedisConfig& r);
 
   void load_backoff(const toml::table& root, BackoffConfig& b);

@@ -313,6 +313,32 @@ void Loader::load_tls(const toml::table* sec, TlsConfig& t) {
   }
 }
 
+void Loader::load_holder_prefix(const toml::table* sec, RedisConfig& r) {
+  if (auto n = find(sec, "redis", "value")) {
+    if (auto s = as_string(*n, "redis.value", "a non-empty holder id (leave it out to generate one)")) {
+      if (const auto found = control_character_found(*s)) {
+        error(loc_of(*n), "redis.value", "expected a holder id without control characters, found " + *found);
+      } else {
+        r.value = *s;
+      }
+    }
+  }
+  // Hosts that share a host name (containers, clones) and one file tell their holders apart
+  // by this (redisgo_task(1), ENVIRONMENT); `task --holder-prefix` overrides it in turn (cli).
+  if (auto prefix = env_ ? env_(kHolderPrefixEnv) : std::nullopt) {
+    if (prefix->empty()) {
+      error(where("redis.value"), "redis.value",
+            std::string("expected ") + kHolderPrefixEnv + " to hold a non-empty holder id prefix, found it empty");
+    } else if (const auto found = control_character_found(*prefix)) {
+      error(where("redis.value"), "redis.value",
+            std::string("expected ") + kHolderPrefixEnv + " to hold a holder id prefix without control characters, found " +
+                *found);
+    } else {
+      r.value = *prefix;
+    }
+  }
+}
+
 void Loader::load_redis(const toml::table& root, RedisConfig& r) {
   const toml::table* sec = section(root, "redis");
   load_nodes(sec, r);
@@ -355,29 +381,7 @@ void Loader::load_redis(const toml::table& root, RedisConfig& r) {
           "expected a renewal interval of at least " + format_duration(kMinCron) + ", found " +
               format_duration(r.cron));
   }
-  if (auto n = find(sec, "redis", "value")) {
-    if (auto s = as_string(*n, "redis.value", "a non-empty holder id (leave it out to generate one)")) {
-      if (const auto found = control_character_found(*s)) {
-        error(loc_of(*n), "redis.value", "expected a holder id without control characters, found " + *found);
-      } else {
-        r.value = *s;
-      }
-    }
-  }
-  // Hosts that share a host name (containers, clones) and one file tell their holders apart
-  // by this (redisgo_task(1), ENVIRONMENT); `task --holder-prefix` overrides it in turn (cli).
-  if (auto prefix = env_ ? env_(kHolderPrefixEnv) : std::nullopt) {
-    if (prefix->empty()) {
-      error(where("redis.value"), "redis.value",
-            std::string("expected ") + kHolderPrefixEnv + " to hold a non-empty holder id prefix, found it empty");
-    } else if (const auto found = control_character_found(*prefix)) {
-      error(where("redis.value"), "redis.value",
-            std::string("expected ") + kHolderPrefixEnv + " to hold a holder id prefix without control characters, found " +
-                *found);
-    } else {
-      r.value = *prefix;
-    }
-  }
+  load_holder_prefix(sec, r);
   if (auto n = find(sec, "redis", "username")) {
     if (auto s = as_string(*n, "redis.username", "a non-empty ACL user name")) r.username = *s;
   }

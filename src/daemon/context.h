@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "daemon/daemon.h"
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
 #include "lock/lease.h"
 #include "metrics/metrics.h"
 #include "util/clock.h"

@@ -26,7 +26,7 @@ struct TaskOptions {
   config::Config config;
   /// --wait (default) / --no-wait: oneshot tries once with --no-wait.
   bool wait = true;
-  /// This holder's id (the value stored in the lock key): default_holder_id().
+  /// This holder's id (the value stored in the lock key): wiring::default_holder_id().
   std::string holder;
 };
 
@@ -60,13 +60,5 @@ process::SpawnOptions spawn_options(const config::Config& config);
 /// what the child and its health check get.
 void add_task_env(process::SpawnOptions& spawn, const config::Config& config, const std::string& holder,
                   std::uint64_t token, int slot);
-
-/// The head of this host's holder ids: `value`, or the hostname when it is empty.
-std::string holder_head(const std::string& prefix);
-
-/// "<prefix>:<pid>:<32 hex digits from getrandom>", prefix = `value` or else the
-/// hostname: unique per process even when every host shares one config
-/// (docs/DESIGN.md, invariant 9), so two daemons never renew or release each other's lease.
-std::string default_holder_id(const std::string& prefix = "");
 
 }  // namespace redisgo::daemon

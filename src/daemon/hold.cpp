@@ -10,6 +10,7 @@
 #include "redis/acl.h"
 #include "util/clock.h"
 #include "util/duration.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 

@@ -5,6 +5,7 @@
 
 #include "lock/lease.h"
 #include "util/duration.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 

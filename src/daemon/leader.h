@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
 #include "util/clock.h"
 
 namespace redisgo::daemon {

@@ -7,6 +7,7 @@
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
+#include "util/exit_status.h"
 #include "util/error.h"
 
 namespace redisgo::daemon {

@@ -7,6 +7,7 @@
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 namespace {

@@ -3,10 +3,11 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "daemon/servers.h"
 #include "log/logging.h"
 #include "util/clock.h"
 #include "util/duration.h"
+#include "util/exit_status.h"
+#include "wiring/servers.h"
 
 namespace redisgo::daemon {
 namespace {
@@ -24,7 +25,7 @@ Context::Context(const TaskOptions& options, const Dependencies& dependencies)
     : opts(options),
       deps(dependencies),
       cfg(options.config),
-      lease_opts(lease_options(cfg, options.holder)),
+      lease_opts(wiring::lease_options(cfg, options.holder)),
       keys(lock::LeaseKeys::derive(cfg.redis.key)),
       log(log::get("daemon")),
       clock(*dependencies.clock),
@@ -37,7 +38,7 @@ Context::Context(const TaskOptions& options, const Dependencies& dependencies)
   const auto names = node_names(lease_opts);
   for (std::size_t i = 0; i < lease_opts.nodes.size(); ++i) {
     lease_opts.nodes[i].on_fault = [count = metrics.redis_error_counter(names[i])](redis::Fault fault) {
-      if (const char* kind = redis_error_kind(fault)) count(kind);
+      if (const char* kind = wiring::redis_error_kind(fault)) count(kind);
     };
   }
   metrics::Metrics::Settings settings;
@@ -59,7 +60,7 @@ Runner::Runner(const TaskOptions& options, const Dependencies& deps)
 void Runner::log_start() const {
   const auto& cfg = ctx_.cfg;
   ctx_.log->info("contending for key={} as holder={} mode={} {} expire={} cron={}{}", cfg.redis.key, ctx_.opts.holder,
-                 config::to_string(cfg.task.mode), describe_servers(cfg.redis), format_duration(cfg.redis.expire),
+                 config::to_string(cfg.task.mode), wiring::describe_servers(cfg.redis), format_duration(cfg.redis.expire),
                  format_duration(cfg.redis.cron),
                  cfg.task.limit > 1 ? " limit=" + std::to_string(cfg.task.limit) : std::string());
   if (loop_.exporting()) {

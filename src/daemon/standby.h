@@ -23,10 +23,11 @@
 
 #include "backoff/backoff.h"
 #include "config/config.h"
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
 #include "lock/lease.h"
 #include "lock/verdict.h"
 #include "util/clock.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 

@@ -152,7 +152,7 @@ Millis restart_guard_left(std::int64_t uptime_s, Millis guard) {
   return std::max(Millis(0), left);
 }
 
-std::unique_ptr<LeaseBackend> make_redis_backend(const LeaseOptions& options, const Clock& clock) {
+std::unique_ptr<RedisLease> make_redis_backend(const LeaseOptions& options, const Clock& clock) {
   return std::make_unique<RedlockBackend>(options, clock);
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-/// The lease as the daemon sees it: acquire / renew / release / inspect over one or more
-/// independent Redis nodes (docs/DESIGN.md, invariants 2-4, 7, 8, 10).
+/// The lease over one or more independent Redis nodes (docs/DESIGN.md, invariants 2-4, 7, 8,
+/// 10): as the daemon holds it (LeaseBackend: acquire / renew / release, the line, once_per's
+/// claims) and as the other subcommands read and steer it (LeaseAdmin: inspect, the line,
+/// pause and resume, control messages, adopt).
 ///
 /// Every ownership check runs inside Lua (lock/scripts.h): acquire is SET NX PX plus the
 /// fence counter in one script, renew is compare-and-PEXPIRE, release is compare-and-DEL
@@ -112,7 +114,7 @@ std::string describe_holder(const std::string& value);
 Millis fence_ttl(Millis lease_ttl);
 
 /// Whether `holder` has the shape of a daemon's holder id, "<prefix>:<pid>:<32 hex digits>"
-/// (daemon::default_holder_id). A value set by hand (a maintenance hold, a test) does not,
+/// (wiring::default_holder_id). A value set by hand (a maintenance hold, a test) does not,
 /// and says nothing about another daemon's `expire`.
 bool is_daemon_holder(const std::string& holder);
 
@@ -408,7 +410,17 @@ struct Published {
   int unwoken = 0;
 };
 
-/// The seam between the daemon and Redis (a fake implements it in daemon tests).
+/// `adopt`'s outcome: declares the slot unclaimed on every node that has no claim of it.
+struct Adoption {
+  std::vector<std::int64_t> written_ms;   ///< per node: the node's TIME of the record, 0 where it was not written
+  std::vector<std::string> errors;        ///< per node that failed, its error
+  std::optional<ClaimRecord> claimed;     ///< a claim found on the way: nothing adopted there
+  std::string claimed_on;                 ///< ... on this node
+  bool refused = false;                   ///< a node refused (ACL)
+};
+
+/// The lease as the daemon holds it: the seam between the daemon (its main loop and its
+/// renewal thread) and Redis. A fake implements it in daemon tests (tests/support/fake_lease.h).
 class LeaseBackend {
  public:
   virtual ~LeaseBackend() = default;
@@ -419,116 +431,107 @@ class LeaseBackend {
   /// Compare-and-delete (publishing the release) on every node, also those that did not
   /// answer the acquire. Never throws.
   virtual Release release() noexcept = 0;
-  virtual std::vector<NodeView> inspect() = 0;
   /// Lets requests already queued (the undo of a failed attempt) reach their nodes:
   /// waits up to `limit` until they are written. For before the process exits. Never throws.
-  virtual void settle(Millis limit) noexcept { (void)limit; }
+  virtual void settle(Millis limit) noexcept = 0;
   virtual int node_count() const = 0;
   int quorum() const { return node_count() / 2 + 1; }
-  /// The semaphore slot that renew(), release() and inspect() act on.
-  virtual void select_slot(int slot) { (void)slot; }
   /// The lease this backend acquired was released through other connections (the renewal
   /// thread's): from now on a key of this holder's that acquire() meets is a leftover
   /// (an attempt that ran late at a paused node, a release that did not arrive), undone
   /// rather than waited for. While it holds a lease, acquire() refuses like anyone's.
-  virtual void released_elsewhere() {}
+  virtual void released_elsewhere() = 0;
+  /// Acquisition attempts from now on end at `at` (oneshot --wait-timeout): a node that has
+  /// not answered by then counts as not answered, and what it may yet grant is undone behind
+  /// the attempt, as any failed attempt's grants are. time_point::max(): no bound.
+  virtual void bound_attempts(Clock::time_point at) = 0;
+  /// The waiting line (fair): whether this waiter listens on its wake channel on each node
+  /// (in LeaseOptions::nodes order). Where it does, the next attempts join the line there;
+  /// elsewhere they only look (a waiter that cannot be woken must not hold up the line).
+  virtual void line_listening(const std::vector<bool>& per_node) = 0;
+  /// Leaves the line on every node and forgets the ticket (stopped, gave up, exiting).
+  /// Bounded by the nodes' timeouts; never throws. Returns why a node kept our entry (the
+  /// error it answered: an ACL user without +zrem), or "" (left, or nothing was sent there).
+  virtual std::string leave_line() noexcept = 0;
   /// once_per: claims the slot for this holder while the lease is held (lock/once.h). A
   /// node that already has a claim makes it kTaken (at most once per slot, whoever else
   /// claimed). Restart guard: a node counts only as the rule says, and a claim there counts
   /// only once fsynced (WAITAOF) where the node can, and acknowledged by a replica where a
   /// Sentinel or Cluster master has one. A claim that does not reach a quorum is dropped.
-  virtual Claim claim(const ClaimRequest& request) {
-    (void)request;
-    return {};
-  }
+  virtual Claim claim(const ClaimRequest& request) = 0;
   /// once_per: every node's side of the rule and its claims of `claim_keys` (each
   /// OnceNode's `claim` is that of the first key; `claims` per node, per key).
   virtual std::vector<OnceNode> read_once(const std::string& witness_key, const std::vector<std::string>& claim_keys,
-                                          std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) {
-    (void)witness_key, (void)claim_keys, (void)claims;
-    return {};
-  }
-  /// `adopt`: declares the slot unclaimed on every node that has no claim of it (written:
-  /// the nodes' TIME of the record, 0 where it was not).
-  struct Adoption {
-    std::vector<std::int64_t> written_ms;   ///< per node
-    std::vector<std::string> errors;        ///< per node that failed, its error
-    std::optional<ClaimRecord> claimed;     ///< a claim found on the way: nothing adopted there
-    std::string claimed_on;                 ///< ... on this node
-    bool refused = false;                   ///< a node refused (ACL)
-  };
-  virtual Adoption adopt(const std::string& claim_key, const std::string& witness_key, std::int64_t slot_s,
-                         const std::string& by, Millis witness_ttl) {
-    (void)claim_key, (void)witness_key, (void)slot_s, (void)by, (void)witness_ttl;
-    return {};
-  }
-  /// Drops an `adopt` record that did not reach a quorum, where it was written.
-  virtual void drop_adoption(const std::string& witness_key, std::int64_t slot_s,
-                             const std::vector<std::int64_t>& written_ms) noexcept {
-    (void)witness_key, (void)slot_s, (void)written_ms;
-  }
+                                          std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) = 0;
   /// Records the run's exit status in our claim ("" drops our claim: the slot did not run).
   /// Never throws.
-  virtual void finish_claim(const std::string& claim_key, const std::string& status) noexcept {
-    (void)claim_key, (void)status;
-  }
+  virtual void finish_claim(const std::string& claim_key, const std::string& status) noexcept = 0;
   /// The claims found under `claim_keys` (any reachable node's), in that order; nullopt where none.
-  virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) {
-    return std::vector<std::optional<ClaimRecord>>(claim_keys.size());
-  }
-  /// Acquisition attempts from now on end at `at` (oneshot --wait-timeout): a node that has
-  /// not answered by then counts as not answered, and what it may yet grant is undone behind
-  /// the attempt, as any failed attempt's grants are. time_point::max(): no bound.
-  virtual void bound_attempts(Clock::time_point at) { (void)at; }
-  /// The waiting line (fair): whether this waiter listens on its wake channel on each node
-  /// (in LeaseOptions::nodes order). Where it does, the next attempts join the line there;
-  /// elsewhere they only look (a waiter that cannot be woken must not hold up the line).
-  virtual void line_listening(const std::vector<bool>& per_node) { (void)per_node; }
-  /// Leaves the line on every node and forgets the ticket (stopped, gave up, exiting).
-  /// Bounded by the nodes' timeouts; never throws. Returns why a node kept our entry (the
-  /// error it answered: an ACL user without +zrem), or "" (left, or nothing was sent there).
-  virtual std::string leave_line() noexcept { return {}; }
-  /// The line on each node, its first `limit` entries.
-  virtual std::vector<LineView> read_line(int limit) {
-    (void)limit;
-    return {};
-  }
-  /// PUBLISH `message` on `channel` on every node.
-  virtual Published publish(const std::string& channel, const std::string& message) {
-    (void)channel, (void)message;
-    return {};
-  }
-  /// `pause`: writes `pause` (for `ttl`) on every node; accepted = nodes that took it.
-  virtual Published pause(const PauseRecord& pause, Millis ttl) {
-    (void)pause, (void)ttl;
-    return {};
-  }
-  /// `resume`: drops the pause on every node and wakes the waiters it held back; receivers
-  /// = nodes where there was one.
-  virtual Published resume() { return {}; }
+  virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) = 0;
   /// Semaphore slots held beyond LeaseOptions::limit (a daemon of this key runs a larger
   /// `limit`): the most any node has; -1 when no node could tell.
-  virtual int slots_beyond_limit() { return 0; }
-  /// The pause that a quorum of nodes holds, if any (nullopt: none, or unreadable).
-  virtual std::optional<PauseRecord> read_pause() { return std::nullopt; }
+  virtual int slots_beyond_limit() = 0;
   /// Renewals refused: runs each of `commands` ("GET", "PEXPIRE", "SET") on every node in a
   /// form that changes nothing, on LeaseKeys::probe, and says which one the ACL refuses. Where
   /// one is refused and `note_head` is not empty, leaves the RefusalNote for `note_ttl`; where
   /// none is, deletes a note of this holder's. Never takes or touches the lease.
   virtual RightsProbe probe_rights(const std::vector<std::string>& commands, const std::string& note_head,
-                                   Millis note_ttl) {
-    (void)commands, (void)note_head, (void)note_ttl;
-    RightsProbe p;
-    p.allowed = node_count();
-    return p;
-  }
+                                   Millis note_ttl) = 0;
+};
+
+/// The key as the other subcommands see and steer it (status, list, check, pause and resume,
+/// handover, adopt): they read what each node holds and write only pauses, adoptions and
+/// control messages, never a lease.
+class LeaseAdmin {
+ public:
+  virtual ~LeaseAdmin() = default;
+  virtual int node_count() const = 0;
+  int quorum() const { return node_count() / 2 + 1; }
+  /// Each node's view of the key (of the slot select_slot() chose).
+  virtual std::vector<NodeView> inspect() = 0;
+  /// The semaphore slot that inspect() reads.
+  virtual void select_slot(int slot) = 0;
+  /// The line on each node, its first `limit` entries.
+  virtual std::vector<LineView> read_line(int limit) = 0;
+  /// The pause that a quorum of nodes holds, if any (nullopt: none, or unreadable).
+  virtual std::optional<PauseRecord> read_pause() = 0;
   /// The newest RefusalNote any node has (one node's is enough: it only informs), if any.
-  virtual std::optional<RefusalNote> read_refusal() { return std::nullopt; }
+  virtual std::optional<RefusalNote> read_refusal() = 0;
+  /// As LeaseBackend::read_once, read_claims and slots_beyond_limit.
+  virtual std::vector<OnceNode> read_once(const std::string& witness_key, const std::vector<std::string>& claim_keys,
+                                          std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) = 0;
+  virtual std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) = 0;
+  virtual int slots_beyond_limit() = 0;
+  /// PUBLISH `message` on `channel` on every node.
+  virtual Published publish(const std::string& channel, const std::string& message) = 0;
+  /// `pause`: writes `pause` (for `ttl`) on every node; accepted = nodes that took it.
+  virtual Published pause(const PauseRecord& pause, Millis ttl) = 0;
+  /// `resume`: drops the pause on every node and wakes the waiters it held back; receivers
+  /// = nodes where there was one.
+  virtual Published resume() = 0;
+  /// `adopt`: declares the slot unclaimed on every node that has no claim of it.
+  virtual Adoption adopt(const std::string& claim_key, const std::string& witness_key, std::int64_t slot_s,
+                         const std::string& by, Millis witness_ttl) = 0;
+  /// Drops an `adopt` record that did not reach a quorum, where it was written.
+  virtual void drop_adoption(const std::string& witness_key, std::int64_t slot_s,
+                             const std::vector<std::int64_t>& written_ms) noexcept = 0;
+};
+
+/// Both sides over the same nodes: what make_redis_backend() builds. The members the two
+/// interfaces share are declared again here, so that a call through this type names one.
+class RedisLease : public LeaseBackend, public LeaseAdmin {
+ public:
+  int node_count() const override = 0;
+  int quorum() const { return node_count() / 2 + 1; }
+  std::vector<OnceNode> read_once(const std::string& witness_key, const std::vector<std::string>& claim_keys,
+                                  std::vector<std::vector<std::optional<ClaimRecord>>>* claims = nullptr) override = 0;
+  std::vector<std::optional<ClaimRecord>> read_claims(const std::vector<std::string>& claim_keys) override = 0;
+  int slots_beyond_limit() override = 0;
 };
 
 /// The real backend: N >= 1 independent Redis nodes driven concurrently by one poll loop
 /// (lock/redlock.h). Not thread-safe; the renewal thread makes its own instance.
-std::unique_ptr<LeaseBackend> make_redis_backend(const LeaseOptions& options,
+std::unique_ptr<RedisLease> make_redis_backend(const LeaseOptions& options,
                                                  const Clock& clock = SystemClock::instance());
 
 }  // namespace redisgo::lock

@@ -1,6 +1,6 @@
 #pragma once
-/// The real LeaseBackend: N >= 1 independent Redis nodes, quorum N/2 + 1. One node is the
-/// N = 1 case of the same code.
+/// The real LeaseBackend and LeaseAdmin: N >= 1 independent Redis nodes, quorum N/2 + 1.
+/// One node is the N = 1 case of the same code.
 ///
 /// Every operation is one round over non-blocking connections (redis/connection.h) driven
 /// by one poll loop (redis/poller.h): the script goes to every node at once, each node
@@ -57,7 +57,7 @@ Clock::time_point validity_deadline(Clock::time_point start, Millis ttl, double 
 /// Per-node retry schedule after failures: initial, doubling, capped at max.
 Millis next_node_backoff(Millis previous, Millis initial, Millis max);
 
-class RedlockBackend final : public LeaseBackend {
+class RedlockBackend final : public RedisLease {
  public:
   /// Throws std::invalid_argument for no nodes or a non-positive ttl. Does not connect.
   RedlockBackend(LeaseOptions options, const Clock& clock);
@@ -167,6 +167,9 @@ class RedlockBackend final : public LeaseBackend {
   /// Node i had not answered an attempt when the wait's bound cut it: its last refusal if it
   /// refused us before, else a timeout.
   NodeError unanswered_at_bound(std::size_t i) const;
+  /// count_votes: a node whose acquire script did not answer, or failed: its error, when it
+  /// has one to give (see unanswered_at_bound).
+  void note_unanswered(std::size_t i, const redis::CallPtr& c, Acquisition& a) const;
   /// Undo (no publish) on the nodes whose acquire granted (the slot key each one took,
   /// in `taken`; "" = none) or is still in flight (every slot key: which one it takes is
   /// not known yet).

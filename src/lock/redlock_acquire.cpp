@@ -171,6 +171,17 @@ void RedlockBackend::note_line(const AcquireReply& r, Acquisition& a, bool& firs
   if (ticket_ > 0 && r.ticket > ticket_) a.rejoined = true;
 }
 
+void RedlockBackend::note_unanswered(std::size_t i, const redis::CallPtr& c, Acquisition& a) const {
+  if (!c || c->done()) {
+    a.errors.push_back(error_of(i, c));
+  } else if (clock_.now() >= attempt_bound_ || redis::is_refusal(nodes_[i].last_fault)) {
+    // No answer yet is this node's last word when the wait's bound (--wait-timeout) cut the
+    // attempt, and a refusal it gave before (its reconnect still on the way) stays one: the
+    // run's exit status is decided on them (77 for a refusal, not 69).
+    a.errors.push_back(unanswered_at_bound(i));
+  }
+}
+
 RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot, Acquisition& a) {
   const std::size_t n = nodes_.size();
   Tally t{std::vector<bool>(n, false), std::vector<std::string>(n), std::vector<bool>(n, false), {}};
@@ -179,14 +190,7 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
   for (std::size_t i = 0; i < n; ++i) {
     const auto& c = ballot.calls[i];
     if (!c || !c->done() || !c->ok()) {
-      if (!c || c->done()) {
-        a.errors.push_back(error_of(i, c));
-      } else if (clock_.now() >= attempt_bound_ || redis::is_refusal(nodes_[i].last_fault)) {
-        // No answer yet is this node's last word when the wait's bound (--wait-timeout) cut the
-        // attempt, and a refusal it gave before (its reconnect still on the way) stays one: the
-        // run's exit status is decided on them (77 for a refusal, not 69).
-        a.errors.push_back(unanswered_at_bound(i));
-      }
+      note_unanswered(i, c, a);
       continue;
     }
     const auto r = ballot.reply_of(i);

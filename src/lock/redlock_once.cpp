@@ -232,7 +232,7 @@ std::vector<OnceNode> RedlockBackend::read_once(const std::string& witness_key, 
   return out;
 }
 
-LeaseBackend::Adoption RedlockBackend::adopt(const std::string& claim_key, const std::string& witness_key,
+Adoption RedlockBackend::adopt(const std::string& claim_key, const std::string& witness_key,
                                              std::int64_t slot_s, const std::string& by, Millis witness_ttl) {
   Adoption out;
   out.written_ms.assign(nodes_.size(), 0);

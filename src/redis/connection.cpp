@@ -412,24 +412,9 @@ void AsyncConnection::read_available() {
   }
 }
 
-void AsyncConnection::dispatch(ReplyPtr raw) {
-  if (subscribed_ && is_message_push(raw.get())) {
-    messages_.push_back({as_string(raw->element[1]).value_or(""), as_string(raw->element[2]).value_or("")});
-    return;
-  }
-  if (pending_.empty()) {
-    close(Fault::kProtocol, std::string("unexpected ") + type_name(raw.get()) + " reply: nothing was asked");
-    return;
-  }
-  Pending p = std::move(pending_.front());
-  pending_.pop_front();
-  Reply reply(std::move(raw));
-  const bool error = reply.is_error();
-  // `text` decides (a prefix, a redirect's address); `shown` is what messages and logs carry:
-  // escaped and bounded here, where a reply becomes a message (util/text.h).
-  const std::string text = error ? redact(reply.str(), auth_password_) : std::string();
-  const std::string shown = error ? shown_text(text) : std::string();
-  switch (p.kind) {
+void AsyncConnection::setup_answered(Kind kind, const Reply& reply, bool error, const std::string& text,
+                                     const std::string& shown) {
+  switch (kind) {
     case Kind::kAuth:
       // Redis's message (WRONGPASS ...) never echoes the password; neither do we. A server
       // without a password ("AUTH <password> called without any password configured") is
@@ -473,7 +458,30 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
       }
       return;
     }
-    case Kind::kUser: break;
+    case Kind::kUser: return;
+  }
+}
+
+void AsyncConnection::dispatch(ReplyPtr raw) {
+  if (subscribed_ && is_message_push(raw.get())) {
+    messages_.push_back({as_string(raw->element[1]).value_or(""), as_string(raw->element[2]).value_or("")});
+    return;
+  }
+  if (pending_.empty()) {
+    close(Fault::kProtocol, std::string("unexpected ") + type_name(raw.get()) + " reply: nothing was asked");
+    return;
+  }
+  Pending p = std::move(pending_.front());
+  pending_.pop_front();
+  Reply reply(std::move(raw));
+  const bool error = reply.is_error();
+  // `text` decides (a prefix, a redirect's address); `shown` is what messages and logs carry:
+  // escaped and bounded here, where a reply becomes a message (util/text.h).
+  const std::string text = error ? redact(reply.str(), auth_password_) : std::string();
+  const std::string shown = error ? shown_text(text) : std::string();
+  if (p.kind != Kind::kUser) {
+    setup_answered(p.kind, reply, error, text, shown);
+    return;
   }
   if (p.script && script_answered(p, error, text)) return;
   Call& call = *p.call;

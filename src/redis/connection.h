@@ -233,6 +233,9 @@ class AsyncConnection {
   void flush();
   void read_available();
   void dispatch(ReplyPtr reply);
+  /// A reply to the connection's own set-up (AUTH, SELECT, SCRIPT LOAD, ROLE): an error closes
+  /// the connection; AUTH's OK lets the commands held behind it go.
+  void setup_answered(Kind kind, const Reply& reply, bool error, const std::string& text, const std::string& shown);
   /// A script call's reply: notes the script as cached once it ran; sends a lone EVALSHA
   /// that met NOSCRIPT again as EVAL (true: the call is pending again).
   bool script_answered(Pending& p, bool error, const std::string& text);

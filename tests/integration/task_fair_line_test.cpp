@@ -758,12 +758,20 @@ TEST(FairLineRedlock, AFrozenNodeOfThreeDoesNotStallTheLine) {
   for (auto& t : hosts) t.join();
   expect_no_overlap(intervals(read_file(log)));
   ASSERT_GT(during.size(), frozen_at);
-  long long longest = 0;
-  for (std::size_t i = frozen_at + 1; i < during.size(); ++i) longest = std::max(longest, during[i].start - during[i - 1].end);
-  // The stall reported was 3.5-4.7 s with nothing run; an optimised build shows gaps under
-  // 1 s and about 4 runs/s, ASan under a parallel suite 1.8 s and about 1 run/s (each run
-  // is a new sanitized process): bounds that tell a stall from a slow build.
-  EXPECT_LT(longest, 3'000'000'000LL) << "the line stood still while two nodes of three were healthy";
+  std::vector<long long> gaps;
+  for (std::size_t i = frozen_at + 1; i < during.size(); ++i) gaps.push_back(during[i].start - during[i - 1].end);
+  ASSERT_FALSE(gaps.empty());
+  const long long longest = *std::max_element(gaps.begin(), gaps.end());
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  const long long median = gaps[gaps.size() / 2];
+  // A stall is a gap far beyond this host's usual one: the line standing still behind the
+  // frozen node was 3.5-4.7 s where an optimised build's gaps are under 1 s (about 4 runs/s).
+  // Each run is a new process, so a sanitized build on a loaded host has gaps of 1-2 s, and
+  // one of them now and then near 4 s: the bound is 3 s or four median gaps, whichever is
+  // longer, which still catches that stall on an optimised build.
+  const long long bound = std::max(3'000'000'000LL, 4 * median);
+  EXPECT_LT(longest, bound) << "the line stood still while two nodes of three were healthy (median gap "
+                            << median / 1'000'000 << " ms)";
   EXPECT_GE(during.size() - frozen_at, 6u) << "runs in 10 s with a node frozen";
 }
 

@@ -2,9 +2,11 @@
 
 #include <poll.h>
 
+#include "support/lease_stub.h"
+
 namespace redisgo::testing {
 
-class FakeLease::Backend final : public lock::LeaseBackend {
+class FakeLease::Backend final : public LeaseStub {
  public:
   Backend(FakeLease& lease, const Clock& clock, int cancel_fd) : lease_(lease), clock_(clock), cancel_fd_(cancel_fd) {}
 
@@ -63,7 +65,6 @@ class FakeLease::Backend final : public lock::LeaseBackend {
     r.released = 1;
     return r;
   }
-  std::vector<lock::NodeView> inspect() override { return {}; }
   int node_count() const override { return 1; }
 
  private:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/leader.h"
+#include "util/exit_status.h"
 
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/standby.h"
+#include "util/exit_status.h"
 
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;

@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "lock/renewer.h"
+#include "support/lease_stub.h"
 #include "support/redis_server.h"
 #include "util/clock.h"
 #include "util/interrupt.h"
@@ -40,7 +41,7 @@ struct Script {
   int calls = 0;
 };
 
-class FakeBackend final : public LeaseBackend {
+class FakeBackend final : public redisgo::testing::LeaseStub {
  public:
   FakeBackend(Script& script, const FakeClock& clock, Clock::duration ttl) : s_(script), clock_(clock), ttl_(ttl) {}
   Acquisition acquire() override { return {}; }
@@ -76,7 +77,6 @@ class FakeBackend final : public LeaseBackend {
     return r;
   }
   redisgo::lock::Release release() noexcept override { return {}; }
-  std::vector<NodeView> inspect() override { return {}; }
   int node_count() const override { return 1; }
 
  private:
@@ -204,7 +204,7 @@ TEST(Renewer, StopIsPromptWithALongInterval) {
 TEST(Renewer, CadenceIsStartToStartNotStretchedByTheRoundTrip) {
   // Round 8, #11: renewals went out every cron + round trip; with a 600 ms round trip a
   // valid configuration lost every lease.
-  struct Slow final : LeaseBackend {
+  struct Slow final : redisgo::testing::LeaseStub {
     std::atomic<int> calls{0};
     Acquisition acquire() override { return {}; }
     Renewal renew() override {
@@ -216,7 +216,6 @@ TEST(Renewer, CadenceIsStartToStartNotStretchedByTheRoundTrip) {
       return r;
     }
     redisgo::lock::Release release() noexcept override { return {}; }
-    std::vector<NodeView> inspect() override { return {}; }
     int node_count() const override { return 1; }
   };
   Slow* slow = nullptr;

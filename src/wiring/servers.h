@@ -9,7 +9,7 @@
 #include "lock/lease.h"
 #include "redis/topology.h"
 
-namespace redisgo::daemon {
+namespace redisgo::wiring {
 
 /// The lock module's options. With sentinels or cluster_nodes, the one logical node
 /// carries a locator (started on first use). Throws ConfigError when a TLS file does
@@ -33,4 +33,4 @@ const char* redis_error_kind(redis::Fault fault);
 /// "cluster_nodes=a:7000 slot=1234".
 std::string describe_servers(const config::RedisConfig& redis);
 
-}  // namespace redisgo::daemon
+}  // namespace redisgo::wiring

@@ -1,10 +1,21 @@
 #pragma once
-/// The daemon's decisions as pure functions of its state (pure transitions,
-/// used by the phase machines, standby.h and leader.h). Nothing here touches Redis, processes or
-/// clocks, so every rule of redisgo_task(1), MODES and EXIT STATUS is unit-tested directly.
+/// The daemon's rules, as pure functions of what a phase knows: what follows a missed
+/// attempt, what follows the child's end, when the child is stopped before the lease ends,
+/// how often refused renewals are probed. The phase machines (standby.h, leader.h) and their
+/// driver call them; nothing here touches Redis, processes or clocks, so every rule of
+/// redisgo_task(1), MODES and EXIT STATUS is unit-tested directly. Where each one decides:
 ///
-///   Idle -> Acquiring -> (Waiting -> Acquiring)* -> Running -> Draining -> Releasing
-///        -> Running (restart) | Waiting (supervise) | Stopped (exit code)
+///   standby.h  attempt missed   -> after_miss: wait (at least kMinAttemptGap apart,
+///                                  kSplitAttemptGap after split votes) | give up: give_up_code
+///              stopped waiting  -> stopped_status
+///              granted          -> leader.h
+///   leader.h   child to start   -> can_start_child; when it is stopped: stop_schedule
+///              child ended      -> after_exit (a crash loop counted by RestartTracker):
+///                                    restart   -> leader.h, after the delay
+///                                    recontend -> standby.h, after the delay, or after a
+///                                                 step-down's hold (RestartTracker::on_step_down)
+///                                    exit      -> the run's exit status
+///   renewals refused (a step-down) -> probes refused_probe_gap apart -> standby.h
 
 #include <chrono>
 #include <cstdint>
@@ -13,7 +24,6 @@
 #include <vector>
 
 #include "config/config.h"
-#include "util/exit_status.h"
 #include "util/clock.h"
 
 namespace redisgo::daemon {

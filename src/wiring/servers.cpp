@@ -1,4 +1,4 @@
-#include "daemon/servers.h"
+#include "wiring/servers.h"
 
 #include <memory>
 
@@ -8,7 +8,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace redisgo::daemon {
+namespace redisgo::wiring {
 namespace {
 
 /// TLS is one OpenSSL context per process (a context is made to be shared by threads;
@@ -206,4 +206,4 @@ const char* redis_error_kind(redis::Fault fault) {
   return "reply";
 }
 
-}  // namespace redisgo::daemon
+}  // namespace redisgo::wiring

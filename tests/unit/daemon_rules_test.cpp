@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
+#include "util/exit_status.h"
 
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;

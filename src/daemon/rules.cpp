@@ -1,8 +1,9 @@
-#include "daemon/state_machine.h"
+#include "daemon/rules.h"
 
 #include <algorithm>
 
 #include "util/duration.h"
+#include "util/exit_status.h"
 
 namespace redisgo::daemon {
 
