@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "lock/lease.h"
 #include "process/child.h"
+#include "redis/subscriber.h"
 #include "util/clock.h"
 
 namespace redisgo::daemon {
@@ -37,6 +38,12 @@ struct Dependencies {
   /// Builds a lease backend (the main loop's, and the renewal thread's own).
   std::function<std::unique_ptr<lock::LeaseBackend>(const lock::LeaseOptions&, const Clock&)> make_backend =
       [](const lock::LeaseOptions& o, const Clock& c) { return lock::make_redis_backend(o, c); };
+  /// Subscribes to `channel` on a node (the release or wake channel of a standby, the control
+  /// channel of a leader); the subscription is kept up by the event loop.
+  std::function<std::unique_ptr<redis::Subscription>(const redis::ConnectionOptions&, const std::string&)>
+      make_subscriber = [](const redis::ConnectionOptions& node, const std::string& channel) {
+        return std::make_unique<redis::Subscriber>(node, channel);
+      };
   /// Starts the child (the keeper and the job).
   process::Spawner* spawner = &process::keeper_spawner();
 };

@@ -3,7 +3,7 @@
 ///
 /// It holds what the phase knows (the child's state, why it is being stopped, when it is
 /// killed, when it restarts) and decides; it does nothing itself. Each step(event) returns
-/// the actions a driver carries out (lead.cpp: the poll loop, the keeper, the health
+/// the actions a driver carries out (leader_driver.cpp: the poll loop, the keeper, the health
 /// check), so every rule of redisgo_task(1) "Modes", "Stepping down", signals and the
 /// lease deadline is unit-tested with a fake clock and no process at all.
 ///

@@ -3,7 +3,7 @@
 /// lease, wait, be woken.
 ///
 /// It holds what the phase knows (attempts made, the last attempt's news, when the next
-/// attempt may go out) and decides; the driver (daemon/contend.cpp) attempts, waits on its
+/// attempt may go out) and decides; the driver (daemon/standby_driver.cpp) attempts, waits on its
 /// poll loop and reports. So the pacing rules of redisgo_task(1) "Modes" and invariant 7
 /// (no waiter sends a node more than ~40 requests/s) are unit-tested with a fake clock.
 ///

@@ -1,8 +1,8 @@
 #pragma once
-/// The renewal thread (docs/DESIGN.md "Processes and threads"): renews every `interval` through its own
-/// backend (its own connections), moving the local lease deadline forward only on a
-/// quorum-confirmed renewal, measured from when the renewal was sent. A lost lease is an
-/// event, not an exception: lost() becomes true and `wake` is triggered.
+/// The renewal thread (docs/DESIGN.md "Processes and threads"): drives a RenewalMachine
+/// (renewal_machine.h, where the rules are), sending its rounds through its own backend (its
+/// own connections), and publishes what the machine holds for the main loop to read. A lost
+/// lease is an event, not an exception: lost() becomes true and `wake` is triggered.
 ///
 /// The deadline itself is enforced by the daemon's main loop from valid_until(), which is
 /// an atomic read that never waits on Redis, so a hung Redis cannot delay it. stop()
@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "lock/lease.h"
+#include "lock/renewal_machine.h"
 #include "util/interrupt.h"
 
 namespace redisgo::lock {
@@ -75,11 +76,14 @@ class Renewer {
 
  private:
   void run();
+  /// One round through the backend; a throw counts as a round that nobody confirmed.
+  Renewal send_round();
+  /// Makes what the machine holds readable by the main loop, and wakes it when `step` says.
+  void publish(const RenewalMachine::Step& step);
 
   Interrupt stop_;
   std::unique_ptr<LeaseBackend> backend_;
-  Millis interval_;
-  Clock::time_point first_;
+  RenewalMachine machine_;  // the thread's own
   Interrupt& wake_;  // trigger() writes the eventfd, hence not const
   const Clock& clock_;
   Observer observer_;

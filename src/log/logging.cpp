@@ -255,8 +255,8 @@ int syslog_priority(spdlog::level::level_enum level) {
 }
 
 std::string_view event_of(std::string_view message) {
-  // The heads of the daemon's lifecycle messages (src/daemon/contend.cpp, lead.cpp); a test pins
-  // each against the real message.
+  // The heads of the daemon's lifecycle messages (src/daemon: runner.cpp, notices*.cpp,
+  // leader_driver.cpp); a test pins each against the real message.
   static constexpr std::pair<std::string_view, std::string_view> kEvents[] = {
       {"contending for ", "contending"},
       {"acquired ", "acquired"},

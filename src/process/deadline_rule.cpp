@@ -21,6 +21,22 @@ DeadlineState take(DeadlineState state, const DeadlineMessage& message) noexcept
   return state;
 }
 
+DeadlineState started(std::int64_t deadline_ns, std::int64_t now_ns) noexcept {
+  return DeadlineState{deadline_ns, now_ns, false};
+}
+
+DeadlineState heard(DeadlineState state, std::int64_t sent_ns) noexcept {
+  state.heard_ns = std::max(state.heard_ns, sent_ns);
+  return state;
+}
+
+DeadlineState signalled(DeadlineState state) noexcept {
+  state.signalled = true;
+  return state;
+}
+
+bool may_start(std::int64_t deadline_ns, std::int64_t now_ns) noexcept { return deadline_ns <= 0 || now_ns < deadline_ns; }
+
 DeadlineMove decide(const DeadlineState& state, std::int64_t now_ns, const DeadlineSettings& settings) noexcept {
   using Kind = DeadlineMove::Kind;
   if (state.deadline_ns == 0) return {Kind::kWait, 0};

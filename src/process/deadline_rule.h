@@ -58,8 +58,24 @@ struct DeadlineMove {
   bool operator==(const DeadlineMove&) const = default;
 };
 
+/// The state of a keeper that starts its job at `now_ns` under `deadline_ns`: the daemon,
+/// which has just started it, was heard then.
+DeadlineState started(std::int64_t deadline_ns, std::int64_t now_ns) noexcept;
+
 /// `state` after one message (taken in the order sent).
 DeadlineState take(DeadlineState state, const DeadlineMessage& message) noexcept;
+
+/// `state` after a request of another kind (a signal to forward) written at `sent_ns`: a sign
+/// of the daemon's life, which moves no deadline.
+DeadlineState heard(DeadlineState state, std::int64_t sent_ns) noexcept;
+
+/// `state` once the keeper sent kill_signal (a kSignal move carried out): not again for
+/// this deadline.
+DeadlineState signalled(DeadlineState state) noexcept;
+
+/// Whether the job may still be started at `now_ns` under `deadline_ns` (0 or below: none):
+/// not once the lease can have ended, however late the keeper got to start it.
+bool may_start(std::int64_t deadline_ns, std::int64_t now_ns) noexcept;
 
 /// What to do at `now_ns` (after every pending message was taken).
 DeadlineMove decide(const DeadlineState& state, std::int64_t now_ns, const DeadlineSettings& settings) noexcept;

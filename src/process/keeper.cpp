@@ -225,11 +225,11 @@ void arm_at(int timer_fd, std::int64_t at_ns) {
 // whole tree. Returns the timer, or -1 when none could be made.
 int arm_lease_deadline(const Plan& plan, int report_fd) {
   int deadline_fd = ::timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (plan.deadline_ns <= 0) return deadline_fd;
   // Armed before the job exists, and the job is not started at all once the lease can
   // have ended: a daemon that stalled between its own check and here must not start a
   // child under a lease another host may hold by now.
-  if (boot_now_ns() >= plan.deadline_ns) fail_in_child(report_fd, Stage::kDeadline, ETIME);
+  if (!may_start(plan.deadline_ns, boot_now_ns())) fail_in_child(report_fd, Stage::kDeadline, ETIME);
+  if (plan.deadline_ns <= 0) return deadline_fd;
   arm_at(deadline_fd, plan.deadline_ns);
   return deadline_fd;
 }
@@ -240,10 +240,7 @@ class Keeper {
  public:
   Keeper(pid_t self, pid_t job, int control_fd, int status_fd, int chld_fd, int deadline_fd, const Plan& plan)
       : self_(self), job_(job), control_fd_(control_fd), status_fd_(status_fd), chld_fd_(chld_fd),
-        deadline_fd_(deadline_fd), settings_(plan.deadline) {
-    state_.deadline_ns = plan.deadline_ns;
-    state_.heard_ns = boot_now_ns();  // the daemon has just started us
-  }
+        deadline_fd_(deadline_fd), settings_(plan.deadline), state_(started(plan.deadline_ns, boot_now_ns())) {}
 
   [[noreturn]] void run() {
     for (;;) {
@@ -292,7 +289,7 @@ class Keeper {
           ::kill(-job_, settings_.kill_signal);
           ::kill(-job_, SIGCONT);
         }
-        state_.signalled = true;
+        state_ = signalled(state_);
         report_deadline(settings_.kill_signal, now);
         continue;
       }
@@ -368,7 +365,7 @@ class Keeper {
       state_ = take(state_, DeadlineMessage{req.value, req.decided_ns, req.sent_ns});
       return;
     }
-    if (req.sent_ns > state_.heard_ns) state_.heard_ns = req.sent_ns;
+    state_ = heard(state_, req.sent_ns);
     if (req.kind == Request::kSignal && !job_done_ && req.value > 0 && req.value < NSIG) {
       ::kill(-job_, static_cast<int>(req.value));
       if (req.value == SIGKILL) killing_ = true;

@@ -700,9 +700,9 @@ TEST(OpsBinary, StartsWithoutLibmWithPackedRelocationsAndItsHotCodeTogether) {
   if (cache_value("REDISGO_HOT_TEXT") == "OFF") return;
   const auto sections = elf_sections(bin);
   ASSERT_TRUE(sections.count(".text.hot_path")) << bin << " has no .text.hot_path: the linker script was not used";
-  // The leader's path is in it: Runner::lead and the keeper's main (not their .cold parts,
+  // The leader's path is in it: LeaderDriver::lead and the keeper's main (not their .cold parts,
   // which the compiler keeps apart on purpose).
-  auto [scode, symbols] = sh("nm --defined-only " + quote(bin) + " | grep -E ' (_ZN7redisgo6daemon6Runner4lead|" +
+  auto [scode, symbols] = sh("nm --defined-only " + quote(bin) + " | grep -E ' (_ZN7redisgo6daemon12LeaderDriver4lead|" +
                              "_ZN7redisgo7process6detail10run_keeper)[A-Za-z0-9_]*$'");
   ASSERT_EQ(scode, 0) << symbols;
   auto [hcode, header] = sh("readelf -S -W " + quote(bin) + " | grep ' .text.hot_path '");

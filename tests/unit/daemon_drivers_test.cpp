@@ -13,8 +13,13 @@
 namespace {
 
 /// The driver files. A new file of the drivers joins this list.
-const char* const kDrivers[] = {"src/daemon/runner.h", "src/daemon/runner.cpp", "src/daemon/contend.cpp",
-                                "src/daemon/lead.cpp"};
+const char* const kDrivers[] = {"src/daemon/runner.h",         "src/daemon/runner.cpp",
+                                "src/daemon/event_loop.h",     "src/daemon/event_loop.cpp",
+                                "src/daemon/standby_driver.h", "src/daemon/standby_driver.cpp",
+                                "src/daemon/leader_driver.h",  "src/daemon/leader_driver.cpp",
+                                "src/daemon/leader_loop.cpp",  "src/daemon/leading.h",
+                                "src/daemon/notices.h",        "src/daemon/notices.cpp",
+                                "src/daemon/notices_lease.cpp"};
 
 std::string read_source(const std::string& relative, bool& found) {
   std::ifstream in(std::string(REDISGO_SOURCE_DIR) + "/" + relative);

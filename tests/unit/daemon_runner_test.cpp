@@ -17,6 +17,7 @@
 #include "util/exit_status.h"
 #include "support/fake_lease.h"
 #include "support/fake_spawner.h"
+#include "support/fake_subscriber.h"
 #include "support/redis_server.h"
 
 using namespace std::chrono_literals;
@@ -25,6 +26,7 @@ using redisgo::daemon::Dependencies;
 using redisgo::daemon::TaskOptions;
 using redisgo::testing::FakeLease;
 using redisgo::testing::FakeSpawner;
+using redisgo::testing::FakeSubscriptions;
 using redisgo::testing::wait_until;
 
 namespace {
@@ -57,10 +59,11 @@ class BlockedSignals {
   sigset_t old_;
 };
 
-TaskOptions options(const std::string& mode, const std::string& extra_task = "", bool wait = true) {
+TaskOptions options(const std::string& mode, const std::string& extra_task = "", bool wait = true,
+                    const std::string& extra_redis = "") {
   // The node is never reached (the backend is fake); only the release subscribers try it.
   const std::string text = "[redis]\nhost = \"127.0.0.1:1\"\nkey = \"runner-test\"\nexpire = \"2s\"\n"
-                           "cron = \"100ms\"\n[task]\ncommand = [\"fake-job\"]\nmode = \"" +
+                           "cron = \"100ms\"\n" + extra_redis + "[task]\ncommand = [\"fake-job\"]\nmode = \"" +
                            mode + "\"\nkill_grace = \"500ms\"\n" + extra_task + "[log]\nlevel = \"error\"\n";
   auto loaded = redisgo::config::load_string(text, "runner-test.toml");
   if (!loaded.config) throw std::runtime_error(loaded.errors.at(0).str());
@@ -74,12 +77,21 @@ TaskOptions options(const std::string& mode, const std::string& extra_task = "",
 struct Rig {
   FakeLease lease{2000ms};
   FakeSpawner spawner;
+  /// With fake_subscriptions, the channels are `subs` (a test publishes the wakes); else the
+  /// real subscribers try the unreachable node.
+  bool fake_subscriptions = false;
+  FakeSubscriptions subs;
   Dependencies deps() {
     Dependencies made;
     made.make_backend = [this](const redisgo::lock::LeaseOptions& o, const redisgo::Clock& c) {
       return lease.make(o, c);
     };
     made.spawner = &spawner;
+    if (fake_subscriptions) {
+      made.make_subscriber = [this](const redisgo::redis::ConnectionOptions& n, const std::string& channel) {
+        return subs.make(n, channel);
+      };
+    }
     return made;
   }
   /// run_task on its own thread (it inherits the blocked signals).
@@ -199,4 +211,57 @@ TEST(Runner, AFloodOfStraySignalsRerunsAttemptsAtMostEvery100ms) {
   EXPECT_EQ(done.get(), 0);
   EXPECT_GE(rerun, 5);   // re-run, not given up
   EXPECT_LE(rerun, 12);  // 1 s / 100 ms, +1 at each end
+}
+
+// fair = false: a standby that hears the lease's release on the release channel tries at once, instead of
+// sleeping out the holder's TTL (a minute here): the wake reaches the driver through the
+// injected subscription, as a real one's message would.
+TEST(Runner, AReleaseHeardOnTheReleaseChannelEndsTheWait) {
+  BlockedSignals blocked;
+  Rig r;
+  r.fake_subscriptions = true;
+  r.lease.set_grant(false, 60'000ms);
+  auto done = r.start(options("supervise", "", true, "fair = false\n"));
+  const std::string channel = redisgo::lock::LeaseKeys::derive("runner-test").channel;
+  // The first attempt; then a message that is no news (our own release) wakes the loop, which
+  // finds the subscription active and re-checks once. After that the standby sleeps until the
+  // holder's key expires, a minute from now.
+  EXPECT_TRUE(wait_until([&] { return r.lease.acquisitions() >= 1 && r.subs.listening(channel) == 1; }, 5000ms));
+  EXPECT_EQ(r.subs.publish(channel, "test-holder:1:00"), 1);
+  EXPECT_TRUE(wait_until([&] { return r.lease.acquisitions() >= 2; }, 5000ms));
+  r.lease.set_grant(true);
+  EXPECT_EQ(r.subs.publish(channel, "someone-else"), 1);
+  EXPECT_TRUE(wait_until([&] { return r.spawner.running(); }, 5000ms));
+  EXPECT_EQ(r.lease.acquisitions(), 3);
+  ::kill(::getpid(), SIGTERM);  // whatever happened above: the run ends (the future waits for it)
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+}
+
+// fair = true (the default): a waiter listens on its own wake channel, and "turn" (what the release script
+// publishes to the head of the line) sends it to the lease at once.
+TEST(Runner, ATurnOnOurWakeChannelSendsTheWaiterToTheLease) {
+  BlockedSignals blocked;
+  Rig r;
+  r.fake_subscriptions = true;
+  r.lease.set_grant(false, 60'000ms);
+  auto done = r.start(options("oneshot"));
+  const std::string wake = redisgo::lock::LeaseKeys::derive("runner-test").wake("test-holder:1:00");
+  // As above: the first attempt, the re-check once the subscription is seen (woken by a
+  // message that is not a turn), then a wait of a minute.
+  EXPECT_TRUE(wait_until([&] { return r.lease.acquisitions() >= 1 && r.subs.listening(wake) == 1; }, 5000ms));
+  EXPECT_EQ(r.subs.publish(wake, "someone-else"), 1);
+  EXPECT_TRUE(wait_until([&] { return r.lease.acquisitions() >= 2; }, 5000ms));
+  r.lease.set_grant(true);
+  EXPECT_EQ(r.subs.publish(wake, "turn"), 1);
+  if (wait_until([&] { return r.spawner.running(); }, 5000ms)) {
+    EXPECT_EQ(r.lease.acquisitions(), 3);
+    r.spawner.finish(0);
+  } else {
+    ADD_FAILURE() << "the turn did not send the waiter to the lease";
+    ::kill(::getpid(), SIGTERM);  // the run ends (the future waits for it)
+  }
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  EXPECT_EQ(r.lease.releases(), 1);
 }

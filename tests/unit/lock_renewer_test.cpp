@@ -233,3 +233,117 @@ TEST(Renewer, CadenceIsStartToStartNotStretchedByTheRoundTrip) {
     EXPECT_GE(slow->calls.load(), 9);
   }
 }
+
+// The machine the renewal thread drives (lock/renewal_machine.h), stepped by hand on made-up
+// instants: no thread, no clock.
+namespace {
+
+using redisgo::lock::NodeError;
+using redisgo::lock::RenewalMachine;
+using Kind = RenewalMachine::Step::Kind;
+
+const Clock::time_point kT0 = Clock::time_point(std::chrono::seconds(1000));
+
+Renewal confirmed(Clock::time_point valid_until, Clock::time_point sent) {
+  Renewal r;
+  r.confirmed = true;
+  r.votes = 1;
+  r.valid_until = valid_until;
+  r.sent = sent;
+  return r;
+}
+
+Renewal unconfirmed() {
+  Renewal r;
+  r.errors.push_back({"n1", redisgo::redis::Fault::kTimeout, "redis n1: no reply within 5 ms"});
+  return r;
+}
+
+}  // namespace
+
+TEST(RenewerMachine, RoundsGoStartToStartAndOnlyAConfirmedOneMovesTheDeadline) {
+  RenewalMachine m(100ms, kT0, kT0 + 1s);
+  EXPECT_EQ(m.start().kind, Kind::kWait);
+  EXPECT_EQ(m.start().until, kT0 + 100ms);
+  auto step = m.due(kT0 + 100ms);
+  ASSERT_EQ(step.kind, Kind::kRenew);
+  EXPECT_EQ(m.rounds(), 1u);
+  // Answered 60 ms later: the next round goes 100 ms after this one's send, not its answer.
+  step = m.renewed(confirmed(kT0 + 1100ms, kT0 + 95ms), kT0 + 160ms);
+  EXPECT_EQ(step.kind, Kind::kWait);
+  EXPECT_EQ(step.until, kT0 + 200ms);
+  EXPECT_TRUE(step.wake);
+  EXPECT_EQ(m.valid_until(), kT0 + 1100ms);
+  EXPECT_EQ(m.renewed_at(), kT0 + 95ms);  // the round's own send, as the backend measured it
+  EXPECT_EQ(m.renewals(), 1u);
+  // A slower round confirmed after a faster one never moves the deadline back.
+  ASSERT_EQ(m.due(kT0 + 200ms).kind, Kind::kRenew);
+  step = m.renewed(confirmed(kT0 + 1050ms, kT0 + 200ms), kT0 + 210ms);
+  EXPECT_EQ(m.valid_until(), kT0 + 1100ms);
+  EXPECT_EQ(m.renewed_at(), kT0 + 95ms);
+  EXPECT_EQ(m.renewals(), 2u);
+  // Unconfirmed: retried a quarter interval on (at least 100 ms), the deadline untouched.
+  ASSERT_EQ(m.due(kT0 + 300ms).kind, Kind::kRenew);
+  step = m.renewed(unconfirmed(), kT0 + 320ms);
+  EXPECT_EQ(step.kind, Kind::kWait);
+  EXPECT_EQ(step.until, kT0 + 420ms);
+  EXPECT_FALSE(step.wake);
+  EXPECT_EQ(m.valid_until(), kT0 + 1100ms);
+}
+
+TEST(RenewerMachine, UnconfirmedRoundsRetryUpToTheDeadlineThenTheLeaseIsLost) {
+  RenewalMachine m(1s, kT0, kT0 + 1300ms);
+  ASSERT_EQ(m.due(kT0 + 1s).kind, Kind::kRenew);
+  auto step = m.renewed(unconfirmed(), kT0 + 1250ms);
+  EXPECT_EQ(step.kind, Kind::kWait);
+  EXPECT_EQ(step.until, kT0 + 1300ms);  // the retry would come after the deadline: woken at it
+  step = m.due(kT0 + 1300ms);
+  EXPECT_EQ(step.kind, Kind::kLost);
+  EXPECT_TRUE(step.wake);
+  EXPECT_TRUE(m.lost());
+  EXPECT_EQ(m.lost_reason(), "lease deadline passed without a confirmed renewal (redis n1: no reply within 5 ms)");
+  EXPECT_EQ(m.rounds(), 1u);  // no round went out once the deadline had passed
+}
+
+TEST(RenewerMachine, ARoundThatFindsTheKeyGoneLosesTheLeaseAtOnce) {
+  RenewalMachine m(100ms, kT0, kT0 + 1s);
+  ASSERT_EQ(m.due(kT0 + 100ms).kind, Kind::kRenew);
+  Renewal r;
+  r.lost = true;
+  r.votes = 0;
+  const auto step = m.renewed(r, kT0 + 110ms);
+  EXPECT_EQ(step.kind, Kind::kLost);
+  EXPECT_TRUE(step.wake);
+  EXPECT_NE(m.lost_reason().find("no longer ours"), std::string::npos) << m.lost_reason();
+  EXPECT_EQ(m.due(kT0 + 200ms).kind, Kind::kLost);  // nothing more goes out
+  EXPECT_EQ(m.rounds(), 1u);
+}
+
+TEST(RenewerMachine, RoundsRefusedByAQuorumNameTheRefusalAndTheDeadlineSaysSo) {
+  RenewalMachine m(1s, kT0, kT0 + 1500ms);
+  ASSERT_EQ(m.due(kT0 + 1s).kind, Kind::kRenew);
+  Renewal r;
+  r.refused_quorum = true;
+  r.refused = 1;
+  r.errors.push_back({"n1", redisgo::redis::Fault::kAuth, "redis n1: NOPERM this user has no permissions"});
+  m.renewed(r, kT0 + 1010ms);
+  EXPECT_TRUE(m.refused());
+  EXPECT_EQ(m.refusal().fault, redisgo::redis::Fault::kAuth);
+  EXPECT_EQ(m.due(kT0 + 1500ms).kind, Kind::kLost);
+  EXPECT_NE(m.lost_reason().find("Redis refused the renewal on 1 node(s)"), std::string::npos) << m.lost_reason();
+  // A confirmed round clears refused(), and keeps the refusal last named.
+  RenewalMachine k(1s, kT0, kT0 + 5s);
+  ASSERT_EQ(k.due(kT0 + 1s).kind, Kind::kRenew);
+  k.renewed(r, kT0 + 1010ms);
+  ASSERT_EQ(k.due(kT0 + 1260ms).kind, Kind::kRenew);
+  k.renewed(confirmed(kT0 + 6s, kT0 + 1260ms), kT0 + 1270ms);
+  EXPECT_FALSE(k.refused());
+  EXPECT_EQ(k.refusal().node, "n1");
+}
+
+TEST(RenewerMachine, TheDeadlineIsCheckedBeforeARoundAfterAPause) {
+  RenewalMachine m(100ms, kT0, kT0 + 1s);
+  const auto step = m.due(kT0 + 1200ms);  // woken long after its time: stopped, suspended
+  EXPECT_EQ(step.kind, Kind::kLost);
+  EXPECT_EQ(m.rounds(), 0u);
+}

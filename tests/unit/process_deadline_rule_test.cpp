@@ -133,3 +133,36 @@ TEST(DeadlineRule, MessagesSayTheDaemonRunsAndAnExtensionRearmsTheSignal) {
   state = take(state, DeadlineMessage{12 * kS, 9 * kS, 9 * kS});  // a cut keeps it
   EXPECT_TRUE(state.signalled);
 }
+
+// The rest of what the keeper knows comes from the rule too: its start, a forwarded signal
+// (a sign of life that moves no deadline), the kill_signal it sent, whether a job may start.
+TEST(DeadlineRule, ASignalRequestIsASignOfLifeAndMovesNoDeadline) {
+  using redisgo::process::heard;
+  using redisgo::process::started;
+  const DeadlineState s = started(10 * kS, 1 * kS);
+  EXPECT_EQ(s.deadline_ns, 10 * kS);
+  EXPECT_EQ(s.heard_ns, 1 * kS);
+  EXPECT_FALSE(s.signalled);
+  // Silent since 1 s, the stop time (8 s) come: the keeper signals. A forwarded signal written
+  // at 7.5 s is the daemon alive: the keeper leaves the stop to it a tick longer.
+  EXPECT_EQ(decide(s, 8 * kS, settings()).kind, Kind::kSignal);
+  const DeadlineState later = heard(s, 7500 * kMs);
+  EXPECT_EQ(later.deadline_ns, 10 * kS);
+  EXPECT_EQ(decide(later, 8 * kS, settings()), (DeadlineMove{Kind::kWait, 8500 * kMs + 1}));
+  EXPECT_EQ(heard(later, 2 * kS).heard_ns, 7500 * kMs);  // an older stamp read late: no step back
+}
+
+TEST(DeadlineRule, KillSignalGoesOncePerDeadline) {
+  using redisgo::process::signalled;
+  const DeadlineState s = signalled(armed(10 * kS, 0));
+  EXPECT_EQ(decide(s, 9 * kS, settings()), (DeadlineMove{Kind::kWait, 10 * kS}));
+  EXPECT_EQ(decide(s, 10 * kS, settings()).kind, Kind::kKill);
+}
+
+TEST(DeadlineRule, NoJobStartsOnceTheLeaseCanHaveEnded) {
+  using redisgo::process::may_start;
+  EXPECT_TRUE(may_start(0, 5 * kS));  // no deadline
+  EXPECT_TRUE(may_start(10 * kS, 9999 * kMs));
+  EXPECT_FALSE(may_start(10 * kS, 10 * kS));
+  EXPECT_FALSE(may_start(10 * kS, 11 * kS));
+}
