@@ -306,6 +306,33 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
   wait(out, wake_at_, true);
 }
 
+// A turn: addressed to us alone (one waiter per release): try at once, even inside the pacing
+// gap (a waiter that joined the line a moment ago). But a turn can also come from an
+// attempt that found a node's key free behind the line (a turn that expired, the
+// leftover of a failed quorum), so turns can chase each other between waiters when no
+// quorum is to be had (nodes down, another holder on the others). Hence:
+// - the last attempt reached fewer nodes than a quorum: a turn cannot make one; the
+//   wait (its error backoff) goes on;
+// - some node failed the last attempt, or the last two were split votes (granted
+//   without a quorum, undone): not inside the pacing gap either (faults and partitions
+//   are when turns chase each other; a waiter keeps to the pace it would have without them);
+// - the turn answered last did not win: the next one waits kTurnRetryGap after that
+//   attempt; a paced attempt of our own (timer, release) earns the credit back.
+// So turns add at most one attempt to each of a waiter's own.
+bool StandbyMachine::on_turn(Clock::time_point now, Actions& out) {
+  if (last_.answered.size() < s_.quorum) return false;
+  const auto soon = !turn_credit_                          ? std::max(paced(), started_ + kTurnRetryGap)
+                    : last_.errors.empty() && splits_ < 2 ? last_.not_before
+                                                          : paced();
+  if (now >= soon) {
+    emit<Debug>(out, {"our turn in the waiting line; trying now"});
+    attempt(out, true);
+    return true;
+  }
+  wake_at_ = std::min(wake_at_, soon);
+  return false;
+}
+
 void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out) {
   if (e.end == End::kShutdown) return stop(out);
   // Whatever ended the wait (its bound, a turn that came too late): past give_up_at no
@@ -343,31 +370,9 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       }
       break;
     }
-    case End::kTurn: {
-      // Addressed to us alone (one waiter per release): try at once, even inside the pacing
-      // gap (a waiter that joined the line a moment ago). But a turn can also come from an
-      // attempt that found a node's key free behind the line (a turn that expired, the
-      // leftover of a failed quorum), so turns can chase each other between waiters when no
-      // quorum is to be had (nodes down, another holder on the others). Hence:
-      // - the last attempt reached fewer nodes than a quorum: a turn cannot make one; the
-      //   wait (its error backoff) goes on;
-      // - some node failed the last attempt, or the last two were split votes (granted
-      //   without a quorum, undone): not inside the pacing gap either (faults and partitions
-      //   are when turns chase each other; a waiter keeps to the pace it would have without them);
-      // - the turn answered last did not win: the next one waits kTurnRetryGap after that
-      //   attempt; a paced attempt of our own (timer, release) earns the credit back.
-      // So turns add at most one attempt to each of a waiter's own.
-      if (last_.answered.size() < s_.quorum) break;
-      const auto soon = !turn_credit_                          ? std::max(paced(), started_ + kTurnRetryGap)
-                        : last_.errors.empty() && splits_ < 2 ? last_.not_before
-                                                              : paced();
-      if (now >= soon) {
-        emit<Debug>(out, {"our turn in the waiting line; trying now"});
-        return attempt(out, true);
-      }
-      wake_at_ = std::min(wake_at_, soon);
+    case End::kTurn:
+      if (on_turn(now, out)) return;
       break;
-    }
     case End::kNext: {
       // The head before us was woken: if it has not taken its turn when its window ends,
       // the lease is ours to try (it lost the turn). A little after, so the turn has expired.

@@ -203,6 +203,8 @@ class StandbyMachine {
   void on(const standby::StopAsked&, Clock::time_point now, Actions& out);
   void on(const standby::Attempted& e, Clock::time_point now, Actions& out);
   void on(const standby::WaitEnded& e, Clock::time_point now, Actions& out);
+  /// A turn came while waiting: whether it made an attempt (else the wait goes on).
+  bool on_turn(Clock::time_point now, Actions& out);
   /// `turn`: an attempt that answers a turn (spends the credit; any other attempt earns it
   /// back).
   void attempt(Actions& out, bool turn = false);

@@ -22,16 +22,6 @@ namespace {
 constexpr int kMaxFileLines = 600;
 constexpr int kMaxFunctionLines = 80;
 
-/// Files not yet held to the limits, by path prefix, each with why: their findings are
-/// printed, not failed. Each entry must still name a file, so that none outlives its reason.
-struct Pending {
-  const char* prefix;
-  const char* why;
-};
-const Pending kPending[] = {
-    {"src/daemon/", "the runner is being broken up (event loop, notices, the phases' drivers)"},
-    {"src/lock/renewer.", "the renewer is being made a machine that can be stepped"},
-};
 
 struct Function {
   std::string name;
@@ -182,38 +172,14 @@ std::vector<std::string> findings(const std::string& file, const std::string& te
   return out;
 }
 
-const Pending* pending(const std::string& file) {
-  for (const auto& p : kPending) {
-    if (file.rfind(p.prefix, 0) == 0) return &p;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 TEST(SourceSize, FilesAndFunctionsUnderSrcStayWithinTheLimits) {
-  std::vector<std::string> later;
   for (const auto& file : source_files("src")) {
     bool found = false;
     const std::string text = read_source(file, found);
     ASSERT_TRUE(found) << file;
-    for (const auto& f : findings(file, text)) {
-      if (const Pending* p = pending(file)) {
-        later.push_back(f + " [not yet held to it: " + p->why + "]");
-      } else {
-        ADD_FAILURE() << f;
-      }
-    }
-  }
-  for (const auto& f : later) std::cout << "[ pending  ] " << f << "\n";
-}
-
-TEST(SourceSize, EachPendingEntryStillNamesAFile) {
-  const auto files = source_files("src");
-  for (const auto& p : kPending) {
-    bool any = false;
-    for (const auto& f : files) any = any || f.rfind(p.prefix, 0) == 0;
-    EXPECT_TRUE(any) << p.prefix << " names no file under src/: drop it from kPending";
+    for (const auto& f : findings(file, text)) ADD_FAILURE() << f;
   }
 }
 
