@@ -232,21 +232,7 @@ std::vector<std::string> MonitorTap::lines() {
 }
 
 std::string local_cli(const RedisServer& server, const std::vector<std::string>& args) {
-  std::string cmd = "timeout 5 redis-cli -s '" + server.unix_socket() + "'";
-  for (const auto& a : args) {
-    std::string quoted = "'";
-    for (char c : a) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-    cmd += " " + quoted + "'";
-  }
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+  return run_redis_cli("timeout 5 redis-cli -s '" + server.unix_socket() + "'", args);
 }
 
 // ---- Normaliser -------------------------------------------------------------------------

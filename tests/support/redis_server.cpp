@@ -367,6 +367,10 @@ std::string RedisServer::cli(const std::vector<std::string>& args) const {
            options_.tls->client_key + "'";
   }
   if (!options_.password.empty()) cmd += " --no-auth-warning -a '" + options_.password + "'";
+  return run_redis_cli(std::move(cmd), args);
+}
+
+std::string run_redis_cli(std::string cmd, const std::vector<std::string>& args) {
   for (const auto& a : args) {
     std::string quoted = "'";
     for (char c : a) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);

@@ -142,4 +142,8 @@ bool wait_until(Pred pred, std::chrono::milliseconds timeout, std::chrono::milli
   }
   return pred();
 }
+/// Runs `cmd` (a redis-cli command line, bounded by timeout(1)) with `args` quoted for the
+/// shell and returns its output without the trailing newline.
+std::string run_redis_cli(std::string cmd, const std::vector<std::string>& args);
+
 }  // namespace redisgo::testing

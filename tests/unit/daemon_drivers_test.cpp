@@ -4,13 +4,16 @@
 // the scripts' replies, a node's fault kind or a reply string itself fails here.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "support/source_tree.h"
+
 namespace {
+
+using redisgo::testing::read_source;
 
 /// The driver files. A new file of the drivers joins this list.
 const char* const kDrivers[] = {"src/daemon/runner.h",         "src/daemon/runner.cpp",
@@ -20,14 +23,6 @@ const char* const kDrivers[] = {"src/daemon/runner.h",         "src/daemon/runne
                                 "src/daemon/leader_loop.cpp",  "src/daemon/leading.h",
                                 "src/daemon/notices.h",        "src/daemon/notices.cpp",
                                 "src/daemon/notices_lease.cpp"};
-
-std::string read_source(const std::string& relative, bool& found) {
-  std::ifstream in(std::string(REDISGO_SOURCE_DIR) + "/" + relative);
-  found = static_cast<bool>(in);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// The code of `text` without its // comments (a comment may name what the code must not do).
 std::vector<std::string> code_lines(const std::string& text) {
