@@ -191,19 +191,11 @@ std::string describe_servers(const config::RedisConfig& r) {
 
 const char* redis_error_kind(redis::Fault fault) {
   using redis::Fault;
-  switch (fault) {
-    case Fault::kNone:
-    case Fault::kCancelled: return nullptr;
-    case Fault::kResolve:
-    case Fault::kConnect: return "unreachable";
-    case Fault::kTimeout: return "timeout";
-    case Fault::kClosed: return "closed";
-    case Fault::kProtocol: return "protocol";
-    case Fault::kAuth: return "auth";
-    case Fault::kTls: return "tls";
-    case Fault::kReply: return "reply";
-  }
-  return "reply";
+  // The metric's label is the fault's own name, but that a name lookup and a refused connect
+  // are one kind to an operator: the node cannot be reached.
+  if (fault == Fault::kNone || fault == Fault::kCancelled) return nullptr;
+  if (fault == Fault::kResolve || fault == Fault::kConnect) return "unreachable";
+  return redis::to_string(fault);
 }
 
 }  // namespace redisgo::wiring
