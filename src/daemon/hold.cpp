@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "daemon/hold.h"
+#include "daemon/refused_right.h"
 #include "log/logging.h"
 #include "lock/renewer.h"
-#include "redis/acl.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/exit_status.h"
@@ -16,44 +16,17 @@ namespace redisgo::daemon {
 
 std::string Hold::acl_user() const { return ctx_.cfg.redis.username.empty() ? "default" : ctx_.cfg.redis.username; }
 
-std::vector<std::string> Hold::renewal_commands() const {
-  // What the renew script runs (src/lock/lua/renew.lua): GET and PEXPIRE, SET to set a
-  // vanished key again, and with once_per the claim's HGET and EXISTS (its HSET changes
-  // what it touches, so it is left to `check`).
-  std::vector<std::string> commands{"GET", "PEXPIRE", "SET"};
-  if (ctx_.cfg.task.once_per) commands.insert(commands.end(), {"HGET", "EXISTS"});
-  return commands;
+RefusedRight Hold::name_refusal(const lock::NodeError& refusal, const lock::RightsProbe& probe) const {
+  return refused_right(refusal, probe.command, acl_user(), ctx_.keys.key, ctx_.keys.base);
 }
 
-Hold::RefusedRight Hold::name_refusal(const lock::NodeError& refusal, const lock::RightsProbe& probe) const {
-  if (refusal.fault == redis::Fault::kTls) return {"tls", "TLS verification of the Redis nodes failed"};
-  const std::string user = "the ACL user '" + acl_user() + "'";
-  switch (redis::refusal_of(refusal.message)) {
-    case redis::Refusal::kCommand: {
-      // Redis 7.2 and later name the command; 7.0 does not inside a script, and the probe
-      // finds it as `check` would.
-      auto command = redis::refused_command(refusal.message);
-      if (!command && !probe.command.empty()) command = probe.command;
-      if (command) {
-        const std::string right = redis::right_for(*command);
-        return {right, user + " lacks " + right};
-      }
-      return {"unknown", user + " lacks a right the renewals need (`redisgo_task check` names it)"};
-    }
-    case redis::Refusal::kKey:
-      return {"keys", user + " may not use " + ctx_.keys.key + " or " + ctx_.keys.base + ":* (the README's ACL recipe)"};
-    case redis::Refusal::kChannel:
-    case redis::Refusal::kCredentials:
-    case redis::Refusal::kNone: break;
-  }
-  return {"credentials", "Redis refused this host's credentials"};
-}
+std::vector<std::string> Hold::renewal_commands() const { return daemon::renewal_commands(ctx_.cfg.task.once_per.has_value()); }
 
 void Hold::say_refused_at_exit(const lock::NodeError& refusal) {
   // Where Redis does not name the command (7.0 inside a script), one probe does; it leaves no
   // note: a run that exits holds nothing back.
   lock::RightsProbe probe;
-  if (redis::refusal_of(refusal.message) == redis::Refusal::kCommand && !redis::refused_command(refusal.message)) {
+  if (refusal_needs_probe(refusal)) {
     probe = ctx_.backend->probe_rights(renewal_commands(), "", Millis(0));
   }
   const RefusedRight named = name_refusal(refusal, probe);
@@ -64,7 +37,7 @@ void Hold::say_refused_at_exit(const lock::NodeError& refusal) {
 
 void Hold::show_refused(const RefusedRight& named) {
   loop_.say_status("renewals refused: " + named.text + "; not taking the lease until " +
-             (named.right == "credentials" ? "they are accepted" : "that is put right"));
+             (named.credentials() ? "they are accepted" : "that is put right"));
   ctx_.metrics.set_state(metrics::State::kRenewalRefused);
   ctx_.metrics.set_renewal_refused(named.right);
 }
@@ -80,7 +53,7 @@ std::optional<int> Hold::while_refused(const lock::NodeError& refusal, const std
   loop_.read_signals();
   if (loop_.stop_requested()) return stopped();
   const RefusedRight named = name_refusal(refusal, probe);
-  if (probe.allowed >= ctx_.backend->quorum()) {
+  if (rights_granted(probe, ctx_.backend->quorum())) {
     // The probe finds every right the renewals use granted (put right meanwhile, or a
     // refusal it cannot see): as for any failing leader.
     ctx_.log->warn("stepped down: {}: {} ({}); a probe finds the rights the renewals use granted; not contending "
@@ -116,7 +89,7 @@ std::optional<int> Hold::probe_until_granted(const lock::NodeError& refusal, con
     const lock::RightsProbe probe = ctx_.backend->probe_rights(commands, head, refused_note_ttl(refused_probe_gap(probes)));
     loop_.read_signals();  // a stop cancels the probe: not a finding
     if (loop_.stop_requested()) return stopped();
-    if (probe.allowed >= ctx_.backend->quorum()) return std::nullopt;
+    if (rights_granted(probe, ctx_.backend->quorum())) return std::nullopt;
     // What the probe finds now (another right, nodes it cannot reach): said when it changes.
     const std::string now_finding = !probe.command.empty() ? name_refusal(refusal, probe).text
                                     : probe.errors.empty() ? finding

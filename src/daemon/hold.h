@@ -9,6 +9,7 @@
 
 #include "daemon/context.h"
 #include "daemon/event_loop.h"
+#include "daemon/refused_right.h"
 
 namespace redisgo::daemon {
 
@@ -27,18 +28,13 @@ class Hold {
   void say_refused_at_exit(const lock::NodeError& refusal);
 
  private:
-  /// What the refused renewals lacked, for the log, STATUS=, the metric.
-  struct RefusedRight {
-    std::string right;  ///< "+pexpire"; "credentials", "tls", "keys"; "unknown" when not named
-    std::string text;   ///< "the ACL user 'redisgo' lacks +pexpire"
-  };
   /// Holds back for `hold` (STATUS= `status`, state stepped_down); nullopt to contend again.
   std::optional<int> hold_back(const std::string& status, Millis hold);
   /// The ACL user of the config ("default" when it names none).
   std::string acl_user() const;
   /// The commands this config's renewals run (what probe_rights tries).
   std::vector<std::string> renewal_commands() const;
-  /// From the node's refusal, or (Redis 7.0 does not name it inside a script) the probe's find.
+  /// refused_right() for this config's ACL user and keys.
   RefusedRight name_refusal(const lock::NodeError& refusal, const lock::RightsProbe& probe) const;
   void show_refused(const RefusedRight& named);
   /// Probes until the rights are granted; an exit status when a stop came first.

@@ -22,7 +22,7 @@ const char* const kDrivers[] = {"src/daemon/runner.h",         "src/daemon/runne
                                 "src/daemon/leader_driver.h",  "src/daemon/leader_driver.cpp",
                                 "src/daemon/leader_loop.cpp",  "src/daemon/leading.h",
                                 "src/daemon/notices.h",        "src/daemon/notices.cpp",
-                                "src/daemon/notices_lease.cpp"};
+                                "src/daemon/notices_lease.cpp", "src/daemon/hold.h", "src/daemon/hold.cpp", "src/daemon/once_per.h", "src/daemon/once.cpp"};
 
 /// The code of `text` without its // comments (a comment may name what the code must not do).
 std::vector<std::string> code_lines(const std::string& text) {
