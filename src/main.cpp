@@ -1,7 +1,7 @@
 #include <malloc.h>
 
-#include <cstdio>
 #include <exception>
+#include <iostream>
 
 #include "cli/cli.h"
 #include "util/exit_status.h"
@@ -15,9 +15,9 @@ int main(int argc, char** argv) {
   try {
     return redisgo::cli::run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "redisgo_task: fatal: %s\n", e.what());
+    std::cerr << "redisgo_task: fatal: " << e.what() << std::endl;  // under journald with its priority
   } catch (...) {
-    std::fprintf(stderr, "redisgo_task: fatal: unknown exception\n");
+    std::cerr << "redisgo_task: fatal: unknown exception" << std::endl;
   }
   return redisgo::exit_status(redisgo::Outcome::kBug);
 }

@@ -337,6 +337,7 @@ int run(int argc, char** argv) {
   // the daemon's signalfd (docs/DESIGN.md "Processes and threads").
   process::block_handled_signals();
   process::set_program_args(argc, argv);
+  log::prefix_stderr_for_journal();
 
   Args args;
   Chosen which;

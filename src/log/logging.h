@@ -34,6 +34,12 @@ void setup(config::LogLevel level, config::LogFormat format);
 /// The lock key and holder id this process works for, added to every JSON line.
 void set_context(const std::string& key, const std::string& holder);
 
+/// Under journald, every line the command line writes to std::cerr itself (usage errors, a
+/// config that cannot run: before any logger exists, or outside it) starts with its syslog
+/// priority too, "<4>" for a line that says ": warning:" and "<3>" for any other, so that
+/// `journalctl -p err` shows why a unit failed to start. Elsewhere it does nothing.
+void prefix_stderr_for_journal();
+
 /// True when JOURNAL_STREAM ("<dev>:<ino>") names the file open on `fd`.
 bool is_journal_stream(int fd, const char* journal_stream);
 

@@ -542,6 +542,30 @@ TEST(CliLogs, JournaldPriorityPrefixOnlyWhenStderrIsTheJournalStream) {
   for (const auto& l : split_lines(other)) EXPECT_NE(l[0], '<') << l;
 }
 
+// What the command line says itself, before any logger exists (a config that cannot run, a
+// usage error), is an error to journald too: a unit that fails to start shows why under
+// `journalctl -p err`. It went out at journald's default priority, info.
+TEST(CliLogs, ErrorsBeforeTheLoggerCarryTheErrorPriority) {
+  TempDir dir;
+  const auto cfg = dir.write("bad.toml", "[redis]\nhost = \"127.0.0.1:1\"\nkey = \"\"\nexpire = \"soon\"\n"
+                                         "[task]\ncommand = [\"/bin/true\"]\n");
+  const std::string err = dir.path() + "/stderr";
+  const std::string bin = task_binary();
+  auto run = [&](const std::string& journal_stream, const std::string& args) {
+    const std::string cmd = "exec 2>'" + err + "'; JOURNAL_STREAM=" + journal_stream + " exec '" + bin + "' " + args;
+    const int rc = std::system(("timeout 20 /bin/sh -c " + shell_quote(cmd)).c_str());
+    EXPECT_NE(rc, -1);
+    return split_lines(read_file(err));
+  };
+  const std::string journal = "$(stat -c %d:%i '" + err + "')";
+  for (const std::string& args : {"task --config '" + cfg + "'", std::string("tsak"), std::string("task --bogus")}) {
+    const auto lines = run(journal, args);
+    ASSERT_FALSE(lines.empty()) << args;
+    for (const auto& l : lines) EXPECT_EQ(l.rfind("<3>", 0), 0u) << args << ": " << l;
+    for (const auto& l : run("1:1", args)) EXPECT_NE(l[0], '<') << args << ": " << l;
+  }
+}
+
 // A warning about the config (a key of the other mode, ignored) is a log line like any
 // other: under journald it carries its priority, in the JSON format it is a JSON line.
 // It was written to stderr before the logger existed, which journald filed at info.
