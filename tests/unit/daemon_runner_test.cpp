@@ -95,11 +95,23 @@ struct Rig {
     return made;
   }
   /// run_task on its own thread (it inherits the blocked signals).
-  std::future<int> start(const TaskOptions& o) {
+  std::shared_future<int> start(const TaskOptions& o) {
     opts = o;
     d = deps();
-    return std::async(std::launch::async, [this] { return redisgo::daemon::run_task(opts, d); });
+    run = std::async(std::launch::async, [this] { return redisgo::daemon::run_task(opts, d); }).share();
+    return run;
   }
+  /// A test that ended early (a failed ASSERT) leaves the run going: it is stopped as an
+  /// operator would, instead of the future's destructor waiting for it until ctest's timeout.
+  ~Rig() {
+    if (!run.valid() || run.wait_for(0s) == std::future_status::ready) return;
+    ::kill(::getpid(), SIGTERM);
+    if (run.wait_for(10s) != std::future_status::ready) {
+      ADD_FAILURE() << "the run did not end within 10 s of SIGTERM";
+      std::abort();  // the thread cannot be stopped otherwise; a hang would cost the suite its timeout
+    }
+  }
+  std::shared_future<int> run;
   TaskOptions opts;
   Dependencies d;
 };
