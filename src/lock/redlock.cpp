@@ -248,4 +248,19 @@ std::vector<CallPtr> RedlockBackend::round(const redis::Script& script, const st
   return calls;
 }
 
+std::vector<CallPtr> RedlockBackend::quorum_round(const redis::Script& script, const std::vector<std::string>& keys,
+                                                  const std::vector<std::string>& args, bool cancellable) {
+  sweep();
+  auto calls = send(script, keys, args, {}, Send::kAlways);
+  const auto quorum_answered = [&] {
+    const auto answered = std::count_if(calls.begin(), calls.end(), [](const CallPtr& c) {
+      return c && c->state() == Call::State::kReplied;
+    });
+    return answered >= quorum();
+  };
+  wait(calls, quorum_answered, cancellable);
+  sweep();
+  return calls;
+}
+
 }  // namespace redisgo::lock

@@ -178,6 +178,11 @@ class RedlockBackend final : public RedisLease {
   /// timeouts; cancellable by cancel_fd when `cancellable`).
   std::vector<redis::CallPtr> round(const redis::Script& script, const std::vector<std::string>& keys,
                                     const std::vector<std::string>& args, bool cancellable);
+  /// As round(), but the wait ends once a quorum has answered: for what a quorum's answers
+  /// decide, so that a minority of nodes that never answer costs nothing (docs/DESIGN.md,
+  /// invariant 8). The calls still pending then are accounted by a later sweep().
+  std::vector<redis::CallPtr> quorum_round(const redis::Script& script, const std::vector<std::string>& keys,
+                                           const std::vector<std::string>& args, bool cancellable);
   /// renew(): node i's report that our key was gone there and is set again.
   NodeError set_again_error(std::size_t i) const;
   /// renew(): whether the lease has been ours on node i (ours_).

@@ -50,7 +50,9 @@ std::vector<NodeView> RedlockBackend::inspect() {
 
 void RedlockBackend::finish_claim(const std::string& claim_key, const std::string& status) noexcept {
   try {
-    round(kFinishClaim, {claim_key}, {options_.holder, status}, false);
+    // The status of a claim counts where the claim does, on a quorum: a node that does not
+    // answer must not hold up the release that follows.
+    quorum_round(kFinishClaim, {claim_key}, {options_.holder, status}, false);
   } catch (...) {
     // Never throws: a status that cannot be recorded leaves the claim as it was (the slot
     // stays claimed, which is what matters).
@@ -131,7 +133,9 @@ Published RedlockBackend::resume() {
 int RedlockBackend::slots_beyond_limit() {
   if (options_.limit >= kMaxSlots) return 0;
   int most = -1;
-  for (const auto& c : round(kSlotsBeyond, keys_.slots_from(options_.limit), {}, true)) {
+  // A daemon of a larger limit holds its slot on a quorum, which any quorum of answers meets:
+  // the look is asked before a child starts, and a silent node must not delay the child.
+  for (const auto& c : quorum_round(kSlotsBeyond, keys_.slots_from(options_.limit), {}, true)) {
     auto v = c && c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
     if (v) most = std::max(most, static_cast<int>(*v));
   }

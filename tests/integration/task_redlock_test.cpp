@@ -85,6 +85,54 @@ TEST_F(TaskRedlock, TwoOfThreeDownIsNoQuorum) {
   EXPECT_EQ(p.wait_for(10s), 0) << p.err();
 }
 
+// Invariant 8: a node that accepts connections but never answers (SIGSTOPped) costs a run
+// nothing once a quorum has answered. With io_timeout at 15 s, a step of a oneshot run that
+// waited for every node (the look for a larger limit, asked before the first child) would take
+// 15 s; the run takes milliseconds. The bound, 8 s, is the property: well under the 15 s that
+// one such wait costs, and far above a healthy run.
+TEST_F(TaskRedlock, AFrozenMinorityNodeDelaysNoChild) {
+  ConfigSpec spec;
+  spec.io_timeout = "15s";
+  spec.expire = "60s";
+  spec.cron = "5s";
+  spec.log_level = "info";
+  const auto cfg = config(spec);
+  nodes_[2]->pause();
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_task_binary(task(cfg, "echo ran"), 30s);
+  const auto took = std::chrono::steady_clock::now() - start;
+  nodes_[2]->resume();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("ran"), std::string::npos) << r.err;
+  EXPECT_LT(took, 8s) << "a step waited for the frozen node: " << r.err;
+}
+
+// The same for once_per's record of how the run ended, written before the release: a frozen
+// node must not hold up the release (and so the next holder) by io_timeout. (The claim itself
+// awaits every node's answer before the child starts, by design: a witness any node shows
+// counts for all; docs/DESIGN.md "Restart guard".) Bound: 1.5 s from the child's end to the
+// run's end, against the 2.5 s io_timeout one such wait costs.
+TEST_F(TaskRedlock, AFrozenMinorityNodeDoesNotDelayTheReleaseOfAOncePerRun) {
+  ConfigSpec spec;
+  spec.io_timeout = "2500ms";
+  spec.expire = "30s";
+  spec.cron = "5s";
+  spec.log_level = "info";
+  spec.extra_task = "once_per = \"1h\"\n";
+  const auto cfg = config(spec);
+  nodes_[2]->pause();
+  const std::string end = dir_.path() + "/end";
+  auto r = run_task_binary(task(cfg, "echo ran; date +%s%N > " + end), 30s);
+  const auto finished_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count();
+  nodes_[2]->resume();
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string stamp = read_file(end);
+  ASSERT_FALSE(stamp.empty()) << r.err;
+  const long long child_end_ns = std::stoll(stamp);
+  EXPECT_LT(finished_ns - child_end_ns, 1'500'000'000LL) << "the release waited for the frozen node: " << r.err;
+}
+
 TEST_F(TaskRedlock, LeaderLosingQuorumStopsItsChildBeforeTheDeadline) {
   // Two of three nodes frozen: no quorum can confirm a renewal.
   expect_child_stopped_before_lease_ends(
