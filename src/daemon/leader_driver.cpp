@@ -95,7 +95,7 @@ std::optional<int> LeaderDriver::end_lease(Leading& l) {
   if (l.child && l.child->running()) l.child->terminate_group(SIGKILL, Millis(0));  // never outlive the lease phase
   l.health.disarm();
   if (l.renewer.lost()) {
-    notices_.lease_lost(l.renewer.lost_reason());
+    notices_.lease_lost(l.renewer.lost_reason(), l.renewer.lost_by_deadline());
   } else if (l.machine.cause() == StopCause::kDeadline) {
     notices_.lease_past_deadline();
   }

@@ -63,8 +63,10 @@ class Notices {
   void acquired(const lock::Acquisition& acquired);
   /// A renewal round's outcome (on the renewal thread): node failures by cause, the metrics.
   void renewal(const lock::Renewal& r);
-  /// The lease ended lost (the renewer's `reason`), or at its deadline: counted once.
-  void lease_lost(const std::string& reason);
+  /// The lease ended lost (the renewer's `reason`; `by_deadline`: no confirmed renewal before
+  /// the local deadline, else Redis said the key was no longer ours), or at its deadline while
+  /// the child ran: counted once, by its cause.
+  void lease_lost(const std::string& reason, bool by_deadline);
   void lease_past_deadline();
   /// The release's outcome, in words (taken by another holder: an error, a loss of its own).
   void log_release(const lock::Release& r);
@@ -103,6 +105,9 @@ class Notices {
   log::CauseLog subscribe_log_;
   bool warned_unpublished_ = false;
   bool lease_loss_counted_ = false;  ///< this lease's loss is in redisgo_task_lease_losses_total already
+  /// This lease ran out (its deadline passed): the child was due to stop before it could end,
+  /// so another holder's lease found at the release is the expected sequel.
+  bool lease_ran_out_ = false;
   std::optional<Clock::time_point> limit_checked_;  ///< when warn_larger_limit last asked
   bool warned_unfair_ = false;     // fair: waiters outside the line heard a release (said once)
   bool warned_line_ = false;       // fair = false: a turn of the line seen (said once)

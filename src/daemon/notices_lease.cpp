@@ -43,6 +43,7 @@ void Notices::acquired(const lock::Acquisition& acquired) {
   metrics.set_line_position(0);  // out of the line: the lease is ours
   metrics.set_lease_deadline(acquired.valid_until);
   lease_loss_counted_ = false;
+  lease_ran_out_ = false;
   handover_counted_ = false;
   pause_counted_ = false;
 }
@@ -60,8 +61,9 @@ void Notices::renewal(const lock::Renewal& r) {
   if (r.confirmed) ctx_.metrics.set_lease_deadline(r.valid_until);
 }
 
-void Notices::lease_lost(const std::string& reason) {
+void Notices::lease_lost(const std::string& reason, bool by_deadline) {
   log_->warn("lease lost: {}", reason);
+  if (by_deadline) return lease_past_deadline();
   ctx_.metrics.add_lease_loss("lost");
   lease_loss_counted_ = true;
 }
@@ -69,6 +71,7 @@ void Notices::lease_lost(const std::string& reason) {
 void Notices::lease_past_deadline() {
   ctx_.metrics.add_lease_loss("deadline");
   lease_loss_counted_ = true;
+  lease_ran_out_ = true;
 }
 
 void Notices::control_heard(lock::Control kind) {
@@ -97,15 +100,23 @@ void Notices::say(leader::Level level, const std::string& text) {
 }
 
 void Notices::report_taken(const lock::Release& r) {
-  // Nothing had said that the lease was lost, or the child would have been stopped: it ran
-  // on while another holder's child could run. The child's exit status stands (it ran to its
-  // end), but this must not be a quiet line: error, a lease loss of its own cause, and the
-  // cron wrapper mails it.
   std::string where;
   for (const auto& t : r.taken) {
     where += (where.empty() ? "" : "; ") + t.node + ": holder " + t.holder +
              (t.fence.empty() ? std::string() : " (the key's fence counter is at token " + t.fence + ")");
   }
+  if (lease_ran_out_) {
+    // Ours ran out first and the child was due to stop before it could end (by the daemon,
+    // or by its keeper while the daemon was frozen; a child that outlived it was said at
+    // error then): a later holder is what a lease that ran out leads to, not an overlap.
+    log_->warn("key {}: at release the lease was another holder's ({}): granted again after ours ran out", cfg_.redis.key,
+               where);
+    return;
+  }
+  // Nothing had said that the lease was lost, or the child would have been stopped: it ran
+  // on while another holder's child could run. The child's exit status stands (it ran to its
+  // end), but this must not be a quiet line: error, a lease loss of its own cause, and the
+  // cron wrapper mails it.
   log_->error("key {}: at release the lease was another holder's ({}): ours was lost while the child ran (the key "
               "deleted, evicted or expired, or a node restarted empty) and granted again, so two children may have run "
               "at once",

@@ -36,6 +36,7 @@ RenewalMachine::Step RenewalMachine::deadline_passed() {
                                                std::to_string(last_.refused) + " node(s)"
                                          : "lease deadline passed without a confirmed renewal";
   if (!last_.errors.empty()) why += " (" + describe_errors(last_.errors) + ")";
+  lost_by_deadline_ = true;
   return lose(std::move(why));
 }
 

@@ -56,6 +56,10 @@ class RenewalMachine {
   /// When the acquisition or the renewal that set valid_until() was sent.
   Clock::time_point renewed_at() const { return renewed_at_; }
   bool lost() const { return lost_; }
+  /// Lost because the local deadline passed without a confirmed renewal (else a round found
+  /// the key no longer ours on a quorum): the child was due to stop before the lease could
+  /// end, so a later holder of the key is the expected sequel, not an overlap.
+  bool lost_by_deadline() const { return lost_by_deadline_; }
   const std::string& lost_reason() const { return lost_reason_; }
   /// The last round was refused by so many nodes that no quorum could confirm it.
   bool refused() const { return refused_; }
@@ -76,6 +80,7 @@ class RenewalMachine {
   Clock::time_point round_start_{};
   Renewal last_;  ///< the last round, unconfirmed: what the deadline is said to have ended on
   bool lost_ = false;
+  bool lost_by_deadline_ = false;
   std::string lost_reason_;
   bool refused_ = false;
   NodeError refusal_;

@@ -112,7 +112,10 @@ void Renewer::publish(const RenewalMachine::Step& step) {
   renewed_at_ns_.store(machine_.renewed_at().time_since_epoch().count());
   valid_until_ns_.store(machine_.valid_until().time_since_epoch().count());
   renewals_.store(machine_.renewals());
-  if (machine_.lost()) lost_.store(true);
+  if (machine_.lost()) {
+    lost_by_deadline_.store(machine_.lost_by_deadline());  // before lost_: whoever sees it lost sees why
+    lost_.store(true);
+  }
   if (step.wake) wake_.trigger();
 }
 

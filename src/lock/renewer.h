@@ -55,6 +55,8 @@ class Renewer {
   /// that set the deadline just read.
   Clock::time_point renewed_at() const noexcept;
   bool lost() const noexcept { return lost_.load(); }
+  /// RenewalMachine::lost_by_deadline(), once lost().
+  bool lost_by_deadline() const noexcept { return lost_by_deadline_.load(); }
   /// The last round was refused by so many nodes (credentials or ACL rights) that no quorum
   /// could confirm it: a lease that ends so is lost to a refusal (exit 77, a step-down).
   bool refused() const noexcept { return refused_.load(); }
@@ -90,6 +92,7 @@ class Renewer {
   std::atomic<Clock::duration::rep> valid_until_ns_;
   std::atomic<Clock::duration::rep> renewed_at_ns_;
   std::atomic<bool> lost_{false};
+  std::atomic<bool> lost_by_deadline_{false};
   std::atomic<bool> refused_{false};
   std::atomic<std::uint64_t> renewals_{0};
   std::atomic<std::uint64_t> rounds_{0};

@@ -122,6 +122,35 @@ TEST_F(TaskKeeper, AStoppedDaemonsKeeperSendsKillSignalAndTheDaemonSaysSoOnSigco
   EXPECT_EQ(d->wait_for(10s), 0) << d->err();
 }
 
+// The same stop, with a standby that takes the lease once ours has run out: the release on
+// SIGCONT finds the standby's lease where ours stood. That is what a lease that ran out leads
+// to, and the keeper stopped our child in time: a warning and a loss by deadline, never the
+// error that two children may have run at once (which paged an operator for nothing).
+TEST_F(TaskKeeper, ALeaseThatRanOutWhileTheDaemonWasStoppedIsNoOverlapAtRelease) {
+  ConfigSpec spec = fault_config_spec();  // expire 1500 ms, cron 300 ms, kill_grace 400 ms
+  const auto cfg = config(spec);
+  auto d = recorded("leader", cfg);
+  ASSERT_TRUE(wait_until([&] { return child_started(); }, 10s)) << d->err();
+  const pid_t pid = only_child().pid;
+  const std::string marks = dir_.path() + "/standby";
+  auto standby = shell("standby", cfg, "echo up > " + marks + "; exec sleep 60");
+  ASSERT_TRUE(standby->wait_for_log("lease busy", 10s)) << standby->err();
+  d->signal(SIGSTOP);
+  ASSERT_TRUE(wait_until([&] { return !process_alive(pid); }, 5s));
+  ASSERT_TRUE(wait_until([&] { return read_file(marks) == "up\n"; }, 10s)) << standby->err();
+  const std::size_t before = d->err().size();
+  ::kill(d->pid(), SIGCONT);
+  ASSERT_TRUE(d->wait_for_log("at release the lease was another holder's", 10s)) << d->err();
+  const std::string after = d->err().substr(before);
+  EXPECT_NE(after.find("granted again after ours ran out"), std::string::npos) << after;
+  EXPECT_EQ(after.find("two children may have run at once"), std::string::npos) << after;
+  EXPECT_EQ(after.find("error"), std::string::npos) << after;
+  d->signal(SIGTERM);
+  d->wait_for(10s);
+  standby->signal(SIGTERM);
+  EXPECT_EQ(standby->wait_for(10s), 0) << standby->err();
+}
+
 // A keeper stopped past the deadline (its daemon stopped too, so nothing was renewed) kills
 // the child as it resumes: SIGKILL at once, no kill_signal first.
 TEST_F(TaskKeeper, AKeeperResumedPastTheDeadlineKillsAtOnce) {

@@ -139,6 +139,7 @@ TEST(Renewer, LostIsReportedOnceAndRenewingStops) {
   // The renewer marks the lease lost, then wakes the main loop: a moment apart.
   EXPECT_TRUE(wait_until([&] { return wake.triggered(); }, 5s));
   EXPECT_NE(r.lost_reason().find("no longer ours"), std::string::npos) << r.lost_reason();
+  EXPECT_FALSE(r.lost_by_deadline());
   EXPECT_EQ(r.renewals(), 1u);
   // The thread has ended: no further renew() calls, however long we look.
   EXPECT_FALSE(wait_until([&] { return calls(script) > 2; }, 50ms));
@@ -161,6 +162,7 @@ TEST(Renewer, UnconfirmedRetriesFasterThenDeadlinePasses) {
   // The renewer marks the lease lost, then wakes the main loop: a moment apart.
   EXPECT_TRUE(wait_until([&] { return wake.triggered(); }, 5s));
   EXPECT_NE(r.lost_reason().find("deadline passed"), std::string::npos) << r.lost_reason();
+  EXPECT_TRUE(r.lost_by_deadline());
 }
 
 TEST(Renewer, ThrowingBackendCountsAsUnconfirmedAndRecovers) {
@@ -302,6 +304,7 @@ TEST(RenewerMachine, UnconfirmedRoundsRetryUpToTheDeadlineThenTheLeaseIsLost) {
   EXPECT_TRUE(step.wake);
   EXPECT_TRUE(m.lost());
   EXPECT_EQ(m.lost_reason(), "lease deadline passed without a confirmed renewal (redis n1: no reply within 5 ms)");
+  EXPECT_TRUE(m.lost_by_deadline());
   EXPECT_EQ(m.rounds(), 1u);  // no round went out once the deadline had passed
 }
 
@@ -315,6 +318,7 @@ TEST(RenewerMachine, ARoundThatFindsTheKeyGoneLosesTheLeaseAtOnce) {
   EXPECT_EQ(step.kind, Kind::kLost);
   EXPECT_TRUE(step.wake);
   EXPECT_NE(m.lost_reason().find("no longer ours"), std::string::npos) << m.lost_reason();
+  EXPECT_FALSE(m.lost_by_deadline()) << "Redis said so: the key may be another's while the child ran";
   EXPECT_EQ(m.due(kT0 + 200ms).kind, Kind::kLost);  // nothing more goes out
   EXPECT_EQ(m.rounds(), 1u);
 }
