@@ -249,11 +249,19 @@ int Notices::give_up(const GiveUp& g) {
                  "{} (restart guard); giving up",
                  tries, acq.guarded.front().node, format_duration(Millis(acq.guarded.front().left_ms)));
       break;
-    case GiveUp::Why::kNoQuorum:
-      log_->error("lease not acquired {}: no quorum of Redis nodes ({} unreachable, {} refused: {}); "
-                  "giving up",
-                  tries, v.down, v.failed - v.down, v.example);
+    case GiveUp::Why::kNoQuorum: {
+      // A node that answered with an error (a key of another type, a read-only replica) was
+      // reached: said apart from one that could not be, and from one that refused this host.
+      const int errors = v.failed - v.down - v.refusals;
+      std::string counts;
+      for (const auto& [n, what] : {std::pair{v.down, "unreachable"}, std::pair{v.refusals, "refused this host"},
+                                    std::pair{errors, "answered with an error"}}) {
+        if (n > 0) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+      }
+      log_->error("lease not acquired {}: no quorum of Redis nodes ({}: {}); giving up", tries,
+                  counts.empty() ? std::string("none answered") : counts, v.example);
       break;
+    }
   }
   return g.exit_status;
 }

@@ -743,10 +743,14 @@ TEST_F(CliAttackRegressions, ALeaseKeyOfAnotherTypeIsNamedWithItsType) {
                                 "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\nfair = " + fair +
                                     "\n[task]\ncommand = [\"/bin/true\"]\n");
     auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 10s);
-    EXPECT_NE(r.code, 0);
+    EXPECT_EQ(r.code, 69) << r.err;  // loud: nobody can run the job until it is deleted
     EXPECT_NE(r.err.find("lease key k holds a hash, not a lease (something else wrote it): delete it"),
               std::string::npos)
         << r.err;
+    // The node was reached: the give-up line says it answered with an error, not that it was
+    // unreachable or refused this host (it read "0 unreachable, 1 refused").
+    EXPECT_NE(r.err.find("no quorum of Redis nodes (1 answered with an error: "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("refused"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("WRONGTYPE"), std::string::npos) << r.err;
     auto st = run_task_binary({"status", "--config", cfg}, 10s);
     EXPECT_NE(st.out.find("lease key k holds a hash"), std::string::npos) << st.out << st.err;
