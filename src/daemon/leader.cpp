@@ -422,7 +422,7 @@ void LeaderMachine::after_child(int code, Clock::time_point now, const LeaseView
     state_ = LeaderState::kRestarting;
     return;
   }
-  finish(LeaderOutcome{next.kind, next.exit_code, next.delay, next.step_down, next.cause});
+  finish(LeaderOutcome{next.kind, next.exit_code, next.delay, next.step_down, next.cause, next.lease_ended});
 }
 
 }  // namespace redisgo::daemon

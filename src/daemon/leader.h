@@ -152,6 +152,7 @@ struct LeaderOutcome {
   Millis delay{0};        ///< kRecontend: wait this long first
   std::string step_down;  ///< non-empty: step down for this reason
   StepDown cause = StepDown::kNone;  ///< with step_down: why
+  bool lease_ended = false;          ///< kExit: AfterExit::lease_ended
   bool operator==(const LeaderOutcome&) const = default;
 };
 

@@ -108,6 +108,7 @@ std::optional<int> LeaderDriver::end_lease(Leading& l) {
   ctx_.metrics.set_state(metrics::State::kStandby);
   if (outcome.kind == AfterExit::Kind::kExit) {
     if (outcome.exit_code == kExitNoPerm && l.renewer.refused()) hold_.say_refused_at_exit(l.renewer.refusal());
+    if (outcome.lease_ended) notices_.ended_with_lease(outcome.exit_code);
     return outcome.exit_code;
   }
   if (outcome.cause != StepDown::kNone) {

@@ -68,6 +68,8 @@ class Notices {
   /// the child ran: counted once, by its cause.
   void lease_lost(const std::string& reason, bool by_deadline);
   void lease_past_deadline();
+  /// A oneshot run's last line when it ends for its lost lease: what was lost, and the status.
+  void ended_with_lease(int exit_status);
   /// The release's outcome, in words (taken by another holder: an error, a loss of its own).
   void log_release(const lock::Release& r);
   /// A control message was heard: counted once per lease and kind (every node carries it).

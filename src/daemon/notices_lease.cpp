@@ -68,6 +68,12 @@ void Notices::lease_lost(const std::string& reason, bool by_deadline) {
   lease_loss_counted_ = true;
 }
 
+void Notices::ended_with_lease(int exit_status) {
+  log_->error("the run ends without its lease: {}, and the child was stopped; exiting {}",
+              lease_ran_out_ ? "no renewal was confirmed before its deadline" : "Redis said the key was no longer ours",
+              exit_status);
+}
+
 void Notices::lease_past_deadline() {
   ctx_.metrics.add_lease_loss("deadline");
   lease_loss_counted_ = true;

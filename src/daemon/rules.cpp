@@ -83,7 +83,8 @@ AfterExit after_exit(const ExitContext& c, RestartTracker* restarts, Clock::time
   if (c.mode == config::Mode::kOneshot) {
     switch (cause) {
       case StopCause::kLeaseLost:
-      case StopCause::kDeadline: return {Kind::kExit, c.refused ? kExitNoPerm : kExitTempFail, Millis(0), "", {}};
+      case StopCause::kDeadline:
+        return {Kind::kExit, c.refused ? kExitNoPerm : kExitTempFail, Millis(0), "", {}, !c.refused};
       case StopCause::kTimeout: return {Kind::kExit, kExitTimeout, Millis(0), "", {}};
       case StopCause::kStepDown:
       case StopCause::kShutdown:

@@ -166,6 +166,9 @@ struct AfterExit {
   Millis delay{0};       ///< kRestart / kRecontend: wait this long first
   std::string step_down{};           ///< kRecontend: non-empty, step down for this reason
   StepDown cause = StepDown::kNone;  ///< ... and this cause
+  /// kExit: the run ends because the lease was lost or ran out while the child ran (the child
+  /// was stopped): its last line says so. Not for refused renewals, which say more.
+  bool lease_ended = false;
 };
 
 struct ExitContext {

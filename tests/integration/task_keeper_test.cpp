@@ -151,6 +151,28 @@ TEST_F(TaskKeeper, ALeaseThatRanOutWhileTheDaemonWasStoppedIsNoOverlapAtRelease)
   EXPECT_EQ(standby->wait_for(10s), 0) << standby->err();
 }
 
+// A oneshot run whose lease runs out under it (its one Redis stopped) ends 75, and its last
+// line says why: it ended with "release deleted nothing", which says nothing of the lease.
+TEST_F(TaskKeeper, AOneshotRunThatLosesItsLeaseSaysSoLast) {
+  ConfigSpec spec = fault_config_spec();  // expire 1500 ms, cron 300 ms, kill_grace 400 ms
+  spec.mode = "oneshot";
+  spec.extra_task = "";
+  auto d = shell("oneshot", config(spec), "exec sleep 30");
+  ASSERT_TRUE(d->wait_for_log("lease renewed", 10s)) << d->err();
+  redis_.pause();
+  const auto code = d->wait_for(10s);
+  redis_.resume();
+  EXPECT_EQ(code, std::optional<int>(75)) << d->err();
+  std::string last;
+  for (const auto& l : split_lines(d->err())) {
+    if (!l.empty()) last = l;
+  }
+  EXPECT_NE(last.find("the run ends without its lease: no renewal was confirmed before its deadline, and the child "
+                      "was stopped; exiting 75"),
+            std::string::npos)
+      << d->err();
+}
+
 // A keeper stopped past the deadline (its daemon stopped too, so nothing was renewed) kills
 // the child as it resumes: SIGKILL at once, no kill_signal first.
 TEST_F(TaskKeeper, AKeeperResumedPastTheDeadlineKillsAtOnce) {

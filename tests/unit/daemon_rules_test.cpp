@@ -120,12 +120,16 @@ TEST(AfterExit, OneshotExitCodes) {
   c.child_code = 3;
   EXPECT_EQ(after_exit(c).kind, AfterExit::Kind::kExit);
   EXPECT_EQ(after_exit(c).exit_code, 3);
+  EXPECT_FALSE(after_exit(c).lease_ended);
   c.cause = StopCause::kLeaseLost;
   EXPECT_EQ(after_exit(c).exit_code, kExitTempFail);
+  EXPECT_TRUE(after_exit(c).lease_ended) << "the last line says the lease ended the run";
   c.cause = StopCause::kDeadline;
   EXPECT_EQ(after_exit(c).exit_code, kExitTempFail);
+  EXPECT_TRUE(after_exit(c).lease_ended);
   c.cause = StopCause::kTimeout;
   EXPECT_EQ(after_exit(c).exit_code, kExitTimeout);
+  EXPECT_FALSE(after_exit(c).lease_ended);
   c.cause = StopCause::kShutdown;
   c.child_code = 143;
   EXPECT_EQ(after_exit(c).exit_code, 143);
@@ -133,6 +137,7 @@ TEST(AfterExit, OneshotExitCodes) {
   c.cause = StopCause::kLeaseLost;
   c.refused = true;
   EXPECT_EQ(after_exit(c).exit_code, kExitNoPerm);
+  EXPECT_FALSE(after_exit(c).lease_ended) << "refused renewals have their own last line";
 }
 
 TEST(AfterExit, SuperviseRestartPolicy) {
