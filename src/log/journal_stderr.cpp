@@ -54,9 +54,10 @@ class PriorityLines final : public std::streambuf {
 
 void prefix_stderr_for_journal() {
   if (!is_journal_stream(STDERR_FILENO, std::getenv("JOURNAL_STREAM"))) return;
-  // Lives as long as the process: std::cerr may be written to from static destructors.
-  static PriorityLines lines(std::cerr.rdbuf());
-  std::cerr.rdbuf(&lines);
+  // Never destroyed: std::cerr is flushed after every static destructor has run, and a
+  // buffer destroyed before that flush would be a use after free at exit.
+  static auto* const lines = new PriorityLines(std::cerr.rdbuf());
+  std::cerr.rdbuf(lines);
 }
 
 }  // namespace redisgo::log
