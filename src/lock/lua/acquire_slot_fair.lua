@@ -9,7 +9,7 @@
   A slot key of another type (a hash written over it) is no lease: it is skipped, neither
   granted nor fatal, so that the other slots keep serving (capacity limit - 1), and named.
 
-  Reply (lock/replies.h AcquireReply), an array: as acquire_fair.lua's, where
+  Reply (lock/replies.h AcquireSlotReply), an array: as acquire_fair.lua's, where
     granted: [3] slot_key  string  the slot key taken (never "")
     busy:    [2] holder, [3] pttl_ms  of the slot that frees first, or of the woken head's turn
   and, after any of them, one more element when this attempt found slots of another type
