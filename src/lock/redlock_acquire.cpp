@@ -307,7 +307,8 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
         a.errors.push_back(error_of(i, raised[i]));
       } else if (!r) {
         shared = shared || semaphore;
-        a.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the raise script"});
+        a.errors.push_back(
+            {nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the raise script"});
       } else {
         shared = shared || semaphore;  // not raised, so not asked either
         a.errors.push_back({nodes_[i].name, Fault::kReply, nodes_[i].conn.describe() + ": lease gone before its fence could be raised"});

@@ -131,8 +131,9 @@ Published RedlockBackend::pause(const PauseRecord& pause, Millis ttl) {
 Published RedlockBackend::resume() {
   std::vector<std::string> keys{keys_.pause(), keys_.line};
   keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
-  return wake_round(round(kResume, keys, {window_arg_, keys_.channel, std::to_string(options_.restart_guard.count())}, true),
-                    parse_resume_reply);
+  return wake_round(
+      round(kResume, keys, {window_arg_, keys_.channel, std::to_string(options_.restart_guard.count())}, true),
+      parse_resume_reply);
 }
 
 int RedlockBackend::slots_beyond_limit() {

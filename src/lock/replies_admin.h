@@ -22,7 +22,9 @@ std::optional<ProbeRightsReply> parse_probe_rights_reply(const redisReply* r);
 /// `check`'s trial of the scripts' commands answers in the same shape; its `command` is "the
 /// check script" when the script itself failed.
 using CheckRightsReply = ProbeRightsReply;
-inline std::optional<CheckRightsReply> parse_check_rights_reply(const redisReply* r) { return parse_probe_rights_reply(r); }
+inline std::optional<CheckRightsReply> parse_check_rights_reply(const redisReply* r) {
+  return parse_probe_rights_reply(r);
+}
 
 /// The read-refusal script: {note or "", its pttl (-2: none), "" or the error reading it}.
 struct ReadRefusalReply {
