@@ -123,25 +123,21 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
 }
 
 std::optional<FlagReply> parse_flag_reply(const redisReply* r) {
-  const auto v = redis::as_integer(r);
-  if (v != 0 && v != 1) return std::nullopt;
+  const auto v = integer_in(r, 0, 1);
+  if (!v) return std::nullopt;
   return FlagReply{*v == 1};
 }
 
 std::optional<RenewReply> parse_renew_reply(const redisReply* r) {
-  using Result = RenewReply::Result;
-  const auto v = redis::as_integer(r);
-  if (!v || *v < 0 || *v > 3) return std::nullopt;
-  constexpr Result kByValue[] = {Result::kNotOurs, Result::kRenewed, Result::kRepaired, Result::kOtherType};
-  return RenewReply{kByValue[*v]};
+  const auto v = integer_in(r, 0, 3);
+  if (!v) return std::nullopt;
+  return RenewReply{static_cast<RenewReply::Result>(*v)};
 }
 
 std::optional<RaiseFenceReply> parse_raise_fence_reply(const redisReply* r) {
-  using Result = RaiseFenceReply::Result;
-  const auto v = redis::as_integer(r);
-  if (!v || *v < 0 || *v > 2) return std::nullopt;
-  constexpr Result kByValue[] = {Result::kNotOurs, Result::kRaised, Result::kShared};
-  return RaiseFenceReply{kByValue[*v]};
+  const auto v = integer_in(r, 0, 2);
+  if (!v) return std::nullopt;
+  return RaiseFenceReply{static_cast<RaiseFenceReply::Result>(*v)};
 }
 
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {

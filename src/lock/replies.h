@@ -76,10 +76,10 @@ using AcquireSlotReply = AcquireReply;  ///< lua/acquire_slot_fair.lua
 /// The renew script: an integer, its `result`.
 struct RenewReply {
   enum class Result {
-    kNotOurs,    ///< 0: another holder's, another's turn, gone without a token, or lost
-    kRenewed,    ///< 1: ours, extended
-    kRepaired,   ///< 2: gone from this node (or our own turn there), set again for us
-    kOtherType,  ///< 3: the key holds another type: not ours, nothing changed
+    kNotOurs = 0,    ///< another holder's, another's turn, gone without a token, or lost
+    kRenewed = 1,    ///< ours, extended
+    kRepaired = 2,   ///< gone from this node (or our own turn there), set again for us
+    kOtherType = 3,  ///< the key holds another type: not ours, nothing changed
   };
   Result result = Result::kNotOurs;
 };
@@ -88,9 +88,9 @@ std::optional<RenewReply> parse_renew_reply(const redisReply* r);
 /// The raise script (Redlock's fence, lock/fencing.h): an integer, its `result`.
 struct RaiseFenceReply {
   enum class Result {
-    kNotOurs,  ///< 0: the key is not ours: nothing changed
-    kRaised,   ///< 1: raised to our token, or above it already
-    kShared,   ///< 2: a semaphore's slot, the counter at our token already: given up
+    kNotOurs = 0,  ///< the key is not ours: nothing changed
+    kRaised = 1,   ///< raised to our token, or above it already
+    kShared = 2,   ///< a semaphore's slot, the counter at our token already: given up
   };
   Result result = Result::kNotOurs;
 };

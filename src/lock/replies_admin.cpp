@@ -51,8 +51,8 @@ std::optional<ReadRefusalReply> parse_read_refusal_reply(const redisReply* r) {
 }
 
 std::optional<SlotsBeyondReply> parse_slots_beyond_reply(const redisReply* r) {
-  const auto v = redis::as_integer(r);
-  if (!v || *v < -1 || *v > kMaxSlots) return std::nullopt;
+  const auto v = integer_in(r, -1, kMaxSlots);
+  if (!v) return std::nullopt;
   return SlotsBeyondReply{*v};
 }
 

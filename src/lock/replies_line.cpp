@@ -1,6 +1,7 @@
 #include "lock/replies_line.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 #include "lock/fencing.h"
@@ -25,8 +26,8 @@ std::optional<std::uint64_t> ticket_of(const std::string& score) {
 
 /// An integer element that is 0 or 1.
 std::optional<bool> flag_at(const redisReply* r, std::size_t i) {
-  const auto v = redis::as_integer(element(r, i));
-  if (v != 0 && v != 1) return std::nullopt;
+  const auto v = integer_in(element(r, i), 0, 1);
+  if (!v) return std::nullopt;
   return *v == 1;
 }
 
@@ -57,11 +58,9 @@ std::optional<ReadLineReply> parse_read_line_reply(const redisReply* r) {
 }
 
 std::optional<PassTurnReply> parse_pass_turn_reply(const redisReply* r) {
-  using Result = PassTurnReply::Result;
-  const auto v = redis::as_integer(r);
-  if (!v || *v < 0 || *v > 2) return std::nullopt;
-  constexpr Result kByValue[] = {Result::kNotOurs, Result::kHandedOn, Result::kPublished};
-  return PassTurnReply{kByValue[*v]};
+  const auto v = integer_in(r, 0, 2);
+  if (!v) return std::nullopt;
+  return PassTurnReply{static_cast<PassTurnReply::Result>(*v)};
 }
 
 std::optional<PauseReply> parse_pause_reply(const redisReply* r) {
@@ -86,8 +85,8 @@ std::optional<ReadPauseReply> parse_read_pause_reply(const redisReply* r) {
 }
 
 std::optional<PublishReply> parse_publish_reply(const redisReply* r) {
-  const auto v = redis::as_integer(r);
-  if (!v || *v < 0) return std::nullopt;
+  const auto v = integer_in(r, 0, INT64_MAX);
+  if (!v) return std::nullopt;
   return PublishReply{*v};
 }
 

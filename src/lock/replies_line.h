@@ -33,9 +33,9 @@ std::optional<ReadLineReply> parse_read_line_reply(const redisReply* r);
 /// The pass-turn script: an integer, its `result`.
 struct PassTurnReply {
   enum class Result {
-    kNotOurs,    ///< 0: the key no longer holds our turn: nothing changed
-    kHandedOn,   ///< 1: handed on to the next waiter
-    kPublished,  ///< 2: deleted, and the release channel published (nobody listens in line)
+    kNotOurs = 0,    ///< the key no longer holds our turn: nothing changed
+    kHandedOn = 1,   ///< handed on to the next waiter
+    kPublished = 2,  ///< deleted, and the release channel published (nobody listens in line)
   };
   Result result = Result::kNotOurs;
 };

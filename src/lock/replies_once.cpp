@@ -1,6 +1,7 @@
 #include "lock/replies_once.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "lock/fencing.h"
 #include "lock/reply_elements.h"
@@ -31,6 +32,16 @@ std::optional<ClaimRecord> record_at(const redisReply* r, std::size_t at) {
 /// A claim as messages show it: the holder as shown_holder() cuts it, the rest shown.
 ClaimRecord shown(const ClaimRecord& c) {
   return ClaimRecord{shown_holder(c.holder), shown_text(c.token), shown_text(c.start_ms), shown_text(c.status)};
+}
+
+/// A reply's claim fields (holder, token, start_ms, status) set to `c` as shown.
+template <class Reply>
+void set_shown(const ClaimRecord& c, Reply& out) {
+  ClaimRecord s = shown(c);
+  out.holder = std::move(s.holder);
+  out.token = std::move(s.token);
+  out.start_ms = std::move(s.start_ms);
+  out.status = std::move(s.status);
 }
 
 }  // namespace
@@ -76,12 +87,8 @@ ClaimReply parse_claim_reply(const redisReply* r) {
     if (parse_once_state(element(r, 1), out.state)) out.kind = ClaimReply::Kind::kGuarded;
   } else if (*flag == 0 && r->elements == 5) {
     if (auto c = record_at(r, 1)) {
-      const ClaimRecord s = shown(*c);
       out.kind = ClaimReply::Kind::kTaken;
-      out.holder = s.holder;
-      out.token = s.token;
-      out.start_ms = s.start_ms;
-      out.status = s.status;
+      set_shown(*c, out);
     }
   }
   return out;
@@ -120,8 +127,8 @@ std::optional<AdoptReply> parse_adopt_reply(const redisReply* r) {
   if (!flag) return std::nullopt;
   AdoptReply out;
   if (*flag == 1 && r->elements == 2) {
-    const auto at = redis::as_integer(element(r, 1));
-    if (!at || *at <= 0) return std::nullopt;
+    const auto at = integer_in(element(r, 1), 1, INT64_MAX);
+    if (!at) return std::nullopt;
     out.kind = AdoptReply::Kind::kAdopted;
     out.adopted_ms = *at;
     return out;
@@ -129,12 +136,8 @@ std::optional<AdoptReply> parse_adopt_reply(const redisReply* r) {
   if (*flag != 0 || r->elements != 5) return std::nullopt;
   auto c = record_at(r, 1);
   if (!c) return std::nullopt;
-  const ClaimRecord s = shown(*c);
   out.kind = AdoptReply::Kind::kTaken;
-  out.holder = s.holder;
-  out.token = s.token;
-  out.start_ms = s.start_ms;
-  out.status = s.status;
+  set_shown(*c, out);
   return out;
 }
 
