@@ -13,14 +13,15 @@ namespace redisgo::lock {
 namespace {
 
 /// A sorted set's score as ZRANGE WITHSCORES sends it, as a ticket; nullopt when it is no
-/// number at all (no server sends that), 0 when it is one no ticket can be.
+/// number at all (no server sends that), 0 when it is one no ticket can be. A ticket is a
+/// TIME in µs, below 2^53 as every count of ours (lock/fencing.h kFenceLimit), so that the
+/// waits computed from it stay in range.
 std::optional<std::uint64_t> ticket_of(const std::string& score) {
   if (score.empty()) return std::nullopt;
   char* end = nullptr;
   const double d = std::strtod(score.c_str(), &end);
   if (end != score.c_str() + score.size()) return std::nullopt;
-  constexpr double kPastLargest = 18446744073709551616.0;  // 2^64
-  if (!std::isfinite(d) || d < 0 || d >= kPastLargest) return 0;
+  if (!std::isfinite(d) || d < 0 || d >= static_cast<double>(kFenceLimit)) return 0;
   return static_cast<std::uint64_t>(d);
 }
 

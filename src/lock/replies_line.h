@@ -17,7 +17,7 @@ struct ReadLineReply {
   struct Entry {
     std::string holder;           ///< as shown_text() shows it (a member written by hand can be 100 KB)
     /// Its score: the ticket, the server's TIME in µs when it joined (lock/lua/lib/line.lua); 0
-    /// for a score no ticket can be (written by hand: negative, fractional past 2^64, inf).
+    /// for a score no ticket can be (written by hand: negative, 2^53 or more, inf).
     std::uint64_t ticket = 0;
     /// Subscribers of its wake channel: 0 = gone (killed without leaving), -1 = unknown.
     std::int64_t listeners = -1;

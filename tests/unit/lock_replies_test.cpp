@@ -275,7 +275,7 @@ TEST(Replies, TheLineReadsItsEntriesTheirTicketsAndListeners) {
   EXPECT_TRUE(l->entries.empty());
   EXPECT_EQ(l->outside, -1);
   // A score written by hand that no ticket can be is read, as no ticket (0).
-  for (const char* score : {"-5", "inf", "-inf", "1e300"}) {
+  for (const char* score : {"-5", "inf", "-inf", "1e300", "1e19", "9007199254740992"}) {
     l = lock::parse_read_line_reply(reply_of(A({I(1), A({B("a"), B(score)}), I(0), A({I(1)})})).get());
     ASSERT_TRUE(l) << score;
     EXPECT_EQ(l->entries[0].ticket, 0u) << score;
