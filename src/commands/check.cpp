@@ -11,6 +11,9 @@
 #include "commands/check_probe.h"
 #include "lock/lease.h"
 #include "lock/replies.h"
+#include "lock/replies_admin.h"
+#include "lock/replies_line.h"
+#include "lock/replies_once.h"
 #include "redis/acl.h"
 #include "redis/topology.h"
 #include "util/clock.h"
@@ -181,7 +184,8 @@ Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
                 "grant +evalsha (the README's ACL recipe)");
   }
   const CallPtr& c = p.rights;
-  if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 2) {
+  const auto r = c && c->ok() ? lock::parse_check_rights_reply(c->reply().get()) : std::nullopt;
+  if (!r) {
     const std::string e = why(p, c);
     if (check::acl_refused(e) && e.find("keys") != std::string::npos) {
       return check::skip("rights", p.name, "the scratch keys " + keys.base + ":check*", e, "~" + keys.base + ":*");
@@ -192,8 +196,8 @@ Finding rights_finding(const Probe& p, const lock::LeaseKeys& keys) {
     }
     return make(Level::kWarn, "rights", p.name, "could not test what the lease scripts write: " + e);
   }
-  const std::string what = redis::as_string(c->reply().element(0)).value_or("");
-  const std::string error = redis::as_string(c->reply().element(1)).value_or("");
+  const std::string& what = r->command;
+  const std::string& error = r->error;
   if (what.empty()) {
     return make(Level::kOk, "rights", p.name, "this user may run what the lease scripts write (tried on " + keys.base +
                                                   ":check, deleted at once)");
@@ -223,9 +227,9 @@ Finding line_finding(const Probe& p, bool fair, const lock::LeaseKeys& keys) {
   std::optional<std::int64_t> length;
   std::int64_t outside = -1;
   const CallPtr& c = p.line;
-  if (c && c->ok() && c->reply().is_array() && c->reply().size() >= 3) {
-    length = redis::as_integer(c->reply().element(0));
-    outside = redis::as_integer(c->reply().element(2)).value_or(-1);
+  if (const auto r = c && c->ok() ? lock::parse_read_line_reply(c->reply().get()) : std::nullopt) {
+    length = r->length;
+    outside = r->outside;
   }
   return check::line_finding(p.name, fair, length, outside, keys.line, keys.channel, length ? "" : why(p, c));
 }
@@ -286,7 +290,8 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
   out.push_back(subscribe_finding(p, r.fair, keys));
   out.push_back(line_finding(p, r.fair, keys));
   if (p.beyond && p.beyond->ok()) {
-    const auto n = redis::as_integer(p.beyond->reply().get()).value_or(0);
+    const auto beyond = lock::parse_slots_beyond_reply(p.beyond->reply().get());
+    const auto n = beyond ? beyond->held : 0;
     if (n > 0) {
       out.push_back(make(Level::kFail, "limit", p.name,
                          std::to_string(n) + " slot(s) beyond this config's limit = " + std::to_string(config.task.limit) +
@@ -308,12 +313,10 @@ void node_findings(const Probe& p, const config::Config& config, const lock::Lea
 check::OnceProbe once_probe(const Probe& p) {
   check::OnceProbe o;
   o.node = p.name;
-  lock::OnceNode n;
-  std::vector<std::optional<lock::ClaimRecord>> claims;
-  if (p.once && p.once->ok() && lock::parse_read_once_reply(p.once->reply().get(), 2, n, claims)) {
-    o.state = n;
-    o.current = claims[0];
-    o.next = claims[1];
+  if (const auto r = p.once && p.once->ok() ? lock::parse_read_once_reply(p.once->reply().get(), 2) : std::nullopt) {
+    o.state = r->state;
+    o.current = r->claims[0];
+    o.next = r->claims[1];
   } else {
     o.why = why(p, p.once);
   }

@@ -8,7 +8,8 @@
 #include "commands/list.h"
 #include "lock/fencing.h"
 #include "lock/lease.h"
-#include "lock/replies.h"
+#include "lock/replies_admin.h"
+#include "lock/replies_once.h"
 #include "lock/scripts.h"
 #include "redis/poller.h"
 #include "redis/reply.h"
@@ -129,45 +130,33 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
   for (std::size_t i = 0; i < keys.size(); ++i) {
     list::NodeKey a;
     const CallPtr& c = calls[i];
-    const redis::Reply& r = c->reply();
-    if (!c->ok() || !r.is_array() || r.size() < 7) {
+    const auto r = c->ok() ? lock::parse_list_key_reply(c->reply().get()) : std::nullopt;
+    if (!r) {
       a.error = c->done() ? (c->error().empty() ? "unexpected reply" : c->error()) : "no answer";
       scan.keys.emplace_back(keys[i], std::move(a));
       continue;
     }
     a.read = true;
-    a.holder = lock::shown_holder(redis::as_string(r.element(0)).value_or(""));
-    a.ttl_ms = redis::as_integer(r.element(1)).value_or(-2);
-    a.fence = redis::as_string(r.element(2)).value_or("");
-    a.line = redis::as_integer(r.element(3)).value_or(0);
-    a.pause_ttl_ms = redis::as_integer(r.element(4)).value_or(-2);
-    if (const redisReply* f = r.element(5); f && f->type == REDIS_REPLY_ARRAY && f->elements == 4) {
-      a.paused_by = shown_text(redis::as_string(f->element[0]).value_or(""));
-      a.pause_reason = shown_text(redis::as_string(f->element[1]).value_or(""));
-      a.paused_since_ms = redis::as_string(f->element[2]).value_or("");
-      a.paused_until_ms = redis::as_string(f->element[3]).value_or("");
-    }
-    if (r.size() > 7) a.refusal = redis::as_string(r.element(7)).value_or("");
-    if (const redisReply* s = r.element(6); s && s->type == REDIS_REPLY_ARRAY) {
-      for (std::size_t j = 0; j + 2 < s->elements; j += 3) {
-        list::NodeKey::Slot slot;
-        slot.slot = static_cast<int>(lock::parse_count(redis::as_string(s->element[j]).value_or("")));
-        slot.holder = lock::shown_holder(redis::as_string(s->element[j + 1]).value_or(""));
-        slot.ttl_ms = redis::as_integer(s->element[j + 2]).value_or(-2);
-        a.slots.push_back(std::move(slot));
-      }
-    }
+    a.holder = r->holder;
+    a.ttl_ms = r->pttl_ms;
+    a.fence = r->fence;
+    a.line = r->line_length;
+    a.pause_ttl_ms = r->pause_pttl_ms;
+    a.paused_by = r->pause.by;
+    a.pause_reason = r->pause.reason;
+    a.paused_since_ms = r->pause.since_ms;
+    a.paused_until_ms = r->pause.until_ms;
+    a.refusal = r->note;
+    for (const auto& s : r->slots) a.slots.push_back({s.slot, s.holder, s.pttl_ms});
     scan.keys.emplace_back(keys[i], std::move(a));
   }
   for (const auto& [key, c] : claim_calls) {
-    const redis::Reply& r = c->reply();
-    if (!c->ok() || !r.is_array() || r.size() != 1) continue;
-    const redisReply* fields = r.element(0);
-    if (!fields || fields->type != REDIS_REPLY_ARRAY || fields->elements != 4) continue;
+    const auto r = c->ok() ? lock::parse_read_claims_reply(c->reply().get(), 1) : std::nullopt;
+    if (!r) continue;
     list::LastClaim claim;
     claim.slot_start_s = claims.at(key).first;
-    claim.holder = lock::shown_holder(redis::as_string(fields->element[0]).value_or(""));
-    claim.status = shown_text(redis::as_string(fields->element[3]).value_or(""));
+    claim.holder = r->claims[0].holder;
+    claim.status = r->claims[0].status;
     scan.claims.emplace_back(key, std::move(claim));
   }
 }

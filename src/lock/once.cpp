@@ -5,23 +5,9 @@
 #include <string_view>
 
 #include "lock/fencing.h"
-#include "lock/reply_elements.h"
-#include "redis/reply.h"
 #include "util/duration.h"
 
 namespace redisgo::lock {
-namespace {
-
-/// A count written by our scripts ("" = none, 0); nullopt when it is not one.
-std::optional<std::int64_t> count_of(const std::optional<std::string>& s) {
-  if (!s) return std::nullopt;
-  if (s->empty()) return 0;
-  const auto v = parse_token(*s);
-  if (!v || *v >= kFenceLimit) return std::nullopt;
-  return static_cast<std::int64_t>(*v);
-}
-
-}  // namespace
 
 std::string describe_claim(const ClaimRecord& c) {
   std::string out = "holder " + c.holder + " (token " + (c.token.empty() ? "?" : c.token);
@@ -134,45 +120,6 @@ std::string once_advice(const std::string& config_path, const std::string& key_f
 Millis witness_ttl(Millis once_per) {
   constexpr Millis kWeek = std::chrono::hours(24 * 7);
   return std::max(kWeek, once_per * 4);
-}
-
-bool parse_once_state(const redisReply* r, OnceNode& n) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 11) return false;
-  const auto up = redis::as_integer(element(r, 0)), now = redis::as_integer(element(r, 1)),
-             aof = redis::as_integer(element(r, 2)), replicas = redis::as_integer(element(r, 10));
-  const auto version = text(element(r, 3)), durable = text(element(r, 5)), by = text(element(r, 8));
-  const auto witness = count_of(text(element(r, 4))), adopted = count_of(text(element(r, 6))),
-             adopted_ms = count_of(text(element(r, 7))), adopts = count_of(text(element(r, 9)));
-  if (!up || !now || !aof || !replicas || !version || !durable || !by) return false;
-  n.uptime_s = *up;
-  n.now_ms = *now;
-  n.aof = static_cast<int>(std::clamp<long long>(*aof, -1, 1));
-  n.version = version->substr(0, 32);
-  // A witness or an adopt record that is not ours to read (set by hand): no evidence.
-  n.witness = witness.value_or(0);
-  n.witness_durable = witness && *durable == "1";
-  n.adopted = adopted.value_or(0);
-  n.adopted_ms = adopted ? adopted_ms.value_or(0) : 0;
-  n.adopted_by = by->substr(0, 256);
-  n.adopts = adopts.value_or(0);
-  n.replicas = *replicas;
-  return true;
-}
-
-bool parse_read_once_reply(const redisReply* r, std::size_t claim_keys, OnceNode& n,
-                           std::vector<std::optional<ClaimRecord>>& claims) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != claim_keys + 1) return false;
-  if (!parse_once_state(element(r, 0), n)) return false;
-  claims.assign(claim_keys, std::nullopt);
-  for (std::size_t i = 0; i < claim_keys; ++i) {
-    const redisReply* e = element(r, i + 1);
-    if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != 4) return false;
-    auto holder = text(element(e, 0)), token = text(element(e, 1)), start = text(element(e, 2)), status = text(element(e, 3));
-    if (!holder || !token || !start || !status) return false;
-    if (holder->empty()) continue;
-    claims[i] = ClaimRecord{*holder, *token, *start, *status};
-  }
-  return true;
 }
 
 }  // namespace redisgo::lock

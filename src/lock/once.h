@@ -22,8 +22,6 @@
 #include <string_view>
 #include <vector>
 
-#include <hiredis/hiredis.h>
-
 #include "redis/connection.h"
 
 namespace redisgo::lock {
@@ -106,14 +104,5 @@ Millis witness_ttl(Millis once_per);
 /// How long the claim's WAITAOF and WAIT may block on the server (each), before the claim
 /// counts as not durable there.
 inline constexpr Millis kDurableWait{2000};
-
-/// The node-state array of lock/lua/lib/once.lua's once_state ({uptime, time, aof, version,
-/// witness, durable, adopted, adopted_ms, adopted_by, adopts, replicas}) into `n`;
-/// false when it is not of that shape.
-bool parse_once_state(const redisReply* r, OnceNode& n);
-/// kReadOnce's reply: the state, then per claim key {holder, token, start, status}
-/// (holder "" = none). False when it is not of that shape.
-bool parse_read_once_reply(const redisReply* r, std::size_t claim_keys, OnceNode& n,
-                           std::vector<std::optional<ClaimRecord>>& claims);
 
 }  // namespace redisgo::lock

@@ -274,8 +274,12 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
     auto raised = send(kRaiseFence, {held_key(), keys_.fence},
                        {options_.holder, std::to_string(token), fence_ttl_arg_, semaphore ? "1" : ""}, raise,
                        Send::kAlways);
+    auto raised_as = [&](std::size_t i) {
+      return raised[i] && raised[i]->ok() ? parse_raise_fence_reply(raised[i]->reply().get()) : std::nullopt;
+    };
     auto raised_ok = [&](std::size_t i) {
-      return raised[i] && raised[i]->ok() && parse_flag_reply(raised[i]->reply().get()) == true;
+      const auto r = raised_as(i);
+      return r && r->result == RaiseFenceReply::Result::kRaised;
     };
     auto enough = [&] {
       int yes = at_token, open = 0;
@@ -296,11 +300,15 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
       }
       if (raised_ok(i)) {
         ++at_token;
-      } else if (raised[i]->ok() && redis::as_integer(raised[i]->reply().get()) == 2) {
+      } else if (const auto r = raised_as(i); r && r->result == RaiseFenceReply::Result::kShared) {
         shared = true;
       } else if (!raised[i]->ok()) {
         shared = shared || semaphore;
         a.errors.push_back(error_of(i, raised[i]));
+      } else if (!r) {
+        shared = shared || semaphore;
+        a.errors.push_back(
+            {nodes_[i].name, Fault::kProtocol, nodes_[i].conn->describe() + ": unexpected reply to the raise script"});
       } else {
         shared = shared || semaphore;  // not raised, so not asked either
         a.errors.push_back({nodes_[i].name, Fault::kReply, nodes_[i].conn->describe() + ": lease gone before its fence could be raised"});

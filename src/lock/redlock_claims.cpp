@@ -3,11 +3,12 @@
 // pause and resume.
 #include "lock/redlock.h"
 
-#include "lock/fencing.h"
 #include "lock/replies.h"
+#include "lock/replies_admin.h"
+#include "lock/replies_line.h"
+#include "lock/replies_once.h"
 #include "lock/scripts.h"
 #include "util/clock.h"
-#include "util/text.h"
 
 namespace redisgo::lock {
 
@@ -68,10 +69,10 @@ std::vector<std::optional<ClaimRecord>> RedlockBackend::read_claims(const std::v
     auto r = parse_read_claims_reply(c->reply().get(), claim_keys.size());
     if (!r) continue;
     for (std::size_t k = 0; k < claim_keys.size(); ++k) {
-      const auto& e = (*r)[k];
-      if (e.kind != ClaimReply::Kind::kTaken) continue;
+      const auto& e = r->claims[k];
+      if (e.holder.empty()) continue;  // no claim there
       // The most complete record any node has (one with the exit status wins).
-      if (!out[k] || (out[k]->status.empty() && !e.status.empty())) out[k] = ClaimRecord{e.holder, e.token, e.start_ms, e.status};
+      if (!out[k] || (out[k]->status.empty() && !e.status.empty())) out[k] = e;
     }
   }
   return out;
@@ -82,10 +83,10 @@ Published RedlockBackend::publish(const std::string& channel, const std::string&
   auto calls = round(kPublish, {}, {channel, message}, true);
   for (const auto& c : calls) {
     if (!c || !c->done()) continue;
-    auto v = c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
+    auto v = c->ok() ? parse_publish_reply(c->reply().get()) : std::nullopt;
     if (v) {
       ++out.accepted;
-      out.receivers += *v;
+      out.receivers += v->receivers;
       continue;
     }
     out.refused = out.refused || c->fault() == Fault::kAuth;
@@ -95,15 +96,19 @@ Published RedlockBackend::publish(const std::string& channel, const std::string&
 }
 
 namespace {
-/// pause and resume answer {done 1/0, woken 1/0}.
-Published wake_round(const std::vector<CallPtr>& calls) {
+/// What pause and resume count: nodes where there was a pause (a pause is always recorded).
+int paused_there(const PauseReply&) { return 1; }
+int paused_there(const ResumeReply& r) { return r.was_paused ? 1 : 0; }
+
+/// pause and resume answer {recorded or was paused, woken}: `parse` is the script's parser.
+template <class Parse>
+Published wake_round(const std::vector<CallPtr>& calls, Parse parse) {
   Published out;
   for (const auto& c : calls) {
-    const bool shaped = c && c->ok() && c->reply().is_array() && c->reply().size() == 2;
-    if (shaped) {
+    if (auto r = c && c->ok() ? parse(c->reply().get()) : std::nullopt) {
       ++out.accepted;
-      out.receivers += redis::as_integer(c->reply().element(0)).value_or(0);
-      out.unwoken += redis::as_integer(c->reply().element(1)).value_or(0) == 0 ? 1 : 0;
+      out.receivers += paused_there(*r);
+      out.unwoken += r->woken ? 0 : 1;
       continue;
     }
     if (!c || !c->done()) continue;
@@ -121,13 +126,16 @@ Published RedlockBackend::pause(const PauseRecord& pause, Millis ttl) {
                           {pause.by, pause.reason, std::to_string(pause.since_ms), std::to_string(pause.until_ms),
                            std::to_string(ttl.count()), window_arg_, keys_.channel,
                            std::to_string(options_.restart_guard.count())},
-                          true));
+                          true),
+                    parse_pause_reply);
 }
 
 Published RedlockBackend::resume() {
   std::vector<std::string> keys{keys_.pause(), keys_.line};
   keys.insert(keys.end(), slot_keys_.begin(), slot_keys_.end());
-  return wake_round(round(kResume, keys, {window_arg_, keys_.channel, std::to_string(options_.restart_guard.count())}, true));
+  return wake_round(
+      round(kResume, keys, {window_arg_, keys_.channel, std::to_string(options_.restart_guard.count())}, true),
+      parse_resume_reply);
 }
 
 int RedlockBackend::slots_beyond_limit() {
@@ -136,8 +144,8 @@ int RedlockBackend::slots_beyond_limit() {
   // A daemon of a larger limit holds its slot on a quorum, which any quorum of answers meets:
   // the look is asked before a child starts, and a silent node must not delay the child.
   for (const auto& c : quorum_round(kSlotsBeyond, keys_.slots_from(options_.limit), {}, true)) {
-    auto v = c && c->ok() ? redis::as_integer(c->reply().get()) : std::nullopt;
-    if (v) most = std::max(most, static_cast<int>(*v));
+    auto v = c && c->ok() ? parse_slots_beyond_reply(c->reply().get()) : std::nullopt;
+    if (v) most = std::max(most, static_cast<int>(v->held));
   }
   return most;
 }
@@ -146,16 +154,9 @@ std::optional<PauseRecord> RedlockBackend::read_pause() {
   auto calls = round(kReadPause, {keys_.pause()}, {}, true);
   std::vector<PauseRecord> seen;
   for (const auto& c : calls) {
-    if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 5) continue;
-    const auto& r = c->reply();
-    PauseRecord p;
-    p.ttl_ms = redis::as_integer(r.element(0)).value_or(-2);
-    if (p.ttl_ms == -2) continue;
-    p.by = shown_text(redis::as_string(r.element(1)).value_or(""));
-    p.reason = shown_text(redis::as_string(r.element(2)).value_or(""));
-    p.since_ms = parse_count(redis::as_string(r.element(3)).value_or(""));
-    p.until_ms = parse_count(redis::as_string(r.element(4)).value_or(""));
-    seen.push_back(std::move(p));
+    auto r = c && c->ok() ? parse_read_pause_reply(c->reply().get()) : std::nullopt;
+    if (!r || r->pttl_ms == -2) continue;
+    seen.push_back({r->by, r->reason, r->since_ms, r->until_ms, r->pttl_ms});
   }
   if (static_cast<int>(seen.size()) < quorum()) return std::nullopt;
   return seen.front();

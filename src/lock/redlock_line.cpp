@@ -1,9 +1,9 @@
 // RedlockBackend: the waiting line outside acquire and release (docs/DESIGN.md "The waiting
 // line"): leaving it, and reading it for `status`.
 #include "lock/redlock.h"
+#include "lock/replies_line.h"
 #include "lock/scripts.h"
 #include "redis/reply.h"
-#include "util/text.h"
 
 namespace redisgo::lock {
 
@@ -80,36 +80,15 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
       v.error = error_of(i, c).message;
       continue;
     }
-    const redisReply* r = c->reply().get();
-    const auto length = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 ? redis::as_integer(r->element[0])
-                                                                               : std::nullopt;
-    const redisReply* listening =
-        r && r->type == REDIS_REPLY_ARRAY && r->elements >= 4 && r->element[3]->type == REDIS_REPLY_ARRAY ? r->element[3]
-                                                                                                          : nullptr;
-    const redisReply* list = length ? r->element[1] : nullptr;
-    if (!length || !list || list->type != REDIS_REPLY_ARRAY || list->elements % 2 != 0) {
+    const auto r = parse_read_line_reply(c->reply().get());
+    if (!r) {
       v.error = nodes_[i].conn->describe() + ": unexpected reply reading the waiting line";
       continue;
     }
     v.reachable = true;
-    v.length = *length;
-    v.outside = redis::as_integer(r->element[2]).value_or(-1);
-    for (std::size_t k = 0; k + 1 < list->elements; k += 2) {
-      auto holder = redis::as_string(list->element[k]);
-      auto score = redis::as_string(list->element[k + 1]);
-      if (!holder || !score) continue;
-      LineEntry e;
-      e.holder = shown_text(*holder);  // shown only (a member written by hand can be 100 KB)
-      if (listening && k / 2 < listening->elements) {
-        e.listeners = redis::as_integer(listening->element[k / 2]).value_or(-1);
-      }
-      try {
-        e.ticket = static_cast<std::uint64_t>(std::stod(*score));
-      } catch (...) {
-        e.ticket = 0;
-      }
-      v.entries.push_back(std::move(e));
-    }
+    v.length = r->length;
+    v.outside = r->outside;
+    for (const auto& e : r->entries) v.entries.push_back({e.holder, e.listeners, e.ticket});
   }
   return out;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "lock/redlock.h"
-#include "lock/replies.h"
+#include "lock/replies_once.h"
 #include "lock/scripts.h"
 #include "util/duration.h"
 
@@ -219,15 +219,17 @@ std::vector<OnceNode> RedlockBackend::read_once(const std::string& witness_key, 
       v.error = e.message;
       continue;
     }
-    std::vector<std::optional<ClaimRecord>> found;
-    if (!parse_read_once_reply(c->reply().get(), claim_keys.size(), v, found)) {
+    auto r = parse_read_once_reply(c->reply().get(), claim_keys.size());
+    if (!r) {
       v.fault = Fault::kProtocol;
       v.error = nodes_[i].conn->describe() + ": unexpected reply to the once_per read";
       continue;
     }
+    r->state.node = v.node;
+    v = std::move(r->state);
     v.reachable = true;
-    if (!found.empty()) v.claim = found.front();
-    if (claims) (*claims)[i] = std::move(found);
+    if (!r->claims.empty()) v.claim = r->claims.front();
+    if (claims) (*claims)[i] = std::move(r->claims);
   }
   return out;
 }
@@ -240,21 +242,14 @@ Adoption RedlockBackend::adopt(const std::string& claim_key, const std::string& 
                      true);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const auto& c = calls[i];
-    if (c && c->ok() && c->reply().is_array()) {
-      const auto& r = c->reply();
-      const auto flag = r.size() > 0 ? redis::as_integer(r.element(0)) : std::nullopt;
-      if (flag == 1 && r.size() == 2) {
-        out.written_ms[i] = redis::as_integer(r.element(1)).value_or(0);
-        continue;
+    if (const auto r = c && c->ok() ? parse_adopt_reply(c->reply().get()) : std::nullopt) {
+      if (r->kind == AdoptReply::Kind::kAdopted) {
+        out.written_ms[i] = r->adopted_ms;
+      } else if (!out.claimed) {
+        out.claimed = ClaimRecord{r->holder, r->token, r->start_ms, r->status};
+        out.claimed_on = nodes_[i].name;
       }
-      auto taken = parse_claim_reply(c->reply().get());
-      if (taken.kind == ClaimReply::Kind::kTaken) {
-        if (!out.claimed) {
-          out.claimed = ClaimRecord{taken.holder, taken.token, taken.start_ms, taken.status};
-          out.claimed_on = nodes_[i].name;
-        }
-        continue;
-      }
+      continue;
     }
     if (c && c->done()) out.refused = out.refused || redis::is_refusal(c->fault());
     out.errors.push_back(c && c->ok() ? nodes_[i].name + ": unexpected reply to the adopt script" : error_of(i, c).message);

@@ -24,15 +24,26 @@ namespace {
 
 // A renewal's reply: 1 renewed, 2 set again (gone from the node), 0 not ours (3: a key of
 // another type there, counted as 0), -1 no answer or a failure.
+std::optional<RenewReply> renew_reply(const CallPtr& c) {
+  return c && c->done() && c->ok() ? parse_renew_reply(c->reply().get()) : std::nullopt;
+}
+
 int renew_vote(const CallPtr& c) {
-  if (!c || !c->done() || !c->ok()) return -1;
-  auto v = redis::as_integer(c->reply().get());
-  if (v && *v == 3) return 0;
-  return v && *v >= 0 && *v <= 2 ? static_cast<int>(*v) : -1;
+  using Result = RenewReply::Result;
+  const auto r = renew_reply(c);
+  if (!r) return -1;
+  switch (r->result) {
+    case Result::kRenewed: return 1;
+    case Result::kRepaired: return 2;
+    case Result::kNotOurs:
+    case Result::kOtherType: return 0;
+  }
+  return -1;
 }
 
 bool other_type(const CallPtr& c) {
-  return c && c->done() && c->ok() && redis::as_integer(c->reply().get()) == 3;
+  const auto r = renew_reply(c);
+  return r && r->result == RenewReply::Result::kOtherType;
 }
 
 // The calls that failed because the server closed the connection just as we used it (its

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lock/redlock.h"
+#include "lock/replies_admin.h"
 #include "lock/scripts.h"
 
 namespace redisgo::lock {
@@ -16,7 +17,8 @@ RightsProbe RedlockBackend::probe_rights(const std::vector<std::string>& command
   RightsProbe out;
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const auto& c = calls[i];
-    if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 2) {
+    const auto r = c && c->ok() ? parse_probe_rights_reply(c->reply().get()) : std::nullopt;
+    if (!r) {
       if (!c || !c->ok()) {
         out.errors.push_back(error_of(i, c));
       } else {
@@ -25,12 +27,11 @@ RightsProbe RedlockBackend::probe_rights(const std::vector<std::string>& command
       }
       continue;
     }
-    const std::string command = redis::as_string(c->reply().element(0)).value_or("");
-    if (command.empty()) {
+    if (r->command.empty()) {
       ++out.allowed;
     } else if (out.command.empty()) {
-      out.command = command;
-      out.error = nodes_[i].conn->describe() + ": " + redis::as_string(c->reply().element(1)).value_or("");
+      out.command = r->command;
+      out.error = nodes_[i].conn->describe() + ": " + r->error;
     }
   }
   return out;
@@ -39,8 +40,9 @@ RightsProbe RedlockBackend::probe_rights(const std::vector<std::string>& command
 std::optional<RefusalNote> RedlockBackend::read_refusal() {
   std::optional<RefusalNote> newest;
   for (const auto& c : round(kReadRefusal, {keys_.key}, {keys_.refused()}, true)) {
-    if (!c || !c->ok() || !c->reply().is_array() || c->reply().size() != 3) continue;
-    auto note = parse_refusal_note(redis::as_string(c->reply().element(0)).value_or(""));
+    const auto r = c && c->ok() ? parse_read_refusal_reply(c->reply().get()) : std::nullopt;
+    if (!r) continue;
+    auto note = parse_refusal_note(r->note);
     if (note && (!newest || note->since_ms > newest->since_ms)) newest = std::move(note);
   }
   return newest;

@@ -122,11 +122,22 @@ AcquireReply parse_acquire_reply(const redisReply* r) {
   return out;
 }
 
-std::optional<bool> parse_flag_reply(const redisReply* r) {
-  auto v = redis::as_integer(r);
-  if (v == 1) return true;
-  if (v == 0) return false;
-  return std::nullopt;
+std::optional<FlagReply> parse_flag_reply(const redisReply* r) {
+  const auto v = integer_in(r, 0, 1);
+  if (!v) return std::nullopt;
+  return FlagReply{*v == 1};
+}
+
+std::optional<RenewReply> parse_renew_reply(const redisReply* r) {
+  const auto v = integer_in(r, 0, 3);
+  if (!v) return std::nullopt;
+  return RenewReply{static_cast<RenewReply::Result>(*v)};
+}
+
+std::optional<RaiseFenceReply> parse_raise_fence_reply(const redisReply* r) {
+  const auto v = integer_in(r, 0, 2);
+  if (!v) return std::nullopt;
+  return RaiseFenceReply{static_cast<RaiseFenceReply::Result>(*v)};
 }
 
 std::optional<ReleaseReply> parse_release_reply(const redisReply* r) {
@@ -180,55 +191,6 @@ std::optional<InspectReply> parse_inspect_reply(const redisReply* r) {
     out.bad_fence = "\"" + fence->substr(0, kShown) + (fence->size() > kShown ? "...\"" : "\"");
   }
   out.uptime_s = *uptime < 0 ? -1 : *uptime;
-  return out;
-}
-
-ClaimReply parse_claim_reply(const redisReply* r) {
-  ClaimReply out;
-  const auto flag = redis::as_integer(element(r, 0));
-  if (!r || r->type != REDIS_REPLY_ARRAY || !flag) return out;
-  if (*flag == 1 && r->elements == 4) {
-    const auto how = text(element(r, 1));
-    const auto fsync = redis::as_integer(element(r, 2));
-    if (how && fsync && counted_from(*how) != Counted::kNo && parse_once_state(element(r, 3), out.state)) {
-      out.kind = ClaimReply::Kind::kClaimed;
-      out.how = counted_from(*how);
-      out.fsync = *fsync == 1;
-    }
-  } else if (*flag == -1 && r->elements == 1) {
-    out.kind = ClaimReply::Kind::kNotOurs;
-  } else if (*flag == 2 && r->elements == 2) {
-    if (parse_once_state(element(r, 1), out.state)) out.kind = ClaimReply::Kind::kGuarded;
-  } else if (*flag == 0 && r->elements == 5) {
-    auto holder = text(element(r, 1)), token = text(element(r, 2)), start = text(element(r, 3)),
-         status = text(element(r, 4));
-    if (holder && token && start && status) {
-      out.kind = ClaimReply::Kind::kTaken;
-      out.holder = shown_holder(*holder);
-      out.token = shown_text(*token);
-      out.start_ms = shown_text(*start);
-      out.status = shown_text(*status);
-    }
-  }
-  return out;
-}
-
-std::optional<std::vector<ClaimReply>> parse_read_claims_reply(const redisReply* r, std::size_t keys) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != keys) return std::nullopt;
-  std::vector<ClaimReply> out(keys);
-  for (std::size_t i = 0; i < keys; ++i) {
-    const redisReply* e = element(r, i);
-    if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != 4) return std::nullopt;
-    auto holder = text(element(e, 0)), token = text(element(e, 1)), start = text(element(e, 2)),
-         status = text(element(e, 3));
-    if (!holder || !token || !start || !status) return std::nullopt;
-    if (holder->empty()) continue;  // no claim
-    out[i].kind = ClaimReply::Kind::kTaken;
-    out[i].holder = shown_holder(*holder);
-    out[i].token = shown_text(*token);
-    out[i].start_ms = shown_text(*start);
-    out[i].status = shown_text(*status);
-  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-/// The pieces the parsers of our scripts' replies share (lock/replies.cpp, lock/once.cpp).
+/// The pieces the parsers of our scripts' replies share (lock/replies*.cpp).
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,13 @@ namespace redisgo::lock {
 inline const redisReply* element(const redisReply* r, std::size_t i) {
   if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements || !r->element) return nullptr;
   return r->element[i];
+}
+
+/// An integer reply (or element) within [lo, hi]; nullopt for anything else.
+inline std::optional<std::int64_t> integer_in(const redisReply* r, std::int64_t lo, std::int64_t hi) {
+  const auto v = redis::as_integer(r);
+  if (!v || *v < lo || *v > hi) return std::nullopt;
+  return v;
 }
 
 /// A string element, but not an error reply inside an array (a script cannot return one

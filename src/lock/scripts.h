@@ -5,10 +5,11 @@
 /// that is not its own.
 ///
 /// The scripts live in src/lock/lua/, one file per script; each opens with what it does, its
-/// KEYS and ARGV as named locals, and its reply, element by element (the reply structs of
-/// lock/replies.h carry those names). Their shared functions are in src/lock/lua/lib/, pulled
-/// in by "-- @include" lines. The build (cmake/embed_lua.cmake) expands the includes, drops
-/// the comments and defines the objects declared here; a script's text is its `source`.
+/// KEYS and ARGV as named locals, and its reply, element by element, by the field names of
+/// its reply type (one per script, in lock/replies*.h, which its header names). Their shared
+/// functions are in src/lock/lua/lib/, pulled in by "-- @include" lines. The build
+/// (cmake/embed_lua.cmake) expands the includes, drops the comments and defines the objects
+/// declared here; a script's text is its `source`.
 /// They are the lease's logic, so they live in `lock`; the transport only sends them.
 ///
 /// Each script runs as EVAL on its first use on a connection, by SHA after

@@ -14,7 +14,11 @@
 #include <cstdint>
 
 #include "config/config.h"
+#include "lock/lease.h"
 #include "lock/replies.h"
+#include "lock/replies_admin.h"
+#include "lock/replies_line.h"
+#include "lock/replies_once.h"
 #include "redis/connection.h"
 #include "redis/poller.h"
 #include "redis/reply.h"
@@ -82,6 +86,72 @@ int duration(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+namespace {
+
+/// Every script's parser (lock/replies*.h) on one reply: none may crash, and what each
+/// understands must hold together.
+void lease_replies(const redisReply* r) {
+  auto acq = lock::parse_acquire_reply(r);
+  if (acq.kind == lock::AcquireReply::Kind::kGranted) check(acq.token > 0, "a grant carries a token");
+  if (acq.kind == lock::AcquireReply::Kind::kInvalid) check(!acq.why.empty(), "not understood says why");
+  for (const auto& [key, type] : acq.other_type_slots) check(!key.empty() && type.size() < 200, "slots shown cut");
+  (void)lock::parse_flag_reply(r);
+  (void)lock::parse_renew_reply(r);
+  (void)lock::parse_raise_fence_reply(r);
+  if (auto rel = lock::parse_release_reply(r); rel && rel->released) {
+    check(rel->holder.empty() && rel->other_type.empty(), "a release names no other holder");
+  }
+  if (auto v = lock::parse_inspect_reply(r)) check(v->holder.size() < 300, "inspect's holder shown cut");
+}
+
+void line_replies(const redisReply* r) {
+  if (auto l = lock::parse_read_line_reply(r)) {
+    for (const auto& e : l->entries) check(e.holder.size() < 1000, "a line's member shown cut");
+  }
+  (void)lock::parse_pass_turn_reply(r);
+  (void)lock::parse_pause_reply(r);
+  (void)lock::parse_resume_reply(r);
+  if (auto p = lock::parse_read_pause_reply(r)) {
+    check(p->since_ms >= 0 && p->until_ms >= 0, "a pause's times are counts");
+    check(p->by.size() < 1000 && p->reason.size() < 1000, "a pause's words shown cut");
+  }
+  if (auto p = lock::parse_publish_reply(r)) check(p->receivers >= 0, "receivers are a count");
+}
+
+void admin_replies(const redisReply* r) {
+  (void)lock::parse_probe_rights_reply(r);
+  (void)lock::parse_check_rights_reply(r);
+  (void)lock::parse_read_refusal_reply(r);
+  if (auto b = lock::parse_slots_beyond_reply(r)) check(b->held >= -1 && b->held <= lock::kMaxSlots, "slots beyond: a count");
+  if (auto k = lock::parse_list_key_reply(r)) {
+    check(k->holder.size() < 300, "list's holder shown cut");
+    for (const auto& s : k->slots) check(s.slot >= 1 && s.slot < lock::kMaxSlots && s.holder.size() < 300, "a slot reads");
+  }
+}
+
+void once_replies(const redisReply* r) {
+  auto claim = lock::parse_claim_reply(r);
+  if (claim.kind != lock::ClaimReply::Kind::kTaken) check(claim.holder.empty(), "only a taken claim names a holder");
+  if (auto a = lock::parse_adopt_reply(r)) {
+    check(a->kind == lock::AdoptReply::Kind::kTaken || a->adopted_ms > 0, "an adoption carries its time");
+  }
+  for (std::size_t keys = 0; keys < 4; ++keys) {
+    if (auto claims = lock::parse_read_claims_reply(r, keys)) check(claims->claims.size() == keys, "one per key");
+    if (auto once = lock::parse_read_once_reply(r, keys)) check(once->claims.size() == keys, "one per claim key");
+  }
+  lock::OnceNode state;
+  if (lock::parse_once_state(r, state)) check(state.aof >= -1 && state.aof <= 1, "aof is -1, 0 or 1");
+}
+
+void replies(const redisReply* r) {
+  lease_replies(r);
+  line_replies(r);
+  admin_replies(r);
+  once_replies(r);
+}
+
+}  // namespace
+
 int resp(const std::uint8_t* data, std::size_t size) {
   // The first byte picks the chunk size, so replies split at every boundary get tried.
   if (size == 0) return 0;
@@ -95,25 +165,7 @@ int resp(const std::uint8_t* data, std::size_t size) {
       if (!r) break;
       const redis::Reply reply(std::move(r));
       // Every interpretation of it must hold together, whatever it is.
-      auto acq = lock::parse_acquire_reply(reply.get());
-      if (acq.kind == lock::AcquireReply::Kind::kGranted) check(acq.token > 0, "a grant carries a token");
-      if (acq.kind == lock::AcquireReply::Kind::kInvalid) check(!acq.why.empty(), "not understood says why");
-      lock::parse_flag_reply(reply.get());
-      if (auto rel = lock::parse_release_reply(reply.get()); rel && rel->released) {
-        check(rel->holder.empty() && rel->other_type.empty(), "a release names no other holder");
-      }
-      for (const auto& [key, type] : acq.other_type_slots) check(!key.empty() && type.size() < 200, "slots shown cut");
-      if (auto v = lock::parse_inspect_reply(reply.get())) check(v->pttl_ms >= INT64_MIN, "inspect parsed");
-      auto claim = lock::parse_claim_reply(reply.get());
-      if (claim.kind != lock::ClaimReply::Kind::kTaken) check(claim.holder.empty(), "only a taken claim names a holder");
-      for (std::size_t keys = 0; keys < 4; ++keys) {
-        if (auto claims = lock::parse_read_claims_reply(reply.get(), keys)) check(claims->size() == keys, "one per key");
-        lock::OnceNode node;
-        std::vector<std::optional<lock::ClaimRecord>> found;
-        if (lock::parse_read_once_reply(reply.get(), keys, node, found)) check(found.size() == keys, "one per claim key");
-      }
-      lock::OnceNode state;
-      if (lock::parse_once_state(reply.get(), state)) check(state.aof >= -1 && state.aof <= 1, "aof is -1, 0 or 1");
+      replies(reply.get());
       (void)redis::type_name(reply.get());
       (void)redis::as_string(reply.get());
       for (std::size_t i = 0; i < reply.size(); ++i) (void)redis::as_string(reply.element(i));

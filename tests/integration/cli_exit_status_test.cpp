@@ -689,6 +689,23 @@ TEST_F(CliAttackRegressions, StatusTextEscapesBytesThatAreNotUtf8) {
   EXPECT_NE(j.out.find("\"holder\":\"host\\ufffd\\ufffd:1:abc\""), std::string::npos) << j.out;
 }
 
+// A waiting line's member written by hand with a score no ticket can be (negative, inf, past
+// 2^63) is shown as waiting, with no time (since_us 0): never a wrapped-around 2^64 - 5 nor a
+// wait computed from one.
+TEST_F(CliAttackRegressions, ALineMemberWithAScoreNoTicketCanBeShowsNoTime) {
+  RedisServer redis;
+  const auto cfg = dir_.write("line.toml", "[redis]\nhost = \"" + redis.address() + "\"\nkey = \"k\"\n");
+  redis.cli({"ZADD", "{k}:line", "-5", "by-hand", "1e19", "by-hand-past", "+inf", "by-hand-too"});
+  auto j = run_task_binary({"status", "--config", cfg, "--json"}, 10s);
+  EXPECT_EQ(j.code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"holder\":\"by-hand\",\"since_us\":0,\"waited_ms\":0,"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"holder\":\"by-hand-past\",\"since_us\":0,\"waited_ms\":0,"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"holder\":\"by-hand-too\",\"since_us\":0,\"waited_ms\":0,"), std::string::npos) << j.out;
+  auto t = run_task_binary({"status", "--config", cfg}, 10s);
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("1. by-hand, waiting 0ms"), std::string::npos) << t.out;
+}
+
 // A fence counter that is not a token (written by hand; a hash) is unreadable: null in
 // JSON and said with what to do in text, never a made-up 0 (issue 20 item 7). Acquisitions
 // fail on that node until it is deleted, so `check` fails it too.

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lock/scripts.h"
+#include "lua/replies_understood.h"
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
@@ -44,6 +46,14 @@ LUA_TABLE(DropAdopt, drop_adopt_table)
 LUA_TABLE(ProbeRights, probe_rights_table)
 LUA_TABLE(ReadRefusal, read_refusal_table)
 LUA_TABLE(Commands, commands_table)
+
+// Each table checks that its script's parser understands every reply it got that is not an
+// error (run_table): so every script must have its parser there.
+TEST(LuaReplies, EveryScriptHasItsParser) {
+  for (const redis::Script* s : lock::kLeaseScripts) {
+    EXPECT_TRUE(understood(std::string(s->source), sim::Resp::nil(), 0).has_value()) << s->source.substr(0, 200);
+  }
+}
 
 }  // namespace
 }  // namespace redisgo::luatable

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "lua/replies_understood.h"
+
 namespace redisgo::luatable {
 
 std::string expand(const std::string& text, const Clock& clock) {
@@ -286,6 +288,10 @@ void run_row(Backend& b, const Table& table, const Row& row) {
   clock.t1 = server_time(b);
   std::string why;
   EXPECT_TRUE(row.reply.match(reply, clock, &why)) << "reply: " << why;
+  if (!table.source.empty() && !reply.is_error()) {
+    EXPECT_EQ(understood(table.source, reply, row.keys.size()), true)
+        << "its parser (lock/replies*.h) does not understand the reply " << to_string(reply);
+  }
 
   std::set<std::string> named;
   for (const auto& w : row.after) {

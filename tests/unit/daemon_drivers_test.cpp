@@ -55,8 +55,9 @@ struct Rule {
 /// What a driver leaves to lock and the machines, as patterns of code.
 std::vector<Rule> rules() {
   return {
-      {"includes the scripts' replies (lock/replies.h)", std::regex(R"(#\s*include\s*[<"]lock/replies\.h[>"])")},
-      {"reads a reply's kind", std::regex(R"(Reply::Kind\b)")},
+      {"includes the scripts' replies (lock/replies*.h, lock/reply_elements.h)",
+       std::regex(R"(#\s*include\s*[<"]lock/(replies(_[a-z]+)?|reply_elements)\.h[>"])")},
+      {"reads a reply's kind", std::regex(R"(Reply::(Kind|Result)\b)")},
       {"compares a node's fault kind (lock::classify, lock::server_answered decide)", std::regex(R"(\bFault::)")},
       {"compares a string with a literal", std::regex(R"((==|!=)\s*")")},
       {"compares a literal with a string", std::regex(R"("\s*(==|!=))")},
@@ -95,7 +96,11 @@ TEST(DriverFiles, DecideNothingTheMachinesOrTheLockLayerDecide) {
 // does not trip it.
 TEST(DriverFiles, TheRulesCatchWhatTheyAreFor) {
   EXPECT_EQ(breaches("#include \"lock/replies.h\"\n").size(), 1u);
+  for (const char* header : {"replies_line", "replies_admin", "replies_once", "reply_elements"}) {
+    EXPECT_EQ(breaches(std::string("#include \"lock/") + header + ".h\"\n").size(), 1u) << header;
+  }
   EXPECT_EQ(breaches("if (r.kind == lock::AcquireReply::Kind::kBusy) {}\n").size(), 1u);
+  EXPECT_EQ(breaches("if (r->result == lock::RenewReply::Result::kRenewed) {}\n").size(), 1u);
   EXPECT_EQ(breaches("if (e.fault == redis::Fault::kAuth) {}\n").size(), 1u);
   EXPECT_EQ(breaches("if (payload == \"turn\") {}\n").size(), 1u);
   EXPECT_EQ(breaches("if (\"any\" != message) {}\n").size(), 1u);

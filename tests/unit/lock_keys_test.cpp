@@ -7,8 +7,6 @@
 #include "lock/fencing.h"
 #include "lock/lease.h"
 #include "lock/redlock.h"
-#include "lock/replies.h"
-#include "redis/reply.h"
 #include "util/clock.h"
 
 using namespace std::chrono_literals;
@@ -148,131 +146,6 @@ TEST(OncePer, TheSlotIsTheNearestMultipleOfThePeriod) {
   EXPECT_EQ(nearest_slot(-40'000, std::chrono::seconds(60)), -60);
 }
 
-namespace {
-// A reply as the server would send it, parsed by hiredis's own reader.
-redisgo::redis::Reply reply_of(const std::string& resp) {
-  redisgo::redis::ReplyReader reader;
-  EXPECT_TRUE(reader.feed(resp.data(), resp.size()));
-  auto r = reader.next();
-  EXPECT_TRUE(r) << resp;
-  return redisgo::redis::Reply(std::move(r));
-}
-}  // namespace
-
-TEST(Replies, TheSemaphoreGrantNamesItsSlotKey) {
-  using redisgo::lock::AcquireReply;
-  auto g = redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:2\r\n").get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
-  EXPECT_EQ(g.token, 17u);
-  EXPECT_EQ(g.slot_key, "{k}:slot:2");
-  g = redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:1\r\n$2\r\n17\r\n").get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
-  EXPECT_EQ(g.slot_key, "");
-  // An empty slot key is no slot.
-  g = redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n").get());
-  EXPECT_EQ(g.kind, AcquireReply::Kind::kInvalid);
-  EXPECT_TRUE(g.set_key);
-}
-
-TEST(Replies, AClaimIsClaimedTakenNotOursOrNotUnderstood) {
-  using redisgo::lock::ClaimReply;
-  // {1, how it counted, fsync, the node's state} (lock/once_scripts.h kClaim).
-  const std::string state =
-      "*11\r\n:5\r\n:1795600000000\r\n:1\r\n$5\r\n8.0.2\r\n$10\r\n1795599900\r\n$1\r\n1\r\n"
-      "$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n:-1\r\n";
-  auto c = redisgo::lock::parse_claim_reply(reply_of("*4\r\n:1\r\n$7\r\nwitness\r\n:1\r\n" + state).get());
-  ASSERT_EQ(c.kind, ClaimReply::Kind::kClaimed);
-  EXPECT_EQ(c.how, redisgo::lock::Counted::kWitness);
-  EXPECT_TRUE(c.fsync);
-  EXPECT_EQ(c.state.uptime_s, 5);
-  EXPECT_EQ(c.state.version, "8.0.2");
-  EXPECT_EQ(c.state.witness, 1795599900);
-  EXPECT_TRUE(c.state.witness_durable);
-  EXPECT_EQ(c.state.adopted, 0);
-  auto g = redisgo::lock::parse_claim_reply(reply_of("*2\r\n:2\r\n" + state).get());
-  EXPECT_EQ(g.kind, ClaimReply::Kind::kGuarded);
-  // The claim reply of an older version ({1}) is not understood by this one.
-  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:1\r\n").get()).kind, ClaimReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*4\r\n:1\r\n$5\r\nmaybe\r\n:1\r\n" + state).get()).kind,
-            ClaimReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*1\r\n:-1\r\n").get()).kind, ClaimReply::Kind::kNotOurs);
-  auto t = redisgo::lock::parse_claim_reply(reply_of("*5\r\n:0\r\n$1\r\nh\r\n$2\r\n42\r\n$3\r\n100\r\n$1\r\n3\r\n").get());
-  ASSERT_EQ(t.kind, ClaimReply::Kind::kTaken);
-  EXPECT_EQ(t.holder, "h");
-  EXPECT_EQ(t.token, "42");
-  EXPECT_EQ(t.start_ms, "100");
-  EXPECT_EQ(t.status, "3");
-  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of(":1\r\n").get()).kind, ClaimReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_claim_reply(reply_of("*2\r\n:1\r\n:1\r\n").get()).kind, ClaimReply::Kind::kInvalid);
-  auto many = redisgo::lock::parse_read_claims_reply(
-      reply_of("*2\r\n*4\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n$0\r\n\r\n*4\r\n$1\r\nh\r\n$1\r\n7\r\n$1\r\n9\r\n$0\r\n\r\n").get(), 2);
-  ASSERT_TRUE(many);
-  EXPECT_EQ((*many)[0].kind, ClaimReply::Kind::kInvalid);  // no claim there
-  EXPECT_EQ((*many)[1].kind, ClaimReply::Kind::kTaken);
-  EXPECT_EQ((*many)[1].status, "");
-  EXPECT_FALSE(redisgo::lock::parse_read_claims_reply(reply_of("*1\r\n:1\r\n").get(), 1));
-}
-
-TEST(Replies, AReleaseNotOursSaysWhatTheKeyHolds) {
-  using redisgo::lock::parse_release_reply;
-  // Gone.
-  auto r = parse_release_reply(reply_of(":0\r\n").get());
-  ASSERT_TRUE(r);
-  EXPECT_FALSE(r->released);
-  EXPECT_EQ(r->holder, "");
-  // Another holder's lease, and the fence counter then.
-  r = parse_release_reply(reply_of("*3\r\n:0\r\n$7\r\nother:1\r\n$2\r\n42\r\n").get());
-  ASSERT_TRUE(r);
-  EXPECT_FALSE(r->released);
-  EXPECT_EQ(r->holder, "other:1");
-  EXPECT_EQ(r->fence, "42");
-  // A key of another type.
-  r = parse_release_reply(reply_of("*4\r\n:0\r\n$0\r\n\r\n$0\r\n\r\n$4\r\nhash\r\n").get());
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->other_type, "hash");
-  // Released, as before.
-  r = parse_release_reply(reply_of("*2\r\n:1\r\n:0\r\n").get());
-  ASSERT_TRUE(r);
-  EXPECT_TRUE(r->released);
-  EXPECT_EQ(r->holder, "");
-  // Shapes that do not read.
-  EXPECT_FALSE(parse_release_reply(reply_of("*2\r\n:0\r\n$1\r\nx\r\n").get()));
-  EXPECT_FALSE(parse_release_reply(reply_of("*4\r\n:0\r\n$1\r\nx\r\n$0\r\n\r\n$4\r\nhash\r\n").get()));
-  // A 100 KB holder is cut, with its size.
-  const std::string big(100'000, 'h');
-  r = parse_release_reply(reply_of("*3\r\n:0\r\n$100000\r\n" + big + "\r\n$1\r\n7\r\n").get());
-  ASSERT_TRUE(r);
-  EXPECT_LT(r->holder.size(), 300u);
-  EXPECT_NE(r->holder.find("(100000 bytes)"), std::string::npos);
-}
-
-TEST(Replies, TheSemaphoreNamesSlotsOfAnotherTypeAfterItsReply) {
-  using redisgo::lock::AcquireReply;
-  // Busy (in line), with one slot of another type skipped.
-  auto g = redisgo::lock::parse_acquire_reply(
-      reply_of("*7\r\n:0\r\n$1\r\nh\r\n:900\r\n:1\r\n$2\r\n17\r\n:1\r\n*2\r\n$10\r\n{k}:slot:2\r\n$4\r\nhash\r\n")
-          .get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kBusy) << g.why;
-  EXPECT_EQ(g.holder, "h");
-  EXPECT_EQ(g.position, 1);
-  ASSERT_EQ(g.other_type_slots.size(), 1u);
-  EXPECT_EQ(g.other_type_slots[0].first, "{k}:slot:2");
-  EXPECT_EQ(g.other_type_slots[0].second, "hash");
-  // Granted on another slot, with it.
-  g = redisgo::lock::parse_acquire_reply(
-      reply_of("*4\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:1\r\n*2\r\n$10\r\n{k}:slot:2\r\n$4\r\nlist\r\n").get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted) << g.why;
-  EXPECT_EQ(g.slot_key, "{k}:slot:1");
-  ASSERT_EQ(g.other_type_slots.size(), 1u);
-  // A list that does not read (odd, empty, not strings) is not understood.
-  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*1\r\n$1\r\nk\r\n").get()).kind,
-            AcquireReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*0\r\n").get()).kind,
-            AcquireReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n*2\r\n:1\r\n:2\r\n").get()).kind,
-            AcquireReply::Kind::kInvalid);
-}
-
 TEST(RestartGuard, CountsOneSecondLessThanRedisSays) {
   using redisgo::lock::restart_guard_left;
   // Redis's uptime_in_seconds is whole seconds of a cached clock: "1" may mean 0.1 s.
@@ -284,48 +157,6 @@ TEST(RestartGuard, CountsOneSecondLessThanRedisSays) {
   EXPECT_EQ(restart_guard_left(2, 1500ms), 500ms);
   EXPECT_EQ(restart_guard_left(3, 1500ms), 0ms);
   EXPECT_EQ(restart_guard_left(0, 0ms), 0ms);  // off
-}
-
-TEST(Replies, TheRestartGuardHoldsBackOrCannotApply) {
-  using redisgo::lock::AcquireReply;
-  auto g = redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:2\r\n:1500\r\n").get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kGuarded);
-  EXPECT_EQ(g.guard_ms, 1500);
-  EXPECT_FALSE(g.set_key);
-  // A wait that is not positive, or of the wrong shape, is not understood.
-  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:2\r\n:0\r\n").get()).kind, AcquireReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*1\r\n:2\r\n").get()).kind, AcquireReply::Kind::kInvalid);
-  EXPECT_EQ(redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:2\r\n:5\r\n:5\r\n").get()).kind,
-            AcquireReply::Kind::kInvalid);
-  // Granted where INFO was refused: the plain script's "" slot key, the semaphore's slot key.
-  g = redisgo::lock::parse_acquire_reply(reply_of("*4\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n$6\r\nnoinfo\r\n").get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
-  EXPECT_TRUE(g.unguarded);
-  EXPECT_EQ(g.slot_key, "");
-  g = redisgo::lock::parse_acquire_reply(
-      reply_of("*4\r\n:1\r\n$2\r\n17\r\n$10\r\n{k}:slot:2\r\n$6\r\nnoinfo\r\n").get());
-  ASSERT_EQ(g.kind, AcquireReply::Kind::kGranted);
-  EXPECT_TRUE(g.unguarded);
-  EXPECT_EQ(g.slot_key, "{k}:slot:2");
-  g = redisgo::lock::parse_acquire_reply(reply_of("*2\r\n:1\r\n$2\r\n17\r\n").get());
-  EXPECT_FALSE(g.unguarded);
-  // Any other note is not understood (but the key may be ours: the undo covers it).
-  g = redisgo::lock::parse_acquire_reply(reply_of("*4\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n$3\r\nodd\r\n").get());
-  EXPECT_EQ(g.kind, AcquireReply::Kind::kInvalid);
-  EXPECT_TRUE(g.set_key);
-}
-
-TEST(Replies, InspectCarriesTheUptimeWhenItHasIt) {
-  auto i = redisgo::lock::parse_inspect_reply(reply_of("*5\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n:7\r\n").get());
-  ASSERT_TRUE(i);
-  EXPECT_EQ(i->uptime_s, 7);
-  i = redisgo::lock::parse_inspect_reply(reply_of("*5\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n:-1\r\n").get());
-  ASSERT_TRUE(i);
-  EXPECT_EQ(i->uptime_s, -1);  // INFO refused
-  i = redisgo::lock::parse_inspect_reply(reply_of("*4\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n").get());
-  ASSERT_TRUE(i);
-  EXPECT_EQ(i->uptime_s, -1);
-  EXPECT_FALSE(redisgo::lock::parse_inspect_reply(reply_of("*5\r\n:0\r\n$0\r\n\r\n:-2\r\n$0\r\n\r\n$1\r\nx\r\n").get()));
 }
 
 TEST(RestartGuard, OnlyADaemonsHolderIdSpeaksForAnotherExpire) {

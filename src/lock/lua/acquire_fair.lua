@@ -53,6 +53,7 @@ local proposal = ARGV[9]   -- the proposed token (several nodes; "" or nil: none
 
 -- @include lib/fence.lua
 -- @include lib/line.lua
+-- @include lib/guard_taken.lua
 
 -- The key and the fence counter in one MGET (they share the key's hash slot): a head taking
 -- its turn reads nothing else, for the herd's budget. MGET answers nil for a key of another
@@ -88,11 +89,9 @@ local function take_free()
     local _, wrong = lease_value(lease_key)
     return wrong or redis.error_reply('lease key ' .. lease_key .. ' changed during the script')
   end
-  local left = guard_left(tonumber(guard_ms) or 0)
-  if left > 0 then
-    redis.call('DEL', lease_key)
-    local l = in_line(line_key, holder, join, ticket, line_ttl)
-    return {2, left, l[1], l[2], l[3]}
+  local guarded, left = guard_taken(lease_key, guard_ms, line_key, holder, join, ticket, line_ttl)
+  if guarded then
+    return guarded
   end
   local marker, pause_ttl = paused(pause_key)
   if marker then

@@ -9,7 +9,7 @@
   A slot key of another type (a hash written over it) is no lease: it is skipped, neither
   granted nor fatal, so that the other slots keep serving (capacity limit - 1), and named.
 
-  Reply (lock/replies.h AcquireReply), an array: as acquire_fair.lua's, where
+  Reply (lock/replies.h AcquireSlotReply), an array: as acquire_fair.lua's, where
     granted: [3] slot_key  string  the slot key taken (never "")
     busy:    [2] holder, [3] pttl_ms  of the slot that frees first, or of the woken head's turn
   and, after any of them, one more element when this attempt found slots of another type
@@ -33,6 +33,7 @@ local proposal = ARGV[9]                         -- the proposed token (several 
 
 -- @include lib/fence.lua
 -- @include lib/line.lua
+-- @include lib/guard_taken.lua
 
 local bad = {}  -- slot keys of another type this attempt found: {key, type, ...}
 
@@ -107,11 +108,9 @@ local function take_free(values, frees)
   if not free then
     return miss(values)
   end
-  local left = guard_left(tonumber(guard_ms) or 0)
-  if left > 0 then
-    redis.call('DEL', free)
-    local l = in_line(line_key, holder, join, ticket, line_ttl)
-    return {2, left, l[1], l[2], l[3]}
+  local guarded, left = guard_taken(free, guard_ms, line_key, holder, join, ticket, line_ttl)
+  if guarded then
+    return guarded
   end
   local ok, kind, woken = pcall(wake, line_key, free, window, holder)
   if not ok then

@@ -4,9 +4,12 @@
   witness is raised to the slot and the record written (adopted = slot, adopted_ms = TIME,
   adopted_by, adopts + 1).
 
-  Reply (read by lock/redlock_once.cpp adopt), an array, by its first element:
-    taken:   [1] 0, [2] holder, [3] token, [4] start, [5] status   a claim there; nothing written
-    adopted: [1] 1, [2] adopted_ms  integer  this server's TIME in ms
+  Reply (lock/replies_once.h AdoptReply), an array, by its first element `kind`:
+    taken:   [1] 0
+             [2] holder, [3] token, [4] start_ms, [5] status   strings: a claim is there; nothing
+                                                                written
+    adopted: [1] 1
+             [2] adopted_ms  integer  this server's TIME in ms
     or an error reply naming the witness and its type when it holds another type (nothing
     written)
 ]]

@@ -3,7 +3,7 @@
   keys of the key's own namespace (nobody reads them; each lives at most 1 s and is deleted at
   once). Every call through pcall.
 
-  Reply (read by commands/check.cpp), an array:
+  Reply (lock/replies_admin.h CheckRightsReply), an array:
     [1] command  string  what was refused, or "" when all ran ("the check script" when the
                          script itself failed)
     [2] error    string  the error, or ""

@@ -8,7 +8,7 @@
   never run), and a witness that cannot be written takes the claim away again before the
   refusal is returned.
 
-  Reply (lock/replies.h ClaimReply), an array, by its first element `kind`:
+  Reply (lock/replies_once.h ClaimReply), an array, by its first element `kind`:
     claimed:  [1] 1
               [2] how     string   how the node counted ("uptime", "adopt", "witness", "off")
               [3] fsync   integer  1 when the claim must be fsynced (WAITAOF) before it counts

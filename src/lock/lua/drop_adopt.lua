@@ -1,7 +1,7 @@
 --[[
   drop_adopt: an `adopt` that did not reach a quorum: its record dropped where it was written.
 
-  Reply (lock/replies.h parse_flag_reply), an integer:
+  Reply (lock/replies_once.h DropAdoptReply), an integer `ours`:
     1  dropped
     0  not ours (another adopt since): nothing changed
 ]]

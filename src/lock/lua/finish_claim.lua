@@ -1,7 +1,7 @@
 --[[
   finish_claim: records how a claimed slot's run ended, or drops a claim that did not run.
 
-  Reply (lock/replies.h parse_flag_reply), an integer:
+  Reply (lock/replies_once.h FinishClaimReply), an integer `ours`:
     1  the claim was ours: recorded (or dropped)
     0  not ours: nothing changed
 ]]

@@ -8,9 +8,10 @@
     [1] held        integer  1 the key exists, 0 it does not
     [2] holder      string   the key's value, "" when absent
     [3] pttl_ms     integer  its PTTL (-2 none, -1 no expiry)
-    [4] fence       string   the fence counter, "" when absent or of another type
+    [4] token       string   the fence counter, "" when absent or of another type (one that
+                             is no token is read as bad_fence)
     [5] uptime_s    integer  the server's uptime in s, -1 when INFO was refused
-    [6] fence_type  string   "" or the fence counter's type when it is not a string
+    [6] bad_fence   string   "" or the fence counter's type when it is not a string
     or an error reply naming the lease key's type when it holds another type
 ]]
 local lease_key = KEYS[1]  -- the lease key

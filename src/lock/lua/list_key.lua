@@ -2,15 +2,15 @@
   list_key: one key's state for `list`, read-only, one snapshot. The note key is an argument,
   read through pcall: a user who may not read it still lists the key.
 
-  Reply (read by commands/list_scan.cpp), an array:
-    [1] holder        string   the lease key's value, or ""
-    [2] pttl          integer  its PTTL
-    [3] fence         string   the fence counter, or ""
-    [4] line_length   integer  the line's length (-1: not a sorted set)
-    [5] pause_pttl    integer  the pause's PTTL (-2: none)
-    [6] pause         array    {by, reason, since ms, until ms} ("" each when none)
-    [7] slots         array    {slot, holder, pttl, ...} of the other slots that are held
-    [8] note          string   the RefusalNote, or ""
+  Reply (lock/replies_admin.h ListKeyReply), an array:
+    [1] holder         string   the lease key's value, or ""
+    [2] pttl_ms        integer  its PTTL
+    [3] fence          string   the fence counter, or ""
+    [4] line_length    integer  the line's length (-1: not a sorted set)
+    [5] pause_pttl_ms  integer  the pause's PTTL (-2: none)
+    [6] pause          array    {by, reason, since_ms, until_ms} ("" each when none)
+    [7] slots          array    {slot, holder, pttl_ms, ...} of the other slots that are held
+    [8] note           string   the RefusalNote, or ""
 ]]
 local lease_key = KEYS[1]             -- the lease key
 local fence_key = KEYS[2]             -- the fence counter

@@ -5,10 +5,10 @@
   would leave the key idle until the next waiter's "next" timer. Sent after we left the line
   (so wake() cannot pick us) and only where the key showed our turn; it checks again here.
 
-  Reply (read by lock/redlock_line.cpp), an integer:
-    0  the key no longer holds our turn: nothing changed
-    1  handed on to the next waiter
-    2  deleted, the release channel published (nobody listens in line)
+  Reply (lock/replies_line.h PassTurnReply), an integer, its `result`:
+    0  kNotOurs: the key no longer holds our turn: nothing changed
+    1  kHandedOn: handed on to the next waiter
+    2  kPublished: deleted, the release channel published (nobody listens in line)
 ]]
 local line_key = KEYS[1]   -- the waiting line
 local lease_key = KEYS[2]  -- the lease (or slot) key

@@ -3,8 +3,8 @@
   than the one it replaced wakes the waiters, who slept until the old end, to read the new one
   (lib/wake_waiters.lua).
 
-  Reply (read by lock/redlock_claims.cpp wake_round), an array:
-    [1] 1
+  Reply (lock/replies_line.h PauseReply), an array:
+    [1] 1      integer  recorded
     [2] woken  integer  1 woken, or 0: the wake was needed but refused (ACL)
 ]]
 local pause_key = KEYS[1]                  -- the pause

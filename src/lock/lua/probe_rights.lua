@@ -8,7 +8,7 @@
   refused command writes the note (RefusalNote: the head, "+<command>", the error); none
   deletes a note of this holder's.
 
-  Reply (read by lock/redlock_rights.cpp), an array:
+  Reply (lock/replies_admin.h ProbeRightsReply), an array:
     [1] command  string  the first command refused, or ""
     [2] error    string  its error, or ""
 ]]

@@ -1,8 +1,8 @@
 --[[
   publish: a control message (`handover`).
 
-  Reply (read by lock/redlock_claims.cpp), an integer: the number of subscribers that
-  received it (PUBLISH's reply).
+  Reply (lock/replies_line.h PublishReply), an integer `receivers`: the number of subscribers
+  that received it (PUBLISH's reply).
 ]]
 local channel = ARGV[1]  -- the channel
 local message = ARGV[2]  -- the message

@@ -8,10 +8,10 @@
   the very same token (two nodes that served two holders in opposite orders): the caller
   gives this acquisition up.
 
-  Reply (read by lock/redlock_acquire.cpp), an integer:
-    1  raised (or already above): ours
-    0  not ours: nothing changed
-    2  a semaphore's slot, the counter at the token already: nothing changed
+  Reply (lock/replies.h RaiseFenceReply), an integer, its `result`:
+    1  kRaised: raised (or already above): ours
+    0  kNotOurs: not ours: nothing changed
+    2  kShared: a semaphore's slot, the counter at the token already: nothing changed
     or an error reply when the counter is not a number
 ]]
 local lease_key = KEYS[1]  -- the lease (or slot) key

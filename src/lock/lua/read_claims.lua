@@ -1,8 +1,9 @@
 --[[
   read_claims: once_per claims, read-only (`status`, `list`).
 
-  Reply (lock/replies.h parse_read_claims_reply: a ClaimReply each), an array, per claim key:
-    [i] array  {holder, token, start, status} (each "" when absent; holder "" = no claim)
+  Reply (lock/replies_once.h ReadClaimsReply), an array, per claim key:
+    [i] claims  array  {holder, token, start_ms, status} (each "" when absent; holder "" = no
+                       claim)
 ]]
 local claim_keys = KEYS  -- the claim keys
 

@@ -1,12 +1,13 @@
 --[[
   read_line: the waiting line, read-only (`status`, `handover`, `check`).
 
-  Reply (read by lock/redlock_line.cpp and commands/check.cpp), an array:
+  Reply (lock/replies_line.h ReadLineReply), an array:
     [1] length     integer  the line's length
-    [2] entries    array    {holder, ticket, ...} from the head, at most `limit` entries
+    [2] entries    array    {holder, ticket, ...} from the head, at most `limit` entries (the
+                            ticket is the member's score)
     [3] outside    integer  subscribers of the release channel (waiters outside the line:
                             fair = false, or an older version); -1 unknown
-    [4] listening  array    per entry shown, the subscribers of its wake channel (0: gone,
+    [4] listeners  array    per entry shown, the subscribers of its wake channel (0: gone,
                             killed without leaving; -1 unknown)
 ]]
 local line_key = KEYS[1]  -- the waiting line

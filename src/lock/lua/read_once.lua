@@ -3,9 +3,10 @@
   claim, `check`, `adopt`, `status`). Another type at a claim key reads as a claim, as the
   claim script takes it.
 
-  Reply (lock/once.h parse_read_once_reply), an array:
+  Reply (lock/replies_once.h ReadOnceReply), an array:
     [1] state   array  the node's state (lib/once.lua once_state)
-    [i] claim   array  per claim key from [2]: {holder, token, start, status} (holder "" = none)
+    [i] claims  array  per claim key from [2]: {holder, token, start_ms, status} (holder "" =
+                       none)
 ]]
 local witness_key = KEYS[1]            -- the witness
 local claim_keys = {unpack(KEYS, 2)}   -- the claim keys

@@ -1,12 +1,12 @@
 --[[
   read_pause: a pause's record, read-only (`status`).
 
-  Reply (read by lock/redlock_claims.cpp and commands/check.cpp), an array:
-    [1] pttl    integer  the pause's PTTL (-2: none; then every field is "")
-    [2] by      string   who paused
-    [3] reason  string   why
-    [4] since   string   since, ms since the epoch
-    [5] until   string   until, ms since the epoch
+  Reply (lock/replies_line.h ReadPauseReply), an array:
+    [1] pttl_ms   integer  the pause's PTTL (-2: none; then every field is "")
+    [2] by        string   who paused
+    [3] reason    string   why
+    [4] since_ms  string   since, ms since the epoch
+    [5] until_ms  string   until, ms since the epoch
 ]]
 local pause_key = KEYS[1]  -- the pause
 

@@ -3,10 +3,10 @@
   lease key, to route the call; it is not read. The note key is an argument, read through
   pcall: a user who may not read it still gets the rest of `status`.
 
-  Reply (read by lock/redlock_rights.cpp), an array:
-    [1] note   string   the note, or ""
-    [2] pttl   integer  its PTTL (-2: none)
-    [3] error  string   "", or the error when it may not be read
+  Reply (lock/replies_admin.h ReadRefusalReply), an array:
+    [1] note     string   the note, or ""
+    [2] pttl_ms  integer  its PTTL (-2: none)
+    [3] error    string   "", or the error when it may not be read
 ]]
 local note_key = ARGV[1]  -- the note key
 

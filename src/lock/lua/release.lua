@@ -7,9 +7,9 @@
   either side.
 
   Reply (lock/replies.h ReleaseReply), an integer:
-    1  released, and the release published
-    2  released, but the PUBLISH was refused (an ACL user without the channel: Redis 7's
-       default for new users): nobody was woken
+    1  `released`, and `published`
+    2  `released`, but not `published`: the PUBLISH was refused (an ACL user without the
+       channel: Redis 7's default for new users): nobody was woken
     0  not ours: nothing changed, nothing published
 ]]
 local lease_key = KEYS[1]  -- the lease key

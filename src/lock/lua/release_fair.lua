@@ -6,10 +6,11 @@
   there: no waiter outside the line could take it, and the herd's budget counts that PUBLISH;
   they come at their own timers.
 
-  Reply (lock/replies.h ReleaseReply):
+  Reply (lock/replies.h ReleaseFairReply):
     released, an array:
-      [1] result            integer  1 released; 2 released but a PUBLISH was refused (ACL);
-                                     3 the line is not a sorted set, so the key was only deleted
+      [1] released          integer  1 released; 2 released but not `published` (a PUBLISH
+                                     refused: ACL); 3 `line_broken`: the line is not a sorted
+                                     set, so the key was only deleted
       [2] unfair_listeners  integer  how many waiters outside the line heard the release
     not ours, nothing changed:
       0, an integer: the key is gone

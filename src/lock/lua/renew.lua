@@ -19,13 +19,14 @@
   is gone (the node restarted empty) is written again for this run, as the lease is: a host
   that fires later in the slot must find it.
 
-  Reply (read by lock/redlock_renew.cpp), an integer `result`:
-    1  renewed: the key is ours and was extended
-    2  repaired: the key was gone (or held our turn) and is set again for us
-    0  not ours (another holder's, another's turn, gone without a token, or lost on the
-       only node); nothing changed
-    3  the key holds another type (something else wrote over our lease): not ours, nothing
-       changed; a leader on one node stops its child at once instead of at its deadline
+  Reply (lock/replies.h RenewReply), an integer, its `result`:
+    1  kRenewed: the key is ours and was extended
+    2  kRepaired: the key was gone (or held our turn) and is set again for us
+    0  kNotOurs: another holder's, another's turn, gone without a token, or lost on the only
+       node; nothing changed
+    3  kOtherType: the key holds another type (something else wrote over our lease): not
+       ours, nothing changed; a leader on one node stops its child at once instead of at its
+       deadline
     or the error reply of a refused command
 ]]
 local lease_key = KEYS[1]    -- the lease key

@@ -1,9 +1,9 @@
 --[[
   resume: drops the pause (`resume`) and wakes the waiters it held back (lib/wake_waiters.lua).
 
-  Reply (read by lock/redlock_claims.cpp wake_round), an array:
-    [1] was    integer  1 there was a pause, 0 there was none
-    [2] woken  integer  1 woken, or 0 when the wake was refused (ACL)
+  Reply (lock/replies_line.h ResumeReply), an array:
+    [1] was_paused  integer  1 there was a pause, 0 there was none
+    [2] woken       integer  1 woken, or 0 when the wake was refused (ACL)
 ]]
 local pause_key = KEYS[1]             -- the pause
 local line_key = KEYS[2]              -- the waiting line

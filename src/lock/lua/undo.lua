@@ -3,7 +3,7 @@
   acquisition was never a lease, and waking the standbys for it is how a waiter ended up
   waking itself in a loop (docs/DESIGN.md, invariant 7).
 
-  Reply (lock/replies.h parse_flag_reply), an integer:
+  Reply (lock/replies.h UndoReply), an integer `ours`:
     1  the key was ours and is deleted
     0  not ours: nothing changed
 ]]

@@ -15,7 +15,7 @@
 --   {uptime s (-1: INFO refused), TIME in ms, aof_enabled (-1: unknown), redis_version,
 --    witness slot, durable, adopted, adopted_ms, adopted_by, adopts (each "" when none),
 --    connected_slaves (-1: not asked or unknown)}
--- (lock/once.h parse_once_state). INFO through pcall: a user without +info is refused
+-- (lock/replies_once.h parse_once_state). INFO through pcall: a user without +info is refused
 -- nothing here. A witness of another type (set by hand) reads as none: no evidence.
 local function once_state(witness, replicas)
   local t = redis.call('TIME')
