@@ -22,6 +22,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace cli_exit_status_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -826,3 +828,5 @@ TEST_F(CliAttackRegressions, AReportThatCannotBeWrittenIsAnError) {
 }
 
 }  // namespace
+
+}  // namespace cli_exit_status_test

@@ -17,6 +17,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace cli_pause_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -312,3 +314,5 @@ TEST_F(CliPause, ForIsRequiredAndADuration) {
 }
 
 }  // namespace
+
+}  // namespace cli_pause_test

@@ -18,7 +18,7 @@
 #include "util/clock.h"
 #include "util/interrupt.h"
 
-namespace redisgo::lock {
+namespace redisgo::lock::lock_lease_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -320,9 +320,9 @@ TEST(LockRenewer, TakenOverKeyIsReportedLost) {
 }
 
 }  // namespace
-}  // namespace redisgo::lock
+}  // namespace redisgo::lock::lock_lease_test
 
-namespace redisgo::lock {
+namespace redisgo::lock::lock_lease_test {
 namespace {
 
 std::int64_t uptime_s(const RedisServer& s) {
@@ -433,9 +433,9 @@ TEST(LockRestartGuard, AHolderWithALongerLeaseRaisesTheGuard) {
 }
 
 }  // namespace
-}  // namespace redisgo::lock
+}  // namespace redisgo::lock::lock_lease_test
 
-namespace redisgo::lock {
+namespace redisgo::lock::lock_lease_test {
 namespace {
 
 TEST(LockRestartGuard, AHolderWhoseKeyVanishedAfterANewerGrantDoesNotTakeItBack) {
@@ -456,4 +456,4 @@ TEST(LockRestartGuard, AHolderWhoseKeyVanishedAfterANewerGrantDoesNotTakeItBack)
 }
 
 }  // namespace
-}  // namespace redisgo::lock
+}  // namespace redisgo::lock::lock_lease_test

@@ -25,7 +25,7 @@
 #include "support/redis_server.h"
 #include "util/clock.h"
 
-namespace redisgo::lock {
+namespace redisgo::lock::lock_redlock_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -607,9 +607,9 @@ TEST_F(LockRedlock, InspectReportsEveryNode) {
 }
 
 }  // namespace
-}  // namespace redisgo::lock
+}  // namespace redisgo::lock::lock_redlock_test
 
-namespace redisgo::lock {
+namespace redisgo::lock::lock_redlock_test {
 namespace {
 
 // Item 7 of issue 8: an acquisition so slow that less than kill_grace + margin is left
@@ -660,4 +660,4 @@ TEST(LockSlowGrant, TooLittleValidityLeftIsUndoneNotUsed) {
 }
 
 }  // namespace
-}  // namespace redisgo::lock
+}  // namespace redisgo::lock::lock_redlock_test

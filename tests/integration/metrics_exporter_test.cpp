@@ -34,6 +34,8 @@
 #include "util/error.h"
 #include "util/unique_fd.h"
 
+namespace metrics_exporter_test {
+
 using namespace std::chrono_literals;
 using redisgo::FakeClock;
 using redisgo::UniqueFd;
@@ -965,3 +967,5 @@ TEST(MetricsExporter, ReadPreviousTextfile) {
   EXPECT_LT(Steady::now() - t0, 1s);
   EXPECT_EQ(redisgo::metrics::read_previous_textfile(dir.path(), 1s), "") << "a directory";
 }
+
+}  // namespace metrics_exporter_test

@@ -22,6 +22,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace ops_cron_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -470,3 +472,5 @@ TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
 }
 
 }  // namespace
+
+}  // namespace ops_cron_test

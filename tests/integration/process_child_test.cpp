@@ -28,6 +28,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace process_child_test {
+
 using namespace std::chrono_literals;
 using redisgo::process::Child;
 using redisgo::process::SpawnError;
@@ -665,3 +667,5 @@ TEST(Keeper, RepeatsForAStoppedKeeperDoNotCrowdOutALaterDeadline) {
   EXPECT_EQ(child.wait_for(3s), 128 + SIGKILL) << "the cut was lost";
   EXPECT_GE(boot_ns(), cut);
 }
+
+}  // namespace process_child_test

@@ -19,6 +19,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace redis_cluster_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo;
 using namespace redisgo::testing;
@@ -163,3 +165,5 @@ TEST_F(ClusterTask, AReleaseWhileTheSlotIsMigratingReleases) {
 }
 
 }  // namespace
+
+}  // namespace redis_cluster_test

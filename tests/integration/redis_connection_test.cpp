@@ -27,7 +27,7 @@
 #include "util/error.h"
 #include "util/interrupt.h"
 
-namespace redisgo::redis {
+namespace redisgo::redis::redis_connection_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -806,4 +806,4 @@ TEST(RedisSubscriber, ADeadServerIsRetriedWithAGrowingDelayNotALoop) {
 }
 
 }  // namespace
-}  // namespace redisgo::redis
+}  // namespace redisgo::redis::redis_connection_test

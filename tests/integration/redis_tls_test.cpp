@@ -22,6 +22,8 @@
 #include "support/task_process.h"
 #include "util/error.h"
 
+namespace redis_tls_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo;
 using namespace redisgo::testing;
@@ -315,3 +317,5 @@ TEST_F(TlsTask, SkipVerifyWarnsAtEveryStart) {
 }
 
 }  // namespace
+
+}  // namespace redis_tls_test

@@ -10,6 +10,8 @@
 #include "support/fault_proxy.h"
 #include "support/redis_server.h"
 
+namespace support_fault_proxy_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo;
 using redisgo::testing::FaultProxy;
@@ -86,3 +88,5 @@ TEST(FaultProxy, ResetCutsEveryConnectionAndRefusesNewOnes) {
   proxy.pass();
   expect_healed(conn);
 }
+
+}  // namespace support_fault_proxy_test

@@ -15,6 +15,8 @@
 #include "systemd/notify.h"
 #include "util/clock.h"
 
+namespace systemd_notify_test {
+
 using namespace std::chrono_literals;
 using redisgo::systemd::Notifier;
 using redisgo::systemd::Watchdog;
@@ -205,3 +207,5 @@ TEST(SystemdNotify, WatchdogStopsPromptlyOnDestruction) {
   // A joined thread can linger in /proc/self/task for a moment while the kernel reaps it.
   EXPECT_TRUE(redisgo::testing::wait_until([&] { return thread_count() == during - 1; }, 2s)) << thread_count();
 }
+
+}  // namespace systemd_notify_test

@@ -33,6 +33,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace task_coordinator_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -1416,3 +1418,5 @@ TEST_F(TaskCoordinator, ValidateRefusesATextfileTaskCouldNotWrite) {
   const auto cfg = config(ConfigSpec{}, "\n[metrics]\nlisten = \"nonsense\"\n");
   EXPECT_EQ(run_task_binary({"status", "--config", cfg}, 10s).code, 0);
 }
+
+}  // namespace task_coordinator_test

@@ -21,6 +21,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace task_fair_line_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -776,3 +778,5 @@ TEST(FairLineRedlock, AFrozenNodeOfThreeDoesNotStallTheLine) {
 }
 
 }  // namespace
+
+}  // namespace task_fair_line_test

@@ -31,6 +31,8 @@
 #include "support/task_process.h"
 #include "util/duration.h"
 
+namespace task_faults_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -1006,3 +1008,5 @@ TEST_F(TaskFaults, IdleConnectionsClosedByRedisCostNeitherFailuresNorLogLines) {
 }
 
 }  // namespace
+
+}  // namespace task_faults_test

@@ -18,6 +18,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_keeper_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -240,3 +242,5 @@ TEST_F(TaskKeeper, AKeeperKilledFromOutsideIs71AndSaysWhy) {
   d->signal(SIGTERM);
   EXPECT_EQ(d->wait_for(10s), 0) << d->err();
 }
+
+}  // namespace task_keeper_test

@@ -21,6 +21,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace task_restart_guard_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -382,3 +384,5 @@ TEST_F(TaskRestartGuard, AUserWithoutInfoRunsAsBeforeAndIsWarnedOnce) {
 }
 
 }  // namespace
+
+}  // namespace task_restart_guard_test

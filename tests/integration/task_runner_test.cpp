@@ -15,6 +15,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_runner_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -390,3 +392,5 @@ TEST_F(TaskRunner, StatusWhileHeldFreeAndDown) {
 }
 
 }  // namespace
+
+}  // namespace task_runner_test

@@ -24,6 +24,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace task_scenarios_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -422,3 +424,5 @@ TEST_F(TaskScenarios, CommandsThatCannotRunAndAHugeEnvironment) {
 }
 
 }  // namespace
+
+}  // namespace task_scenarios_test

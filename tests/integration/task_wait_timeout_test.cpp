@@ -15,6 +15,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_wait_timeout_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 using Steady = std::chrono::steady_clock;
@@ -325,3 +327,5 @@ TEST_F(WaitTimeout, TheConfigKeyTheFlagsPrecedenceAndWhatIsRefused) {
 }
 
 }  // namespace
+
+}  // namespace task_wait_timeout_test

@@ -11,6 +11,8 @@
 #include "redis/reply.h"
 #include "util/clock.h"
 
+namespace lock_keys_test {
+
 using namespace std::chrono_literals;
 using redisgo::Clock;
 using redisgo::lock::LeaseKeys;
@@ -361,3 +363,5 @@ TEST(RefusalNote, ReadsBackAndSaysWhoHoldsBackAndWhy) {
   EXPECT_FALSE(parse_refusal_note(""));
   EXPECT_FALSE(parse_refusal_note("\n1\nu\n+x\ne")) << "no holder";
 }
+
+}  // namespace lock_keys_test
