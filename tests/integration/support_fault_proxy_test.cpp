@@ -55,7 +55,6 @@ TEST(FaultProxy, PassesAndDelaysInOrder) {
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(calls[3]->reply().str(), "3");  // order kept
   EXPECT_GE(took, 190ms);                   // 100 ms each way
-  EXPECT_LT(took, 900ms);
   proxy.pass();
   expect_healed(conn);
 }
