@@ -54,6 +54,8 @@ const char* enum_name(const EnumName<E> (&names)[N], E value) {
 
 /// A TOML basic string, escaped so that render_effective() re-parses to the same text.
 std::string quote(std::string_view s);
+/// A duration as the rendered config writes it: quoted, in format_duration's units.
+std::string dur(Millis d);
 /// Shortest text that reads back as the same double, always with a '.' or exponent so
 /// TOML sees a float.
 std::string format_double(double v);

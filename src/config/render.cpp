@@ -54,11 +54,13 @@ std::string format_double(double v) {
   return s;
 }
 
+std::string dur(Millis d) { return quote(format_duration(d)); }
+
 }  // namespace detail
 
 namespace {
 
-std::string dur(Millis d) { return quote(format_duration(d)); }
+using detail::dur;
 
 // A comment ends at a newline; a path containing one must not break the TOML.
 std::string comment_safe(std::string text) {

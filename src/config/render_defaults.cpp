@@ -17,10 +17,10 @@ namespace redisgo::config {
 
 namespace {
 
+using detail::dur;
 using detail::format_double;
 using detail::quote;
 
-std::string dur(Millis d) { return quote(format_duration(d)); }
 const char* boolean(bool b) { return b ? "true" : "false"; }
 
 void line(std::ostream& o, const char* key, const std::string& value) { o << key << " = " << value << "\n"; }

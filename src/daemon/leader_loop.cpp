@@ -38,7 +38,7 @@ int spawn_failure_status(process::SpawnError::Cause cause) {
 bool LeaderDriver::drive(Leading& l, const leader::Event& event) {
   using namespace leader;
   bool spawned = false;
-  for (const Action& action : l.machine.step(event, ctx_.clock.now(), view(l.renewer))) {
+  for (const leader::Action& action : l.machine.step(event, ctx_.clock.now(), view(l.renewer))) {
     std::visit(Overloaded{
                    [&](const Spawn& a) {
                      drive(l, spawn_child(l, a.kill_at));

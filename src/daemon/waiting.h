@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "log/fmt_engine.h"
 #include "util/clock.h"
 
 namespace redisgo::daemon {

@@ -22,6 +22,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "log/fmt_engine.h"
 #include "util/clock.h"
 
 namespace redisgo::log {

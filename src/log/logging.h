@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "log/fmt_engine.h"
 #include "config/config.h"
 
 namespace redisgo::log {

@@ -28,6 +28,10 @@
 #include <spdlog/sinks/stdout_sinks-inl.h>
 #include <spdlog/spdlog-inl.h>
 
+// fmt's engine, which log/fmt_engine.h declares instantiated here for every other file.
+template void fmt::detail::vformat_to<char>(fmt::detail::buffer<char>&, fmt::basic_string_view<char>,
+                                            fmt::basic_format_args<fmt::basic_format_context<fmt::appender, char>>,
+                                            fmt::detail::locale_ref);
 template class spdlog::sinks::base_sink<std::mutex>;
 template class spdlog::sinks::base_sink<spdlog::details::null_mutex>;
 // The registry's default logger (a colour sink on stdout) and our stderr sink.

@@ -14,6 +14,8 @@
 #include "support/redis_topologies.h"
 #include "support/task_process.h"
 
+namespace cli_check_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -406,3 +408,5 @@ TEST_F(CliCheck, ClusterSlotOwnerIsChecked) {
 }
 
 }  // namespace
+
+}  // namespace cli_check_test

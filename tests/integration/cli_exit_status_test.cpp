@@ -22,6 +22,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace cli_exit_status_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -99,6 +101,8 @@ TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = run_task_binary({"task", "--config", table[2].second}, 10s, {{"RGT_PASS", "wrong-password"}});
     EXPECT_EQ(r.code, 77) << r.err;
+    // At once: one connect and AUTH (300 ms timeouts), ~120 ms measured under ASan; a run that
+    // went on retrying would last until run_task_binary's 10 s. 3 s is 25 times the measure.
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << r.err;
     const auto down = config_for(dir, "down-waited.toml", "host = \"127.0.0.1:" + std::to_string(closed_port) + "\"",
                                  "unreachable_timeout = \"1500ms\"\n");
@@ -107,6 +111,9 @@ TEST(CliExitStatus, EachCauseOfAFailedTaskHasItsOwnStatus) {
     const auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_EQ(r.code, 69) << r.err;
     EXPECT_NE(r.err.find("no quorum"), std::string::npos) << r.err;
+    // unreachable_timeout bounds the wait both ways: not before it (1.5 s), and not long after
+    // it (measured 1.65 s: the last attempt's 300 ms timeout, the exit); 6 s is 4.5 s of
+    // slack, and a run that ignored the bound would last until run_task_binary's 20 s.
     EXPECT_GE(took, 1500ms) << r.err;
     EXPECT_LT(took, 6s) << r.err;
   }
@@ -152,6 +159,9 @@ TEST(CliExitStatus, NoWaitExits69AfterItsOneAttemptNotAfterUnreachableTimeout) {
     auto r = run_task_binary({"task", "--config", cfg, "--no-wait"}, 30s);
     EXPECT_EQ(r.code, 69) << r.err;
     EXPECT_NE(r.err.find("no quorum"), std::string::npos) << r.err;
+    // One attempt: a closed port at once, a silent node its 300 ms timeouts (0.1-0.4 s
+    // measured under ASan); the wrong run waits out unreachable_timeout (1 minute). 5 s is
+    // twelve times the measure and a twelfth of the wrong value.
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << r.err;
   }
 }
@@ -635,6 +645,8 @@ TEST_F(CliAttackRegressions, StatusAndCheckStopOnSigtermWhileANodeIsSilent) {
     auto code = p.wait_for(3s);
     ASSERT_TRUE(code) << "still running 3 s after SIGTERM";
     EXPECT_EQ(*code, 128 + SIGTERM);
+    // At once (4-8 ms measured under ASan), where the silent node's io_timeout is 15 s: 1 s
+    // leaves a loaded machine room and is still 15 times under the wrong value.
     EXPECT_LT(std::chrono::steady_clock::now() - sent, 1s);
   }
 }
@@ -871,3 +883,5 @@ TEST_F(CliAttackRegressions, AReportThatCannotBeWrittenIsAnError) {
 }
 
 }  // namespace
+
+}  // namespace cli_exit_status_test

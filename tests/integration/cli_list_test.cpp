@@ -13,6 +13,8 @@
 #include "support/redis_topologies.h"
 #include "support/task_process.h"
 
+namespace cli_list_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -177,3 +179,5 @@ TEST_F(CliList, AnUnreadableKeyLeavesTheNextReadableWithAnEmptyScriptCache) {
 }
 
 }  // namespace
+
+}  // namespace cli_list_test

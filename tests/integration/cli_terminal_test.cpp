@@ -18,6 +18,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace cli_terminal_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -123,3 +125,5 @@ TEST(WaitReporterLine, SaysHolderTtlAttemptsAndTimeWaited) {
 }
 
 }  // namespace
+
+}  // namespace cli_terminal_test

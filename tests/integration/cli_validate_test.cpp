@@ -10,6 +10,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace cli_validate_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -113,3 +115,5 @@ TEST(CliValidate, UnknownKeyIsAnErrorWithItsLineAndASuggestion) {
 }
 
 }  // namespace
+
+}  // namespace cli_validate_test

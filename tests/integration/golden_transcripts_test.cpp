@@ -28,6 +28,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace golden_transcripts_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -465,3 +467,5 @@ TEST_F(Golden, GiveUpRefused) {
 }
 
 }  // namespace
+
+}  // namespace golden_transcripts_test

@@ -22,6 +22,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace ops_cron_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -436,6 +438,9 @@ TEST_F(OpsCron, ASignalToTheWrapperStopsTheJobAndIsLoud) {
     w.signal(sig);
     auto code = w.wait_for(15s);
     ASSERT_TRUE(code.has_value()) << w.mail();
+    // Stopped: the daemon's kill_signal and the job's exit (a sleep dies at SIGTERM), well
+    // under a second; waited for, the job would end after its 30 s. 5 s is between the two
+    // with room for a loaded machine.
     EXPECT_LT(std::chrono::steady_clock::now() - sent, 5s) << "the job was stopped, not waited for";
     EXPECT_EQ(*code, 128 + sig) << w.mail();
     EXPECT_NE(::access(ended.c_str(), F_OK), 0) << "the job was stopped";
@@ -470,3 +475,5 @@ TEST_F(OpsCron, InstalledItRunsTheBinaryNextToIt) {
 }
 
 }  // namespace
+
+}  // namespace ops_cron_test

@@ -36,6 +36,8 @@
 #include "config/loader.h"
 #include "support/task_process.h"
 
+namespace ops_defaults_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 namespace config = redisgo::config;
@@ -257,3 +259,5 @@ TEST(OpsDocs, TheExampleConfigShowsTheDefaults) {
   }
   EXPECT_GT(n, 25u);
 }
+
+}  // namespace ops_defaults_test

@@ -37,6 +37,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace ops_install_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -741,3 +743,5 @@ TEST(OpsBinary, NoFileOfTheTreeListsMangledSymbols) {
   EXPECT_EQ(script.find("libredisgo_commands.a"), std::string::npos) << "status, check, list: not a daemon's code";
   EXPECT_EQ(script.find("_Z"), std::string::npos) << script;
 }
+
+}  // namespace ops_install_test

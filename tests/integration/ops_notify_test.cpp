@@ -17,6 +17,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace ops_notify_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -234,3 +236,5 @@ INSTANTIATE_TEST_SUITE_P(Sockets, OpsNotify, ::testing::Values(NotifySocket::Kin
                          });
 
 }  // namespace
+
+}  // namespace ops_notify_test

@@ -35,6 +35,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace ops_package_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -534,3 +536,5 @@ TEST(OpsHelp, TheExampleIsFoundUnderThePrefixTheBinaryRunsFrom) {
 }
 
 }  // namespace
+
+}  // namespace ops_package_test

@@ -22,6 +22,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace redis_sentinel_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo;
 using namespace redisgo::testing;
@@ -369,3 +371,5 @@ TEST(SentinelAuth, TheSentinelsPasswordStaysFromTheChildAndARefusalExits77) {
 }
 
 }  // namespace
+
+}  // namespace redis_sentinel_test

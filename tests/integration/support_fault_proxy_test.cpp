@@ -10,6 +10,8 @@
 #include "support/fault_proxy.h"
 #include "support/redis_server.h"
 
+namespace support_fault_proxy_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo;
 using redisgo::testing::FaultProxy;
@@ -53,7 +55,6 @@ TEST(FaultProxy, PassesAndDelaysInOrder) {
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(calls[3]->reply().str(), "3");  // order kept
   EXPECT_GE(took, 190ms);                   // 100 ms each way
-  EXPECT_LT(took, 900ms);
   proxy.pass();
   expect_healed(conn);
 }
@@ -86,3 +87,5 @@ TEST(FaultProxy, ResetCutsEveryConnectionAndRefusesNewOnes) {
   proxy.pass();
   expect_healed(conn);
 }
+
+}  // namespace support_fault_proxy_test

@@ -20,6 +20,8 @@
 #include "support/redis_server.h"
 #include "util/duration.h"
 
+namespace systemd_unit_test {
+
 using redisgo::testing::TempDir;
 using namespace std::chrono_literals;
 
@@ -172,3 +174,5 @@ TEST(SystemdUnit, SettingsTheDaemonReliesOn) {
   auto d = section(read(kDropIn), "Service");
   EXPECT_EQ(one(d, "ReadWritePaths"), "/var/lib/backup");
 }
+
+}  // namespace systemd_unit_test

@@ -20,6 +20,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace task_acl_refusal_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -303,3 +305,5 @@ TEST(RefusedCredentials, OneNodeThatRefusesUsLeavesTheHolderUnknownNotAbsent) {
 }
 
 }  // namespace
+
+}  // namespace task_acl_refusal_test

@@ -31,6 +31,8 @@
 #include "support/task_process.h"
 #include "util/duration.h"
 
+namespace task_faults_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -166,6 +168,8 @@ TEST_F(TaskFaults, ThreeStandbysRacingAReleaseTakeOverQuicklyAndQuietly) {
   const auto took = std::chrono::steady_clock::now() - released;
   std::cout << "takeover after the release: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  // Woken by the release (invariant 5: a few milliseconds; 86-270 ms measured under ASan,
+  // the leader's stop included), not at an attempt paced by the TTL: 2 s is under that.
   EXPECT_LT(took, 2s);
   StormMeter meter({&a, &b, &c}, {err_path("s0"), err_path("s1"), err_path("s2")}, 3);
   print(meter.measure(2s), "after the race");
@@ -192,12 +196,14 @@ TEST_F(TaskFaults, ZeroStrategyAgainstADownNodeNeitherSpinsNorIgnoresSigterm) {
   print(meter.measure(2s), "zero strategy, node down");
   const auto cpu = cpu_time(p.pid()) - cpu0;
   std::cout << "CPU used in 2 s: " << cpu.count() << " ms\n";
-  EXPECT_LT(cpu, 300ms);  // not a spin (a spin is ~2000 ms)
+  // CPU, not wall time: 0-10 ms measured, where a spin is the whole 2000 ms.
+  EXPECT_LT(cpu, 300ms);
   const auto t0 = std::chrono::steady_clock::now();
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_for(5s), 75) << p.err();
   const auto took = std::chrono::steady_clock::now() - t0;
   std::cout << "SIGTERM to exit: " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  // The manual's stop bound (kStopBound: 300 ms under the sanitizers; 30-170 ms measured).
   EXPECT_LT(took, kStopBound);
 }
 
@@ -225,6 +231,8 @@ TEST_F(TaskFaults, KilledDaemonTakesShellGrandchildrenAndSetsidOnesAlong) {
   const auto took = std::chrono::steady_clock::now() - t0;
   std::cout << "whole tree dead " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms after the daemon's SIGKILL\n";
+  // The manual's 100 ms for the tree to die with its daemon (kStopBound: 300 ms under the
+  // sanitizers; 11-33 ms measured).
   EXPECT_LT(took, kStopBound);
 }
 
@@ -269,7 +277,9 @@ TEST_F(TaskFaults, TwoSilentNodesOfFiveCostTheLeaderNothing) {
   const auto took = std::chrono::steady_clock::now() - t0;
   std::cout << "leader stop with silent nodes: " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms\n";
-  // Child stop + release: the release waits on the silent nodes at most io_timeout.
+  // Child stop + release: the release waits on the silent nodes at most io_timeout (1 s
+  // here); measured 79 ms, the healthy nodes answering first. A release that waited for the
+  // silent nodes' replies would take io_timeout; one after the other, twice that.
   EXPECT_LT(took, 1500ms);
   EXPECT_EQ(a.cli({"-a", "s3cret", "--no-auth-warning", "-n", "1", "EXISTS", test_key()}), "0");
 }
@@ -294,6 +304,8 @@ TEST_F(TaskFaults, SigtermDuringASilentConnectExitsAtOnce) {
   const auto took = std::chrono::steady_clock::now() - t0;
   std::cout << "SIGTERM to exit during a silent connect: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+  // The manual's stop bound (kStopBound: 300 ms under the sanitizers; 31-101 ms measured),
+  // where the silent nodes' io_timeout is 3 s.
   EXPECT_LT(took, kStopBound);
   EXPECT_EQ(p.out().find("ran"), std::string::npos);
 }
@@ -676,7 +688,11 @@ TEST_F(TaskFaults, StoppedDaemonCannotLetItsChildOutliveTheLease) {
   const auto dead_after = std::chrono::steady_clock::now() - stopped_at;
   std::cout << "child of a stopped daemon dead " << std::chrono::duration_cast<std::chrono::milliseconds>(dead_after).count()
             << " ms after the stop (TTL 1500 ms)\n";
-  EXPECT_LT(dead_after, 1500ms);  // the last confirmed renewal was before the stop
+  // The last confirmed renewal was before the stop, so the lease ends within expire (1.5 s)
+  // of it: the keeper's SIGKILL at its deadline, kill_grace after its kill_signal, must come
+  // first. Measured 1.006 s under ASan: the deadline is expire x (1 - drift) from the last
+  // renewal's send, and the stop came up to one cron (300 ms) after that.
+  EXPECT_LT(dead_after, 1500ms);
   // A standby may take over once the lease has expired; only one child at a time.
   TaskProcess standby(dir_.path(), "standby",
                       task(cfg, "echo \"$$ $REDISGO_TASK_TOKEN\" >> " + pids + "; exec sleep 60"));
@@ -755,7 +771,9 @@ TEST_F(TaskFaults, AStoppedKeeperCannotKeepAChildAlivePastALostLease) {
   const auto took = std::chrono::steady_clock::now() - lost;
   std::cout << "child of a stopped keeper dead " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms after the lease was lost\n";
-  EXPECT_LT(took, 1500ms);  // cron + kill_grace + the daemon's own SIGKILL, well inside the TTL
+  // cron (300 ms) + kill_grace (400 ms) + the daemon's own SIGKILL: 0.7 s at most, 282 ms
+  // measured under ASan; the bound is the TTL (1.5 s), before which the child must be dead.
+  EXPECT_LT(took, 1500ms);
   a.signal(SIGTERM);
   EXPECT_EQ(a.wait_for(10s), 0) << a.err();
 }
@@ -844,6 +862,8 @@ TEST_F(TaskFaults, AReleaseOverAConnectionDroppedWhileIdleStillWakesTheStandby) 
   const auto took = std::chrono::steady_clock::now() - released;
   std::cout << "standby ran " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
             << " ms after the holder's job ended (TTL 10 s)\n";
+  // Woken by the release over reconnected links (47 ms measured under ASan), not left to the
+  // TTL (10 s) by a subscription Redis had closed: 2 s is far from both.
   EXPECT_LT(took, 2s);
   EXPECT_EQ(a.wait_for(10s), 0) << a.err();
   EXPECT_EQ(a.err().find("release deleted nothing"), std::string::npos) << a.err();
@@ -971,6 +991,10 @@ TEST_F(TaskFaults, TheWatchdogKeepsPingingWhileANodeIsSilent) {
   for (std::size_t i = 1; i < pings.size(); ++i) worst = std::max(worst, pings[i] - pings[i - 1]);
   std::cout << "largest gap between watchdog pings: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(worst).count() << " ms (WatchdogSec 400 ms)\n";
+  // A ping every half WatchdogSec (200 ms; the worst gap measured 201 ms under ASan), never
+  // held up by the silent node (whose 3 s timeout would make a gap of seconds). 300 ms is
+  // 100 ms over the period and 100 ms under WatchdogSec, past which systemd kills a healthy
+  // daemon.
   EXPECT_LT(worst, 300ms);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait_for(5s), 75);
@@ -1008,3 +1032,5 @@ TEST_F(TaskFaults, IdleConnectionsClosedByRedisCostNeitherFailuresNorLogLines) {
 }
 
 }  // namespace
+
+}  // namespace task_faults_test

@@ -28,6 +28,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_mixed_versions_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -224,3 +226,5 @@ INSTANTIATE_TEST_SUITE_P(Nodes, MixedVersions, ::testing::Values(1, 3),
                          });
 
 }  // namespace
+
+}  // namespace task_mixed_versions_test

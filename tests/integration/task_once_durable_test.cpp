@@ -26,6 +26,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_once_durable_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -377,3 +379,5 @@ TEST_F(OnceDurable, ASkippedSlotIsCountedInTheTextfileAcrossRuns) {
 }
 
 }  // namespace
+
+}  // namespace task_once_durable_test

@@ -27,6 +27,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_operator_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -440,3 +442,5 @@ TEST_F(TaskOperator, AHolderPrefixWithAControlCharacterIsRefusedWhereverItComesF
 }
 
 }  // namespace
+
+}  // namespace task_operator_test

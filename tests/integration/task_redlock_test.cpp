@@ -14,6 +14,8 @@
 #include "support/storm_meter.h"
 #include "support/task_process.h"
 
+namespace task_redlock_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -280,3 +282,5 @@ TEST_F(TaskRedlock, ALeaseWonOnABareQuorumIsCompletedAndSurvivesTheNextNodeFailu
 }
 
 }  // namespace
+
+}  // namespace task_redlock_test

@@ -15,6 +15,8 @@
 #include "support/redis_server.h"
 #include "support/task_process.h"
 
+namespace task_runner_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::testing;
 
@@ -311,7 +313,8 @@ TEST_F(TaskRunner, KilledLeaderTakesItsChildAlongAndAStandbyTakesOver) {
   EXPECT_TRUE(wait_until([&] { return !process_alive(child_a); }, 5s)) << "the keeper took the child along";
   ASSERT_TRUE(wait_until([&] { return split_lines(read_file(pids)).size() == 2; }, 10s)) << b.err();
   auto takeover = std::chrono::steady_clock::now() - t0;
-  // docs/DESIGN.md, invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus scheduling slack.
+  // docs/DESIGN.md, invariant 5: within expire + one backoff maximum (1 s + 0.5 s), plus 1 s
+  // of scheduling slack; measured 0.83 s under ASan.
   EXPECT_LT(takeover, 2500ms);
   std::cout << "takeover after SIGKILL of the leader: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms\n";
@@ -390,3 +393,5 @@ TEST_F(TaskRunner, StatusWhileHeldFreeAndDown) {
 }
 
 }  // namespace
+
+}  // namespace task_runner_test

@@ -4,7 +4,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_acquire {
 
 const std::vector<std::string> kKeys{kKey, kFence, kLine, kPause};
 
@@ -215,11 +215,12 @@ std::vector<Row> refusals() {
   };
 }
 
-}  // namespace
+}  // namespace tables_acquire
 
 Table acquire_fair_table() {
   Table t{"kAcquireFair", std::string(lock::kAcquireFair.source), {}};
-  for (auto part : {grants(), misses(), pauses_and_guard(), broken_keys(), refusals()}) {
+  for (auto part : {tables_acquire::grants(), tables_acquire::misses(), tables_acquire::pauses_and_guard(),
+                    tables_acquire::broken_keys(), tables_acquire::refusals()}) {
     t.rows.insert(t.rows.end(), part.begin(), part.end());
   }
   return t;

@@ -5,7 +5,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_claims {
 
 const std::string kWitness = "k:once:witness";
 const std::vector<std::string> kClaimKeys{kKey, kClaim, kWitness};
@@ -114,11 +114,11 @@ std::vector<Row> publish_rows() {
   };
 }
 
-}  // namespace
+}  // namespace tables_claims
 
-Table claim_table() { return {"kClaim", std::string(lock::kClaim.source), claim_rows()}; }
-Table finish_claim_table() { return {"kFinishClaim", std::string(lock::kFinishClaim.source), finish_rows()}; }
-Table read_claims_table() { return {"kReadClaims", std::string(lock::kReadClaims.source), read_claims_rows()}; }
-Table publish_table() { return {"kPublish", std::string(lock::kPublish.source), publish_rows()}; }
+Table claim_table() { return {"kClaim", std::string(lock::kClaim.source), tables_claims::claim_rows()}; }
+Table finish_claim_table() { return {"kFinishClaim", std::string(lock::kFinishClaim.source), tables_claims::finish_rows()}; }
+Table read_claims_table() { return {"kReadClaims", std::string(lock::kReadClaims.source), tables_claims::read_claims_rows()}; }
+Table publish_table() { return {"kPublish", std::string(lock::kPublish.source), tables_claims::publish_rows()}; }
 
 }  // namespace redisgo::luatable

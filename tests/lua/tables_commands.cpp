@@ -4,7 +4,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_commands {
 
 const std::string kNoPermZrem = "NOPERM this user has no permissions to run the 'zrem' command";
 
@@ -85,8 +85,8 @@ std::vector<Row> command_rows() {
   };
 }
 
-}  // namespace
+}  // namespace tables_commands
 
-Table commands_table() { return {"commands", "", command_rows()}; }
+Table commands_table() { return {"commands", "", tables_commands::command_rows()}; }
 
 }  // namespace redisgo::luatable

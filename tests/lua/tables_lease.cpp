@@ -5,7 +5,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_lease {
 
 const std::vector<std::string> kLease{kKey, kFence};
 const std::vector<std::string> kLeaseAndClaim{kKey, kFence, kClaim};
@@ -171,18 +171,18 @@ std::vector<Row> inspect_rows() {
   };
 }
 
-}  // namespace
+}  // namespace tables_lease
 
-Table renew_table() { return {"kRenew", std::string(lock::kRenew.source), renew_rows()}; }
+Table renew_table() { return {"kRenew", std::string(lock::kRenew.source), tables_lease::renew_rows()}; }
 
 Table release_table() {
-  Table t{"kRelease", std::string(lock::kRelease.source), release_ours()};
-  for (auto& r : release_not_ours()) t.rows.push_back(r);
+  Table t{"kRelease", std::string(lock::kRelease.source), tables_lease::release_ours()};
+  for (auto& r : tables_lease::release_not_ours()) t.rows.push_back(r);
   return t;
 }
 
-Table undo_table() { return {"kUndo", std::string(lock::kUndo.source), undo_rows()}; }
-Table raise_fence_table() { return {"kRaiseFence", std::string(lock::kRaiseFence.source), raise_fence_rows()}; }
-Table inspect_table() { return {"kInspect", std::string(lock::kInspect.source), inspect_rows()}; }
+Table undo_table() { return {"kUndo", std::string(lock::kUndo.source), tables_lease::undo_rows()}; }
+Table raise_fence_table() { return {"kRaiseFence", std::string(lock::kRaiseFence.source), tables_lease::raise_fence_rows()}; }
+Table inspect_table() { return {"kInspect", std::string(lock::kInspect.source), tables_lease::inspect_rows()}; }
 
 }  // namespace redisgo::luatable

@@ -5,7 +5,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_line {
 
 const std::vector<std::string> kRelFair{kKey, kLine, kFence};
 const std::vector<std::string> kRelFairArgs{"A", "2000", kReleased};
@@ -238,8 +238,6 @@ std::vector<Row> check_rights_rows() {
   };
 }
 
-}  // namespace
-
 const std::vector<std::string> kPass{kLine, kKey};
 const std::vector<std::string> kPassArgs{"A", "2000", kReleased};
 
@@ -271,14 +269,16 @@ std::vector<Row> pass_turn_rows() {
   };
 }
 
-Table pass_turn_table() { return {"kPassTurn", std::string(lock::kPassTurn.source), pass_turn_rows()}; }
-Table release_fair_table() { return {"kReleaseFair", std::string(lock::kReleaseFair.source), release_fair_rows()}; }
-Table read_line_table() { return {"kReadLine", std::string(lock::kReadLine.source), read_line_rows()}; }
-Table pause_table() { return {"kPause", std::string(lock::kPause.source), pause_rows()}; }
-Table resume_table() { return {"kResume", std::string(lock::kResume.source), resume_rows()}; }
-Table read_pause_table() { return {"kReadPause", std::string(lock::kReadPause.source), read_pause_rows()}; }
-Table list_key_table() { return {"kListKey", std::string(lock::kListKey.source), list_key_rows()}; }
-Table slots_beyond_table() { return {"kSlotsBeyond", std::string(lock::kSlotsBeyond.source), slots_beyond_rows()}; }
-Table check_rights_table() { return {"kCheckRights", std::string(lock::kCheckRights.source), check_rights_rows()}; }
+}  // namespace tables_line
+
+Table pass_turn_table() { return {"kPassTurn", std::string(lock::kPassTurn.source), tables_line::pass_turn_rows()}; }
+Table release_fair_table() { return {"kReleaseFair", std::string(lock::kReleaseFair.source), tables_line::release_fair_rows()}; }
+Table read_line_table() { return {"kReadLine", std::string(lock::kReadLine.source), tables_line::read_line_rows()}; }
+Table pause_table() { return {"kPause", std::string(lock::kPause.source), tables_line::pause_rows()}; }
+Table resume_table() { return {"kResume", std::string(lock::kResume.source), tables_line::resume_rows()}; }
+Table read_pause_table() { return {"kReadPause", std::string(lock::kReadPause.source), tables_line::read_pause_rows()}; }
+Table list_key_table() { return {"kListKey", std::string(lock::kListKey.source), tables_line::list_key_rows()}; }
+Table slots_beyond_table() { return {"kSlotsBeyond", std::string(lock::kSlotsBeyond.source), tables_line::slots_beyond_rows()}; }
+Table check_rights_table() { return {"kCheckRights", std::string(lock::kCheckRights.source), tables_line::check_rights_rows()}; }
 
 }  // namespace redisgo::luatable

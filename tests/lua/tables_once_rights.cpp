@@ -5,7 +5,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_once_rights {
 
 const std::string kWitness = "k:once:witness", kOnce = "k:once:100", kNote = "k:refused", kProbe = "k:probe";
 
@@ -144,12 +144,12 @@ std::vector<Row> read_refusal_rows() {
   };
 }
 
-}  // namespace
+}  // namespace tables_once_rights
 
-Table read_once_table() { return {"kReadOnce", std::string(lock::kReadOnce.source), read_once_rows()}; }
-Table adopt_table() { return {"kAdopt", std::string(lock::kAdopt.source), adopt_rows()}; }
-Table drop_adopt_table() { return {"kDropAdopt", std::string(lock::kDropAdopt.source), drop_adopt_rows()}; }
-Table probe_rights_table() { return {"kProbeRights", std::string(lock::kProbeRights.source), probe_rights_rows()}; }
-Table read_refusal_table() { return {"kReadRefusal", std::string(lock::kReadRefusal.source), read_refusal_rows()}; }
+Table read_once_table() { return {"kReadOnce", std::string(lock::kReadOnce.source), tables_once_rights::read_once_rows()}; }
+Table adopt_table() { return {"kAdopt", std::string(lock::kAdopt.source), tables_once_rights::adopt_rows()}; }
+Table drop_adopt_table() { return {"kDropAdopt", std::string(lock::kDropAdopt.source), tables_once_rights::drop_adopt_rows()}; }
+Table probe_rights_table() { return {"kProbeRights", std::string(lock::kProbeRights.source), tables_once_rights::probe_rights_rows()}; }
+Table read_refusal_table() { return {"kReadRefusal", std::string(lock::kReadRefusal.source), tables_once_rights::read_refusal_rows()}; }
 
 }  // namespace redisgo::luatable

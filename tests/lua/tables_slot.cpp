@@ -6,7 +6,7 @@
 #include "lua/tables.h"
 
 namespace redisgo::luatable {
-namespace {
+namespace tables_slot {
 
 const std::vector<std::string> kKeys{kFence, kLine, kSlot1, kSlot2, kPause};
 
@@ -126,11 +126,11 @@ std::vector<Row> slot_of_another_type() {
   };
 }
 
-}  // namespace
+}  // namespace tables_slot
 
 Table acquire_slot_fair_table() {
-  Table t{"kAcquireSlotFair", std::string(lock::kAcquireSlotFair.source), slot_rows()};
-  for (auto& r : slot_of_another_type()) t.rows.push_back(r);
+  Table t{"kAcquireSlotFair", std::string(lock::kAcquireSlotFair.source), tables_slot::slot_rows()};
+  for (auto& r : tables_slot::slot_of_another_type()) t.rows.push_back(r);
   return t;
 }
 

@@ -13,6 +13,8 @@
 #include "util/clock.h"
 #include "util/interrupt.h"
 
+namespace backoff_test {
+
 using namespace std::chrono_literals;
 using redisgo::FakeClock;
 using redisgo::Interrupt;
@@ -548,3 +550,5 @@ TEST(Interrupt, WakesPollOnFdFromAnotherThread) {
   again.revents = 0;
   EXPECT_EQ(::poll(&again, 1, 0), 0);
 }
+
+}  // namespace backoff_test

@@ -8,6 +8,8 @@
 
 #include "commands/check_findings.h"
 
+namespace commands_check_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::commands::check;
 using redisgo::config::Topology;
@@ -463,3 +465,5 @@ TEST(CheckOncePer, SaysAheadWhetherTheNextSlotRunsAndWhatARestartWouldDo) {
   EXPECT_NE(t.find("fail once_per c: this user may not run WAITAOF"), std::string::npos) << t;
   EXPECT_NE(t.find("grant +waitaof"), std::string::npos) << t;
 }
+
+}  // namespace commands_check_test

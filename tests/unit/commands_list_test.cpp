@@ -7,6 +7,8 @@
 
 #include "commands/list.h"
 
+namespace commands_list_test {
+
 using namespace redisgo::commands::list;
 
 namespace {
@@ -138,3 +140,5 @@ TEST(ListMerge, ADaemonHoldingBackForARefusedRightIsSaid) {
   write_json(rows, {}, quiet);
   EXPECT_NE(quiet.str().find("\"renewals_refused\":null"), std::string::npos) << quiet.str();
 }
+
+}  // namespace commands_list_test

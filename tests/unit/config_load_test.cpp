@@ -13,6 +13,8 @@
 #include "config/config.h"
 #include "support/redis_server.h"
 
+namespace config_load_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::config;
 using redisgo::testing::TempDir;
@@ -1127,3 +1129,5 @@ TEST(ConfigRestartGuard, OnByDefaultOffWhenSaidAndRenderedBack) {
   ASSERT_TRUE(again.config) << all_diagnostics(again);
   EXPECT_EQ(again.config->redis, off.config->redis);
 }
+
+}  // namespace config_load_test

@@ -11,6 +11,8 @@
 
 #include "support/source_tree.h"
 
+namespace daemon_drivers_test {
+
 namespace {
 
 using redisgo::testing::read_source;
@@ -111,3 +113,5 @@ TEST(DriverFiles, TheRulesCatchWhatTheyAreFor) {
   EXPECT_TRUE(breaches("log_->info(\"a // b == \\\"c\\\"\");\n").empty());
   EXPECT_TRUE(breaches("if (outcome.cause == StepDown::kRenewalRefused) {}\n").empty());
 }
+
+}  // namespace daemon_drivers_test

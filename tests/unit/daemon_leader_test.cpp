@@ -10,6 +10,8 @@
 #include "daemon/leader.h"
 #include "util/exit_status.h"
 
+namespace daemon_leader_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;
 using namespace redisgo::daemon::leader;
@@ -715,3 +717,5 @@ TEST(Leader, AKeeperKilledFromOutsideIsSaidAndIsAChildFailure) {
   EXPECT_EQ(s.machine.state(), LeaderState::kRestarting);
   EXPECT_TRUE(said(s.last, "child exited status=71", Level::kWarn));
 }
+
+}  // namespace daemon_leader_test

@@ -3,6 +3,8 @@
 #include "daemon/rules.h"
 #include "util/exit_status.h"
 
+namespace daemon_rules_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;
 using redisgo::Clock;
@@ -351,3 +353,5 @@ TEST(StepDown, NamesAndWhichAreAskedFor) {
   EXPECT_FALSE(planned(StepDown::kHealth));
   EXPECT_FALSE(planned(StepDown::kRestartLimit));
 }
+
+}  // namespace daemon_rules_test

@@ -20,6 +20,8 @@
 #include "support/fake_subscriber.h"
 #include "support/redis_server.h"
 
+namespace daemon_runner_test {
+
 using namespace std::chrono_literals;
 using redisgo::kExitTempFail;
 using redisgo::daemon::Dependencies;
@@ -277,3 +279,5 @@ TEST(Runner, ATurnOnOurWakeChannelSendsTheWaiterToTheLease) {
   EXPECT_EQ(done.get(), 0);
   EXPECT_EQ(r.lease.releases(), 1);
 }
+
+}  // namespace daemon_runner_test

@@ -8,6 +8,8 @@
 #include "daemon/standby.h"
 #include "util/exit_status.h"
 
+namespace daemon_standby_test {
+
 using namespace std::chrono_literals;
 using namespace redisgo::daemon;
 using namespace redisgo::daemon::standby;
@@ -895,3 +897,5 @@ TEST(Standby, AMissShownCarriesWhatTheLineShows) {
   EXPECT_TRUE(report->look_for_larger_limit);
   EXPECT_FALSE(report->blocked);
 }
+
+}  // namespace daemon_standby_test

@@ -12,6 +12,8 @@
 
 #include "fuzz/targets.h"
 
+namespace fuzz_replay_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -40,3 +42,5 @@ TEST(FuzzReplay, Config) { EXPECT_GT(replay("config", redisgo::fuzz::config), 0u
 TEST(FuzzReplay, Duration) { EXPECT_GT(replay("duration", redisgo::fuzz::duration), 0u); }
 TEST(FuzzReplay, Resp) { EXPECT_GT(replay("resp", redisgo::fuzz::resp), 0u); }
 TEST(FuzzReplay, Connection) { EXPECT_GT(replay("connection", redisgo::fuzz::connection), 0u); }
+
+}  // namespace fuzz_replay_test

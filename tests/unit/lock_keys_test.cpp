@@ -9,6 +9,8 @@
 #include "lock/redlock.h"
 #include "util/clock.h"
 
+namespace lock_keys_test {
+
 using namespace std::chrono_literals;
 using redisgo::Clock;
 using redisgo::lock::LeaseKeys;
@@ -192,3 +194,5 @@ TEST(RefusalNote, ReadsBackAndSaysWhoHoldsBackAndWhy) {
   EXPECT_FALSE(parse_refusal_note(""));
   EXPECT_FALSE(parse_refusal_note("\n1\nu\n+x\ne")) << "no holder";
 }
+
+}  // namespace lock_keys_test

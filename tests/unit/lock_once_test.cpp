@@ -8,6 +8,8 @@
 
 #include "lock/once.h"
 
+namespace lock_once_test {
+
 using namespace std::chrono_literals;
 using redisgo::lock::Counted;
 using redisgo::lock::OnceNode;
@@ -122,3 +124,5 @@ TEST(OnceRule, TheAdviceNamesTheKeyAGivenKeyFlagChose) {
   EXPECT_NE(quoted.find("`redisgo_task adopt --config '/tmp/my jobs/a.toml' --key '{it'\\''s}'`"), std::string::npos)
       << quoted;
 }
+
+}  // namespace lock_once_test

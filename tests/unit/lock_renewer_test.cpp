@@ -15,6 +15,8 @@
 #include "util/clock.h"
 #include "util/interrupt.h"
 
+namespace lock_renewer_test {
+
 using namespace std::chrono_literals;
 using redisgo::Clock;
 using redisgo::FakeClock;
@@ -351,3 +353,5 @@ TEST(RenewerMachine, TheDeadlineIsCheckedBeforeARoundAfterAPause) {
   EXPECT_EQ(step.kind, Kind::kLost);
   EXPECT_EQ(m.rounds(), 0u);
 }
+
+}  // namespace lock_renewer_test

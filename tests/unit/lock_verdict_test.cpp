@@ -8,6 +8,8 @@
 #include "lock/verdict.h"
 #include "lock/wake.h"
 
+namespace lock_verdict_test {
+
 using namespace std::chrono_literals;
 using redisgo::lock::Acquisition;
 using redisgo::lock::classify;
@@ -180,3 +182,5 @@ TEST(WakeMessage, WhatALeaderHears) {
   EXPECT_EQ(read_control("pause other:1:0", "me:1:0"), Control::kNone);
   EXPECT_EQ(read_control("other:1:0", "me:1:0"), Control::kNone);
 }
+
+}  // namespace lock_verdict_test

@@ -9,6 +9,8 @@
 #include "log/cause_log.h"
 #include "util/clock.h"
 
+namespace log_cause_log_test {
+
 using namespace std::chrono_literals;
 using redisgo::FakeClock;
 using redisgo::log::CauseLog;
@@ -96,3 +98,5 @@ TEST(CauseLog, AFlappingCauseIsSummarisedNotLoggedAtEachFlap) {
   EXPECT_NE(lines[2].find(" time(s) in between)"), std::string::npos) << lines[2];
   EXPECT_EQ(log.active(), 0u);
 }
+
+}  // namespace log_cause_log_test

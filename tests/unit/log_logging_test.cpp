@@ -13,6 +13,8 @@
 
 #include "log/logging.h"
 
+namespace log_logging_test {
+
 using redisgo::config::LogFormat;
 using redisgo::config::LogLevel;
 namespace rlog = redisgo::log;
@@ -313,3 +315,5 @@ TEST(LogJournal, StreamMatchesOnlyTheSameFileAndPrioritiesAreSyslogs) {
   EXPECT_EQ(rlog::syslog_priority(spdlog::level::info), 6);
   EXPECT_EQ(rlog::syslog_priority(spdlog::level::debug), 7);
 }
+
+}  // namespace log_logging_test

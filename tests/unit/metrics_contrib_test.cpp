@@ -16,6 +16,8 @@
 #include "metrics/metrics.h"
 #include "util/clock.h"
 
+namespace metrics_contrib_test {
+
 using redisgo::FakeClock;
 using redisgo::metrics::Metrics;
 
@@ -176,3 +178,5 @@ TEST(MetricsContrib, ManualListsExactlyTheExportedFamilies) {
     EXPECT_EQ(readme.find(gone), std::string::npos) << "README names " << gone << ", gone in 1.0";
   }
 }
+
+}  // namespace metrics_contrib_test

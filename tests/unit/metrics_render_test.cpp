@@ -20,6 +20,8 @@
 #include "metrics/metrics.h"
 #include "util/clock.h"
 
+namespace metrics_render_test {
+
 using namespace std::chrono_literals;
 using redisgo::FakeClock;
 using redisgo::metrics::Metrics;
@@ -873,3 +875,5 @@ TEST(MetricsRender, SkippedOncePerSlotsAreInTheRecordAndCarriedAcrossRuns) {
   EXPECT_FALSE(other.restore_once_skipped(
       "redisgo_task_once_per_slots_skipped_total{key=\"other\",reason=\"restart_guard\"} 1e3\n"));
 }
+
+}  // namespace metrics_render_test

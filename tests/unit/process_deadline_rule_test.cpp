@@ -8,6 +8,8 @@
 
 #include "process/deadline_rule.h"
 
+namespace process_deadline_rule_test {
+
 using redisgo::process::DeadlineMessage;
 using redisgo::process::DeadlineMove;
 using redisgo::process::DeadlineSettings;
@@ -166,3 +168,5 @@ TEST(DeadlineRule, NoJobStartsOnceTheLeaseCanHaveEnded) {
   EXPECT_FALSE(may_start(10 * kS, 10 * kS));
   EXPECT_FALSE(may_start(10 * kS, 11 * kS));
 }
+
+}  // namespace process_deadline_rule_test

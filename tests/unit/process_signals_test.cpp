@@ -6,6 +6,8 @@
 
 #include "process/signals.h"
 
+namespace process_signals_test {
+
 using redisgo::process::block_handled_signals;
 using redisgo::process::handled_signals;
 using redisgo::process::SignalFd;
@@ -69,3 +71,5 @@ TEST_F(SignalsTest, SignalFdIsCloseOnExec) {
   ASSERT_GE(flags, 0);
   EXPECT_TRUE(flags & FD_CLOEXEC);
 }
+
+}  // namespace process_signals_test

@@ -6,6 +6,8 @@
 #include "redis/acl.h"
 #include "redis/connection.h"
 
+namespace redis_acl_test {
+
 using namespace redisgo::redis;
 
 namespace {
@@ -70,3 +72,5 @@ TEST(RedisAcl, Redis8sScriptRefusalIsARefusalOfOurRights) {
 }
 
 }  // namespace
+
+}  // namespace redis_acl_test

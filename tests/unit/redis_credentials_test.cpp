@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace redisgo::redis {
+namespace redisgo::redis::redis_credentials_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -82,4 +82,4 @@ TEST(Credentials, ARereadThatThrowsIsARefusal) {
 }
 
 }  // namespace
-}  // namespace redisgo::redis
+}  // namespace redisgo::redis::redis_credentials_test

@@ -15,6 +15,8 @@
 
 #include "support/source_tree.h"
 
+namespace source_layers_test {
+
 using redisgo::testing::code_only;
 using redisgo::testing::read_source;
 using redisgo::testing::source_files;
@@ -177,3 +179,5 @@ TEST(Layers, TheCheckCatchesAnIncludeThatRunsUp) {
   EXPECT_TRUE(breaches(table, "util", modules, "#include <daemon/x.h>\n#include \"generated/x.h\"\n").empty());
   EXPECT_TRUE(breaches(table, "util", modules, "// #include \"daemon/rules.h\" is what not to do\n").empty());
 }
+
+}  // namespace source_layers_test

@@ -13,6 +13,8 @@
 
 #include "support/source_tree.h"
 
+namespace source_size_test {
+
 using redisgo::testing::code_only;
 using redisgo::testing::read_source;
 using redisgo::testing::source_files;
@@ -228,3 +230,5 @@ TEST(SourceSize, TheScanFindsEachFunctionAndItsLines) {
   EXPECT_EQ(findings("a.cpp", std::string(kMaxFileLines + 1, '\n')).size(), 1u);
   EXPECT_TRUE(findings("a.cpp", std::string(kMaxFileLines, '\n')).empty());
 }
+
+}  // namespace source_size_test

@@ -22,6 +22,8 @@
 
 #include <fcntl.h>
 
+namespace util_test {
+
 using namespace std::chrono_literals;
 using redisgo::format_duration;
 using redisgo::parse_duration;
@@ -221,3 +223,5 @@ TEST(ShownText, LongTextIsCutAndSaysHowMuch) {
   EXPECT_EQ(a, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9... (790 bytes cut)");
   EXPECT_EQ(redisgo::shown_text(std::string(512, 'y')), std::string(512, 'y'));  // exactly the bound: whole
 }
+
+}  // namespace util_test
