@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "lock/once.h"
-#include "redis/connection.h"
+#include "redis/call.h"
+#include "redis/link.h"
 #include "util/clock.h"
 
 namespace redisgo::lock {
@@ -188,6 +189,10 @@ struct LeaseOptions {
   /// An fd that, when readable, cancels an acquisition in flight (the daemon passes its
   /// signalfd, the renewer its stop eventfd). -1 = none.
   int cancel_fd = -1;
+  /// What carries the commands to the nodes and what the waits and per-node retry times are
+  /// measured by (redis/link.h). Null: sockets() (the process's). The deterministic
+  /// simulator passes its own; it must outlive the backend.
+  redis::Network* network = nullptr;
   /// Called at least every heartbeat_every while an operation waits on the network (the
   /// systemd watchdog's proof that the main loop lives).
   std::function<void()> heartbeat;

@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "lock/scripts.h"
-#include "redis/poller.h"
 #include "redis/topology.h"
 
 namespace redisgo::lock {
@@ -38,9 +37,9 @@ std::optional<std::pair<bool, redis::Endpoint>> redirect_of(const Call& c) {
 
 }  // namespace
 
-RedlockBackend::Node::Node(redis::ConnectionOptions options)
-    : conn(std::move(options)),
-      name(conn.options().locator ? conn.options().locator->name() : conn.options().endpoint.str()) {}
+RedlockBackend::Node::Node(redis::Network& network, redis::ConnectionOptions options)
+    : conn(network.link(std::move(options))),
+      name(conn->options().locator ? conn->options().locator->name() : conn->options().endpoint.str()) {}
 
 Clock::time_point validity_deadline(Clock::time_point start, Millis ttl, double drift_factor, Millis drift_fixed) {
   const auto drift = std::chrono::duration_cast<Clock::duration>(
@@ -55,7 +54,10 @@ Millis next_node_backoff(Millis previous, Millis initial, Millis max) {
 }
 
 RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock), keys_(LeaseKeys::derive(options_.key)) {
+    : options_(std::move(options)),
+      clock_(clock),
+      network_(options_.network ? *options_.network : redis::sockets()),
+      keys_(LeaseKeys::derive(options_.key)) {
   if (options_.nodes.empty()) throw std::invalid_argument("lease: no Redis node");
   if (options_.ttl <= Millis(0)) throw std::invalid_argument("lease: ttl must be positive");
   ttl_arg_ = std::to_string(options_.ttl.count());
@@ -69,16 +71,16 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
   // first choice (and none is starved when others free up).
   rotation_ = std::hash<std::string>{}(options_.holder);
   nodes_.reserve(options_.nodes.size());
-  for (const auto& o : options_.nodes) nodes_.emplace_back(o);
+  for (const auto& o : options_.nodes) nodes_.emplace_back(network_, o);
 }
 
 void RedlockBackend::select_slot(int slot) { held_ = std::clamp(slot, 0, static_cast<int>(slot_keys_.size()) - 1); }
 
-std::vector<redis::AsyncConnection*> RedlockBackend::connections() {
-  std::vector<redis::AsyncConnection*> out;
+std::vector<redis::Link*> RedlockBackend::connections() {
+  std::vector<redis::Link*> out;
   out.reserve(nodes_.size());
   for (auto& n : nodes_) {
-    out.push_back(&n.conn);
+    out.push_back(n.conn.get());
     if (n.detour) out.push_back(n.detour.get());
   }
   return out;
@@ -87,7 +89,7 @@ std::vector<redis::AsyncConnection*> RedlockBackend::connections() {
 void RedlockBackend::follow_redirects(std::vector<CallPtr>& calls) {
   for (std::size_t i = 0; i < calls.size() && i < nodes_.size(); ++i) {
     const CallPtr c = calls[i];
-    if (!c || !c->done() || !nodes_[i].conn.options().locator) continue;
+    if (!c || !c->done() || !nodes_[i].conn->options().locator) continue;
     auto it = sent_.find(c.get());
     if (it == sent_.end()) continue;
     auto redirect = redirect_of(*c);
@@ -101,16 +103,16 @@ void RedlockBackend::follow_redirects(std::vector<CallPtr>& calls) {
       // ASK: this one command goes to the importing node, after ASKING, on a connection
       // of its own; the slot's owner (and our main connection) stay as they are.
       if (!node.detour || node.detour->options().endpoint != redirect->second) {
-        redis::ConnectionOptions o = node.conn.options();
+        redis::ConnectionOptions o = node.conn->options();
         o.locator.reset();
         o.endpoint = redirect->second;
-        node.detour = std::make_unique<redis::AsyncConnection>(std::move(o));
+        node.detour = network_.link(std::move(o));
       }
       node.detour->send({"ASKING"});
       next = node.detour->eval(*again.script, again.keys, again.args);
     } else {
       // MOVED: the connection already told the locator; eval() reconnects to the owner.
-      next = node.conn.eval(*again.script, again.keys, again.args);
+      next = node.conn->eval(*again.script, again.keys, again.args);
     }
     node.inflight.push_back(next);
     sent_.emplace(next.get(), std::move(again));
@@ -127,16 +129,16 @@ std::vector<CallPtr> RedlockBackend::send(const redis::Script& script, const std
 std::vector<CallPtr> RedlockBackend::send_each(const redis::Script& script, const std::vector<std::string>& keys,
                                                const std::function<std::vector<std::string>(std::size_t)>& args_of,
                                                const std::vector<bool>& only, Send how) {
-  const auto now = SteadyClock::now();
+  const auto now = network_.now();
   std::vector<CallPtr> calls(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
     if (!only.empty() && !only[i]) continue;
     if (how == Send::kRespectBackoff && node.backoff > Millis(0) && now < node.retry_at) continue;
     auto args = args_of(i);
-    calls[i] = node.conn.eval(script, keys, args);
+    calls[i] = node.conn->eval(script, keys, args);
     node.inflight.push_back(calls[i]);
-    if (node.conn.options().locator) sent_.emplace(calls[i].get(), Sent{&script, keys, std::move(args)});
+    if (node.conn->options().locator) sent_.emplace(calls[i].get(), Sent{&script, keys, std::move(args)});
   }
   return calls;
 }
@@ -147,7 +149,7 @@ bool RedlockBackend::wait(std::vector<CallPtr>& calls, const std::function<bool(
   if (cancellable && attempt_bound_ != Clock::time_point::max()) {
     // The bound is on the daemon's clock; the connections keep theirs.
     const auto left = std::max(Clock::duration(0), attempt_bound_ - clock_.now());
-    o.deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(left);
+    o.deadline = network_.now() + std::chrono::duration_cast<SteadyClock::duration>(left);
   }
   o.heartbeat = options_.heartbeat;
   o.heartbeat_every = options_.heartbeat_every;
@@ -156,16 +158,16 @@ bool RedlockBackend::wait(std::vector<CallPtr>& calls, const std::function<bool(
     if (decided && decided()) return true;
     return std::none_of(calls.begin(), calls.end(), [](const CallPtr& c) { return c && !c->done(); });
   };
-  return redis::drive(connections(), done, o) != redis::DriveEnd::kCancelled;
+  return network_.drive(connections(), done, o) != redis::DriveEnd::kCancelled;
 }
 
 void RedlockBackend::sweep() noexcept {
   // One look at every socket: replies to earlier rounds that arrived meanwhile are read
   // before any deadline is judged, and an idle connection the server closed is noticed
   // before a request is sent on it.
-  redis::poll_once(connections());
+  network_.poll_once(connections());
   sent_.clear();  // redirects are followed within a wait() only
-  const auto now = SteadyClock::now();
+  const auto now = network_.now();
   for (auto& node : nodes_) {
     CallPtr failure;  // one failure per sweep: a broken connection fails all its calls at once
     bool answered = false;
@@ -199,7 +201,7 @@ NodeError RedlockBackend::error_of(std::size_t i, const CallPtr& call) const {
     // message carries no countdown, so repeats of one cause read the same).
     return {node.name, node.last_fault, node.last_error + " (not retried until its retry time)"};
   }
-  if (!call->done()) return {node.name, Fault::kTimeout, node.conn.describe() + ": no reply yet"};
+  if (!call->done()) return {node.name, Fault::kTimeout, node.conn->describe() + ": no reply yet"};
   // Redis does not say which command of a script the ACL refused: `check` tries each one.
   if (call->fault() == Fault::kAuth && call->error().find("executing the script can't") != std::string::npos) {
     return {node.name, call->fault(), call->error() + " (`redisgo_task check` names the right the ACL user lacks)"};
@@ -210,11 +212,11 @@ NodeError RedlockBackend::error_of(std::size_t i, const CallPtr& call) const {
 NodeError RedlockBackend::unanswered_at_bound(std::size_t i) const {
   const Node& node = nodes_[i];
   if (redis::is_refusal(node.last_fault)) return {node.name, node.last_fault, node.last_error + " (and no answer since)"};
-  return {node.name, Fault::kTimeout, node.conn.describe() + ": no reply within the wait timeout"};
+  return {node.name, Fault::kTimeout, node.conn->describe() + ": no reply within the wait timeout"};
 }
 
 Clock::time_point RedlockBackend::quorum_available_at() const {
-  const auto now = SteadyClock::now();
+  const auto now = network_.now();
   std::vector<SteadyClock::time_point> at;
   at.reserve(nodes_.size());
   for (const auto& n : nodes_) at.push_back(n.backoff > Millis(0) && n.retry_at > now ? n.retry_at : now);
@@ -231,10 +233,10 @@ void RedlockBackend::settle(Millis limit) noexcept {
     // waited for, and connections still being set up are abandoned (what they hold never
     // reached a server).
     redis::DriveOptions o;
-    o.deadline = SteadyClock::now() + limit;
+    o.deadline = network_.now() + limit;
     o.cancel_fd = options_.cancel_fd;
     auto conns = connections();
-    redis::drive(conns, [&] { return std::none_of(conns.begin(), conns.end(), [](auto* c) { return c->unsent(); }); }, o);
+    network_.drive(conns, [&] { return std::none_of(conns.begin(), conns.end(), [](auto* c) { return c->unsent(); }); }, o);
   } catch (...) {
   }
 }

@@ -42,7 +42,7 @@
 
 #include "lock/fencing.h"
 #include "lock/lease.h"
-#include "redis/connection.h"
+#include "redis/link.h"
 
 namespace redisgo::lock {
 
@@ -98,10 +98,10 @@ class RedlockBackend final : public RedisLease {
 
  private:
   struct Node {
-    explicit Node(redis::ConnectionOptions options);
-    redis::AsyncConnection conn;
-    /// Cluster: the connection to the node an ASK redirect named (slot migration).
-    std::unique_ptr<redis::AsyncConnection> detour;
+    Node(redis::Network& network, redis::ConnectionOptions options);
+    std::unique_ptr<redis::Link> conn;  ///< made by the network (LeaseOptions::network)
+    /// Cluster: the link to the node an ASK redirect named (slot migration).
+    std::unique_ptr<redis::Link> detour;
     std::string name;
     redis::SteadyClock::time_point retry_at{};  // acquire/renew skip the node until then
     Millis backoff{0};                          // 0 = healthy
@@ -196,10 +196,13 @@ class RedlockBackend final : public RedisLease {
   const std::string& held_key() const { return slot_keys_[static_cast<std::size_t>(held_)]; }
   /// When a quorum of nodes will be past their retry times ({} = now).
   Clock::time_point quorum_available_at() const;
-  std::vector<redis::AsyncConnection*> connections();
+  std::vector<redis::Link*> connections();
 
   LeaseOptions options_;
   const Clock& clock_;
+  /// The links' network (LeaseOptions::network, sockets() by default): every link, wait,
+  /// look and per-node retry time goes through it.
+  redis::Network& network_;
   LeaseKeys keys_;
   std::vector<std::string> slot_keys_;  // LeaseKeys::slot(0..limit-1)
   int held_ = 0;                        // the slot renew/release/inspect act on

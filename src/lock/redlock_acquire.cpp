@@ -24,13 +24,13 @@ void RedlockBackend::undo(const std::vector<CallPtr>& acquire_calls, const std::
     if (taken[i].empty() && !in_flight) continue;
     // In flight: the undo is pipelined behind the acquire on the same connection. A node
     // whose connection is gone never saw the SET or can no longer be reached cheaply.
-    if (!nodes_[i].conn.connected()) continue;
+    if (!nodes_[i].conn->connected()) continue;
     if (!in_flight) {
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {taken[i]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {taken[i]}, {options_.holder}));
       continue;
     }
     for (const auto& key : slot_keys_) {
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {key}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {key}, {options_.holder}));
     }
   }
 }
@@ -130,7 +130,7 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
   keys.push_back(keys_.pause());  // last: nothing is granted while it exists
   std::vector<std::string> args{options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
   // Several nodes: a token proposed to all, so that they issue one and need no raise.
-  proposed_at_us_ = nodes_.size() > 1 ? static_cast<std::uint64_t>(wall_us()) : 0;
+  proposed_at_us_ = nodes_.size() > 1 ? static_cast<std::uint64_t>(network_.wall_us()) : 0;
   const std::string proposal = proposed_at_us_ > 0 ? std::to_string(proposed_at_us_ + lead_us_) : "";
   // The line: our ticket, whether we join on this node (we listen there), its TTL, the window.
   const std::string ticket = ticket_ > 0 ? std::to_string(ticket_) : "";
@@ -208,7 +208,7 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
           t.taken[i] = ballot.semaphore && ballot.granted_slot(i) >= 0 ? r.slot_key : "";
           if (ballot.semaphore && ballot.granted_slot(i) < 0) {
             a.errors.push_back({nodes_[i].name, Fault::kProtocol,
-                                nodes_[i].conn.describe() + ": the acquire script granted an unknown slot"});
+                                nodes_[i].conn->describe() + ": the acquire script granted an unknown slot"});
           }
           break;
         }
@@ -246,7 +246,7 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
       case AcquireReply::Kind::kInvalid:
         if (r.set_key) t.taken[i] = ballot.semaphore ? r.slot_key : keys_.key;  // we may hold it there: the undo covers it
         a.errors.push_back({nodes_[i].name, Fault::kProtocol,
-                            nodes_[i].conn.describe() + ": unexpected reply to the acquire script: " + r.why});
+                            nodes_[i].conn->describe() + ": unexpected reply to the acquire script: " + r.why});
         break;
     }
   }
@@ -303,7 +303,7 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
         a.errors.push_back(error_of(i, raised[i]));
       } else {
         shared = shared || semaphore;  // not raised, so not asked either
-        a.errors.push_back({nodes_[i].name, Fault::kReply, nodes_[i].conn.describe() + ": lease gone before its fence could be raised"});
+        a.errors.push_back({nodes_[i].name, Fault::kReply, nodes_[i].conn->describe() + ": lease gone before its fence could be raised"});
       }
     }
   }
@@ -339,10 +339,10 @@ bool RedlockBackend::still_valid(Clock::time_point start, Acquisition& a) {
 void RedlockBackend::undo_leftovers(const std::vector<bool>& leftover, int keep) {
   // Compare-and-delete, nothing published.
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!leftover[i] || !nodes_[i].conn.connected()) continue;
+    if (!leftover[i] || !nodes_[i].conn->connected()) continue;
     for (std::size_t k = 0; k < slot_keys_.size(); ++k) {
       if (static_cast<int>(k) == keep) continue;
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {slot_keys_[k]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {slot_keys_[k]}, {options_.holder}));
     }
   }
 }
@@ -388,8 +388,8 @@ Acquisition RedlockBackend::acquire() {
   }
   // Nodes that gave us another slot than the quorum's: not a lease, undone.
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (!t.granted[i] && !t.taken[i].empty() && nodes_[i].conn.connected()) {
-      nodes_[i].inflight.push_back(nodes_[i].conn.eval(kUndo, {t.taken[i]}, {options_.holder}));
+    if (!t.granted[i] && !t.taken[i].empty() && nodes_[i].conn->connected()) {
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {t.taken[i]}, {options_.holder}));
     }
   }
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
@@ -407,8 +407,8 @@ Acquisition RedlockBackend::acquire() {
   // seconds). Sent, not waited for: the child starts meanwhile.
   if (options_.fair && ticket_ > 0) {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (t.granted[i] || !nodes_[i].conn.connected()) continue;
-      nodes_[i].inflight.push_back(nodes_[i].conn.send({"ZREM", keys_.line, options_.holder}));
+      if (t.granted[i] || !nodes_[i].conn->connected()) continue;
+      nodes_[i].inflight.push_back(nodes_[i].conn->send({"ZREM", keys_.line, options_.holder}));
     }
   }
   ticket_ = 0;
@@ -426,8 +426,8 @@ bool RedlockBackend::replicated(const std::vector<bool>& granted, std::vector<No
   std::vector<CallPtr> calls(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!granted[i]) continue;
-    const auto timeout = std::max<long long>(1, nodes_[i].conn.options().io_timeout.count() / 2);
-    calls[i] = nodes_[i].conn.send({"WAIT", want, std::to_string(timeout)});
+    const auto timeout = std::max<long long>(1, nodes_[i].conn->options().io_timeout.count() / 2);
+    calls[i] = nodes_[i].conn->send({"WAIT", want, std::to_string(timeout)});
     nodes_[i].inflight.push_back(calls[i]);
   }
   wait(calls, nullptr, true);
@@ -441,7 +441,7 @@ bool RedlockBackend::replicated(const std::vector<bool>& granted, std::vector<No
       ++enough;
     } else if (acked) {
       errors.push_back({nodes_[i].name, Fault::kReply,
-                        nodes_[i].conn.describe() + ": only " + std::to_string(*acked) + " of " + want +
+                        nodes_[i].conn->describe() + ": only " + std::to_string(*acked) + " of " + want +
                             " replica(s) confirmed the lease in time (sentinel_wait_replicas); undone"});
     } else {
       errors.push_back(error_of(i, c));

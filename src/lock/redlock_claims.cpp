@@ -23,8 +23,8 @@ std::vector<NodeView> RedlockBackend::inspect() {
     auto& v = views[i];
     const auto& c = calls[i];
     v.node = nodes_[i].name;
-    if (nodes_[i].conn.located() && !nodes_[i].conn.current().host.empty()) v.server = nodes_[i].conn.current().str();
-    v.peer = nodes_[i].conn.peer_info();
+    if (nodes_[i].conn->located() && !nodes_[i].conn->current().host.empty()) v.server = nodes_[i].conn->current().str();
+    v.peer = nodes_[i].conn->peer_info();
     if (!c->ok()) {
       auto e = error_of(i, c);
       v.fault = e.fault;
@@ -34,7 +34,7 @@ std::vector<NodeView> RedlockBackend::inspect() {
     auto r = parse_inspect_reply(c->reply().get());
     if (!r) {
       v.fault = Fault::kProtocol;
-      v.error = nodes_[i].conn.describe() + ": unexpected reply to the inspect script";
+      v.error = nodes_[i].conn->describe() + ": unexpected reply to the inspect script";
       continue;
     }
     v.reachable = true;

@@ -28,12 +28,12 @@ std::string RedlockBackend::leave_line() noexcept {
     std::vector<std::vector<CallPtr>> looks(nodes_.size());
     std::vector<CallPtr> all;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i].conn.connected()) continue;
-      calls[i] = nodes_[i].conn.send({"ZREM", keys_.line, options_.holder});
+      if (!nodes_[i].conn->connected()) continue;
+      calls[i] = nodes_[i].conn->send({"ZREM", keys_.line, options_.holder});
       nodes_[i].inflight.push_back(calls[i]);
       all.push_back(calls[i]);
       for (const auto& key : slot_keys_) {
-        looks[i].push_back(nodes_[i].conn.send({"GET", key}));
+        looks[i].push_back(nodes_[i].conn->send({"GET", key}));
         nodes_[i].inflight.push_back(looks[i].back());
         all.push_back(looks[i].back());
       }
@@ -44,7 +44,7 @@ std::string RedlockBackend::leave_line() noexcept {
       for (std::size_t k = 0; k < looks[i].size(); ++k) {
         const auto& c = looks[i][k];
         if (!c->done() || !c->ok() || redis::as_string(c->reply().get()) != turn) continue;
-        passes.push_back(nodes_[i].conn.eval(kPassTurn, {keys_.line, slot_keys_[k]},
+        passes.push_back(nodes_[i].conn->eval(kPassTurn, {keys_.line, slot_keys_[k]},
                                              {options_.holder, window_arg_, keys_.channel}));
         nodes_[i].inflight.push_back(passes.back());
       }
@@ -88,7 +88,7 @@ std::vector<LineView> RedlockBackend::read_line(int limit) {
                                                                                                           : nullptr;
     const redisReply* list = length ? r->element[1] : nullptr;
     if (!length || !list || list->type != REDIS_REPLY_ARRAY || list->elements % 2 != 0) {
-      v.error = nodes_[i].conn.describe() + ": unexpected reply reading the waiting line";
+      v.error = nodes_[i].conn->describe() + ": unexpected reply reading the waiting line";
       continue;
     }
     v.reachable = true;

@@ -158,7 +158,7 @@ bool RedlockBackend::make_durable(const ClaimRequest& q, ClaimTally& t, Claim& o
   for (std::size_t i = 0; i < n; ++i) {
     if (!t.counted[i]) continue;
     const auto& r = t.replies[i];
-    auto& conn = nodes_[i].conn;
+    auto& conn = *nodes_[i].conn;
     if (q.guard_from_ms > 0 && r.fsync) {
       fsynced[i] = conn.send({"WAITAOF", "1", "0", wait_ms}, kDurableWait);
       nodes_[i].inflight.push_back(fsynced[i]);
@@ -222,7 +222,7 @@ std::vector<OnceNode> RedlockBackend::read_once(const std::string& witness_key, 
     std::vector<std::optional<ClaimRecord>> found;
     if (!parse_read_once_reply(c->reply().get(), claim_keys.size(), v, found)) {
       v.fault = Fault::kProtocol;
-      v.error = nodes_[i].conn.describe() + ": unexpected reply to the once_per read";
+      v.error = nodes_[i].conn->describe() + ": unexpected reply to the once_per read";
       continue;
     }
     v.reachable = true;

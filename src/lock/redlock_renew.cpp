@@ -16,7 +16,7 @@ NodeError RedlockBackend::set_again_error(std::size_t i) const {
   // Said once per cause like any node's fault: the node lost data (or never had the
   // lease), and an operator wants to know, though the lease stands there again.
   return {nodes_[i].name + " (set again)", Fault::kReply,
-          nodes_[i].conn.describe() + ": the lease was gone from this node (key deleted or evicted, the node "
+          nodes_[i].conn->describe() + ": the lease was gone from this node (key deleted or evicted, the node "
                                       "restarted empty, or never set there); set again"};
 }
 
@@ -112,7 +112,7 @@ int RedlockBackend::count_renewals(const std::vector<CallPtr>& calls, Renewal& r
       // of a node the grant missed: another contender's key there is no news.
       if (!was_ours(i)) continue;
       rn.errors.push_back({nodes_[i].name + " (lease)", Fault::kReply,
-                           nodes_[i].conn.describe() +
+                           nodes_[i].conn->describe() +
                                (other_type(calls[i]) ? ": the lease key holds another type on this node now (something "
                                                        "else wrote over it): not ours"
                                 : repair ? ": another holder has the key on this node, or was granted it since ours"
@@ -120,7 +120,7 @@ int RedlockBackend::count_renewals(const std::vector<CallPtr>& calls, Renewal& r
                                          "taken, or the node restarted empty)")});
     } else if (!calls[i] || calls[i]->done()) {
       if (calls[i] && calls[i]->ok()) {
-        rn.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn.describe() + ": unexpected reply to the renew script"});
+        rn.errors.push_back({nodes_[i].name, Fault::kProtocol, nodes_[i].conn->describe() + ": unexpected reply to the renew script"});
       } else {
         rn.errors.push_back(error_of(i, calls[i]));
         if (redis::is_refusal(rn.errors.back().fault)) ++rn.refused;

@@ -21,7 +21,7 @@ RightsProbe RedlockBackend::probe_rights(const std::vector<std::string>& command
         out.errors.push_back(error_of(i, c));
       } else {
         out.errors.push_back({nodes_[i].name, redis::Fault::kProtocol,
-                              nodes_[i].conn.describe() + ": unexpected reply to the rights probe"});
+                              nodes_[i].conn->describe() + ": unexpected reply to the rights probe"});
       }
       continue;
     }
@@ -30,7 +30,7 @@ RightsProbe RedlockBackend::probe_rights(const std::vector<std::string>& command
       ++out.allowed;
     } else if (out.command.empty()) {
       out.command = command;
-      out.error = nodes_[i].conn.describe() + ": " + redis::as_string(c->reply().element(1)).value_or("");
+      out.error = nodes_[i].conn->describe() + ": " + redis::as_string(c->reply().element(1)).value_or("");
     }
   }
   return out;

@@ -195,7 +195,7 @@ void AsyncConnection::reset(Fault fault, const std::string& why) noexcept {
     const std::string message = describe() + ": " + why;
     if (state_ != State::kIdle && fault != Fault::kReply) report_wrong(fault, why);
     // Taken out first: a caller woken by a failed call may send again, on a fresh state.
-    auto failed = std::exchange(pending_, {});
+    auto dropped = std::exchange(pending_, {});
     transport_.reset();
     connecting_.reset();
     resolution_.reset();
@@ -210,11 +210,7 @@ void AsyncConnection::reset(Fault fault, const std::string& why) noexcept {
     subscribed_ = false;
     loaded_.clear();
     state_ = State::kIdle;
-    for (auto& p : failed) {
-      p.call->state_ = Call::State::kFailed;
-      p.call->fault_ = fault;
-      p.call->error_ = message;
-    }
+    for (auto& p : dropped) Link::failed(*p.call, fault, message);
   } catch (...) {
     // Only allocation can fail above; the state is already reset as far as it got.
     state_ = State::kIdle;
@@ -247,11 +243,7 @@ bool AsyncConnection::retry_auth() {
   auth_retried_ = true;
   begin_connect();
   if (state_ == State::kIdle) {  // failed at once (it said why in last_connect_error_)
-    for (auto& p : callers) {
-      p.call->state_ = Call::State::kFailed;
-      p.call->fault_ = last_fault_;
-      p.call->error_ = describe() + ": " + last_connect_error_;
-    }
+    for (auto& p : callers) Link::failed(*p.call, last_fault_, describe() + ": " + last_connect_error_);
     return true;
   }
   const auto deadline = SteadyClock::now() + options_.connect_timeout + options_.io_timeout;
@@ -293,9 +285,7 @@ CallPtr AsyncConnection::submit(std::vector<std::string> argv, const Script* scr
     }
     if (state_ == State::kIdle) {
       // begin_connect() failed at once (e.g. a unix path that is too long): reported.
-      call->state_ = Call::State::kFailed;
-      call->fault_ = last_fault_;
-      call->error_ = describe() + ": " + last_connect_error_;
+      Link::failed(*call, last_fault_, describe() + ": " + last_connect_error_);
       return call;
     }
     // By SHA only once an EVAL of it has been answered here (dispatch): an EVAL that the
@@ -484,17 +474,14 @@ void AsyncConnection::dispatch(ReplyPtr raw) {
     return;
   }
   if (p.script && script_answered(p, error, text)) return;
-  Call& call = *p.call;
+  const Fault fault = error ? classify_error_reply(text) : Fault::kNone;
   if (error) {
-    call.fault_ = classify_error_reply(text);
-    call.error_ = describe() + ": " + shown;
     // A redirect is followed by the caller (Cluster): the call is not lost.
-    if (!starts_with(text, "MOVED ") && !starts_with(text, "ASK ")) report(call.fault_);
+    if (!starts_with(text, "MOVED ") && !starts_with(text, "ASK ")) report(fault);
   } else if (reply.is_array() && reply.size() == 3 && element_is(reply.element(0), "subscribe")) {
     subscribed_ = true;
   }
-  call.reply_ = std::move(reply);
-  call.state_ = Call::State::kReplied;
+  replied(*p.call, std::move(reply), fault, error ? describe() + ": " + shown : std::string());
   if (error && options_.locator) {
     if (starts_with(text, "MOVED ")) {
       // "MOVED <slot> <host:port>": the slot's owner changed. The locator learns it (a new

@@ -24,65 +24,20 @@
 /// with the node ("redis 127.0.0.1:6379: ..."); the password never appears in one.
 /// Not thread-safe: each thread owns its connections.
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "redis/call.h"
 #include "redis/endpoint.h"
+#include "redis/link.h"
 #include "redis/reply.h"
 #include "redis/transport.h"
 
 namespace redisgo::redis {
-
-using Millis = std::chrono::milliseconds;
-using SteadyClock = std::chrono::steady_clock;
-
-/// Why a node could not be used. Exit codes, log suppression (one line per cause) and
-/// `status` are decided from it, never from message text.
-enum class Fault {
-  kNone,
-  kResolve,    ///< the host name did not resolve
-  kConnect,    ///< refused, unreachable, reset while connecting
-  kTimeout,    ///< connect or a reply did not come within its timeout
-  kClosed,     ///< the server closed or reset an open connection
-  kProtocol,   ///< the bytes were not RESP (not a Redis server, or a broken one)
-  kAuth,       ///< credentials refused: WRONGPASS, NOAUTH, NOPERM
-  kTls,        ///< TLS handshake or certificate verification failed
-  kReply,      ///< the server answered with an error (OOM, LOADING, READONLY, BUSY, ...)
-  kCancelled,  ///< a stop request ended the wait
-};
-/// "refused", "timeout", "auth", ... (short, for logs and JSON).
-const char* to_string(Fault fault);
-/// The server refused our credentials (kAuth) or TLS verification failed (kTls): a setup
-/// fault no retry fixes, exit 77 wherever it decides.
-constexpr bool is_refusal(Fault fault) { return fault == Fault::kAuth || fault == Fault::kTls; }
-/// NOAUTH / WRONGPASS / NOPERM -> kAuth; any other error reply -> kReply.
-Fault classify_error_reply(std::string_view text);
-
-/// A Lua script and its SHA-1 (what EVALSHA names it by).
-/// The SHA-1 is computed on first use, not at construction: the scripts are globals, and
-/// hashing all of them at every start is CPU that a run of `task -- true` pays for nothing:
-/// a connection sends a script with EVAL the first time anyway, so a short run never needs
-/// a SHA at all.
-class Script {
- public:
-  constexpr explicit Script(std::string_view src) : source(src) {}
-  Script(const Script&) = delete;
-  Script& operator=(const Script&) = delete;
-  std::string_view source;
-  /// Thread-safe (the renewal thread and the main loop share the globals).
-  const std::string& sha() const;
-
- private:
-  mutable std::once_flag sha_once_;
-  mutable std::string sha_;
-};
 
 /// Makes the Transport for a freshly connected socket (TLS); null means plain TCP/unix.
 class TransportFactory {
@@ -91,63 +46,12 @@ class TransportFactory {
   virtual std::unique_ptr<Transport> make(UniqueFd fd, const Endpoint& endpoint) const = 0;
 };
 
-class Locator;
-class Credentials;
 
-/// Settings of one node's connection (defaults as in the manual).
-struct ConnectionOptions {
-  Endpoint endpoint;            ///< the server; unused when `locator` is set
-  /// Sentinel / Cluster (redis/topology.h): asked for the server at every connect; a
-  /// connection made before the locator's answer changed reconnects before its next
-  /// command. Shared by every connection of a process. Null: `endpoint`, fixed.
-  std::shared_ptr<Locator> locator;
-  Millis connect_timeout{500};  ///< name lookup + TCP connect + TLS handshake (> 0)
-  Millis io_timeout{500};       ///< each reply, from when its command was sent (> 0)
-  std::string username;         ///< empty: AUTH <password> (the pre-ACL form)
-  std::string password;         ///< empty: no AUTH. Secret: never logged. Unused with `credentials`.
-  /// A password that may change while the process runs (re-read from its file when AUTH is
-  /// refused; redis/credentials.h); shared by every connection that uses it. Null: `password`.
-  std::shared_ptr<Credentials> credentials;
-  int db = 0;                   ///< SELECT when non-zero
-  bool keepalive = true;        ///< TCP keepalive (a silent peer is noticed on idle sockets)
-  /// TLS when set (redis/tls.h); shared by every connection of a process.
-  std::shared_ptr<const TransportFactory> transport;
-  /// Told of each failure, once: a connection that could not be made or failed (however
-  /// many calls it fails), and each call answered with an error reply (but a Cluster
-  /// redirect, which is followed). Never of kCancelled (our own doing). Called on the
-  /// thread that drives the connection, inside it: it must be quick and not throw.
-  /// Empty: nobody is told.
-  std::function<void(Fault)> on_fault;
-};
-
-/// The outcome of one command. Pending until its reply arrives or its connection fails.
-class Call {
- public:
-  enum class State { kPending, kReplied, kFailed };
-  State state() const noexcept { return state_; }
-  bool done() const noexcept { return state_ != State::kPending; }
-  /// Replied with a non-error reply.
-  bool ok() const noexcept { return state_ == State::kReplied && !reply_.is_error(); }
-  /// kReplied: the reply, which may be an error reply.
-  const Reply& reply() const noexcept { return reply_; }
-  /// kFailed: why; kReplied with an error reply: kAuth or kReply; else kNone.
-  Fault fault() const noexcept { return fault_; }
-  /// A message that names the node: the failure, or the error reply's text.
-  const std::string& error() const noexcept { return error_; }
-
- private:
-  friend class AsyncConnection;
-  State state_ = State::kPending;
-  Reply reply_;
-  Fault fault_ = Fault::kNone;
-  std::string error_;
-};
-using CallPtr = std::shared_ptr<Call>;
-
-class AsyncConnection {
+/// The Link of sockets (redis/link.h): a TCP, unix or TLS connection under a poll() loop.
+class AsyncConnection final : public Link {
  public:
   explicit AsyncConnection(ConnectionOptions options);
-  ~AsyncConnection();
+  ~AsyncConnection() override;
   AsyncConnection(AsyncConnection&&) noexcept;
   AsyncConnection& operator=(AsyncConnection&&) noexcept;
   AsyncConnection(const AsyncConnection&) = delete;
@@ -155,12 +59,13 @@ class AsyncConnection {
 
   /// Queues a command (argv form); starts connecting if needed. Never throws for a node
   /// failure: the call fails instead (possibly already when this returns).
-  CallPtr send(std::vector<std::string> argv);
+  CallPtr send(std::vector<std::string> argv) override;
   /// A command that blocks on the server for up to `blocks` (WAIT, WAITAOF): its reply is
   /// given io_timeout plus that long.
-  CallPtr send(std::vector<std::string> argv, Millis blocks);
+  CallPtr send(std::vector<std::string> argv, Millis blocks) override;
   /// `script` with these keys and args: EVAL until one has run on this connection, EVALSHA after.
-  CallPtr eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+  CallPtr eval(const Script& script, const std::vector<std::string>& keys,
+               const std::vector<std::string>& args) override;
 
   /// What to poll: the fd (-1: nothing) and its events.
   int fd() const noexcept;
@@ -176,29 +81,27 @@ class AsyncConnection {
   void check_deadlines(SteadyClock::time_point now) noexcept;
 
   /// A call outstanding, or a connection being set up.
-  bool busy() const noexcept;
+  bool busy() const noexcept override;
   /// Open, with bytes queued that the socket has not taken yet.
-  bool unsent() const noexcept { return state_ == State::kOpen && out_offset_ < out_.size(); }
+  bool unsent() const noexcept override { return state_ == State::kOpen && out_offset_ < out_.size(); }
   /// Connected (the socket is up, AUTH may still be in flight).
-  bool connected() const noexcept { return state_ != State::kIdle; }
+  bool connected() const noexcept override { return state_ != State::kIdle; }
   /// Fails every outstanding call with `fault`/`why` and closes the socket. Never throws.
   void close(Fault fault, const std::string& why) noexcept;
 
   /// "redis 127.0.0.1:6379": the prefix of every message (with a locator: the server
   /// connected to and the locator's name, "redis 10.0.0.5:6379 (master 'mymaster')").
-  std::string describe() const;
+  std::string describe() const override;
   /// The server connected to (or last tried); with a locator, empty until located.
-  const Endpoint& current() const noexcept { return current_; }
+  const Endpoint& current() const noexcept override { return current_; }
   /// Connected under a locator answer that has changed since (a failover, a MOVED): the
   /// next command reconnects first.
   bool stale() const noexcept;
-  /// Its server is found by a locator (and so can move).
-  bool located() const noexcept { return options_.locator != nullptr; }
-  const ConnectionOptions& options() const noexcept { return options_; }
+  const ConnectionOptions& options() const noexcept override { return options_; }
   /// The cause of the last close(), kNone if it never failed.
   Fault last_fault() const noexcept { return last_fault_; }
   /// The peer line of the transport (TLS certificate), while open; "" otherwise.
-  std::string peer_info() const;
+  std::string peer_info() const override;
 
   /// Pub/sub: after a SUBSCRIBE call succeeded, messages ("message" pushes) collect here.
   struct Message {

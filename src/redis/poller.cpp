@@ -5,20 +5,31 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <stdexcept>
+#include <typeinfo>
 
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace redisgo::redis {
+namespace {
 
-DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<bool()>& done,
-               const DriveOptions& options) {
+// The loop serves both lists: the connections of the tools and the locators, and the links
+// the lock layer drives through sockets() (which are all AsyncConnections: checked there).
+AsyncConnection* socket_of(AsyncConnection* c) noexcept { return c; }
+AsyncConnection* socket_of(Link* l) noexcept { return static_cast<AsyncConnection*>(l); }
+
+bool is_socket(const Link* l) noexcept { return !l || typeid(*l) == typeid(AsyncConnection); }
+
+template <class Conn>
+DriveEnd drive_loop(const std::vector<Conn*>& conns, const std::function<bool()>& done, const DriveOptions& options) {
   std::vector<pollfd> fds;
   std::vector<AsyncConnection*> polled;
   auto last_beat = SteadyClock::now();
   bool polled_once = false;  // a deadline already past still gets one look (poll with 0)
   for (;;) {
     if (done && done()) return DriveEnd::kDone;
-    const bool any_busy = std::any_of(conns.begin(), conns.end(), [](auto* c) { return c && c->busy(); });
+    const bool any_busy = std::any_of(conns.begin(), conns.end(), [](auto* c) { return c && socket_of(c)->busy(); });
     if (!any_busy) return DriveEnd::kIdle;
     auto now = SteadyClock::now();
     if (now >= options.deadline && polled_once) return DriveEnd::kDeadline;
@@ -26,8 +37,9 @@ DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<b
     auto wake = options.deadline;
     fds.clear();
     polled.clear();
-    for (auto* c : conns) {
-      if (!c) continue;
+    for (auto* l : conns) {
+      if (!l) continue;
+      AsyncConnection* c = socket_of(l);
       wake = std::min(wake, c->next_deadline());
       if (c->fd() >= 0 && c->events() != 0) {
         fds.push_back(pollfd{c->fd(), c->events(), 0});
@@ -56,15 +68,17 @@ DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<b
     // yet (nobody polled between two rounds) still counts.
     now = SteadyClock::now();
     for (auto* c : conns) {
-      if (c) c->check_deadlines(now);
+      if (c) socket_of(c)->check_deadlines(now);
     }
   }
 }
 
-void poll_once(const std::vector<AsyncConnection*>& conns) noexcept {
+template <class Conn>
+void poll_loop(const std::vector<Conn*>& conns) noexcept {
   std::vector<pollfd> fds;
   std::vector<AsyncConnection*> polled;
-  for (auto* c : conns) {
+  for (auto* l : conns) {
+    AsyncConnection* c = l ? socket_of(l) : nullptr;
     if (c && c->fd() >= 0 && c->events() != 0) {
       fds.push_back(pollfd{c->fd(), c->events(), 0});
       polled.push_back(c);
@@ -77,9 +91,44 @@ void poll_once(const std::vector<AsyncConnection*>& conns) noexcept {
   }
   const auto now = SteadyClock::now();
   for (auto* c : conns) {
-    if (c) c->check_deadlines(now);
+    if (c) socket_of(c)->check_deadlines(now);
   }
 }
+
+/// sockets(): today's connections and poll loop behind the seam, unchanged.
+class SocketNetwork final : public Network {
+ public:
+  std::unique_ptr<Link> link(ConnectionOptions options) override {
+    return std::make_unique<AsyncConnection>(std::move(options));
+  }
+  DriveEnd drive(const std::vector<Link*>& links, const std::function<bool()>& done,
+                 const DriveOptions& options) override {
+    if (!std::all_of(links.begin(), links.end(), is_socket)) {
+      throw std::invalid_argument("redis: a link of another network driven over sockets");
+    }
+    return drive_loop(links, done, options);
+  }
+  void poll_once(const std::vector<Link*>& links) noexcept override {
+    // noexcept: a foreign link (a wiring mistake drive() reports) is not looked at.
+    if (std::all_of(links.begin(), links.end(), is_socket)) poll_loop(links);
+  }
+  SteadyClock::time_point now() const noexcept override { return SteadyClock::now(); }
+  std::int64_t wall_us() const noexcept override { return redisgo::wall_us(); }
+};
+
+}  // namespace
+
+Network& sockets() {
+  static SocketNetwork network;
+  return network;
+}
+
+DriveEnd drive(const std::vector<AsyncConnection*>& conns, const std::function<bool()>& done,
+               const DriveOptions& options) {
+  return drive_loop(conns, done, options);
+}
+
+void poll_once(const std::vector<AsyncConnection*>& conns) noexcept { poll_loop(conns); }
 
 std::vector<CallPtr> run_commands(AsyncConnection& conn, const std::vector<std::vector<std::string>>& argvs,
                                   int cancel_fd) {

@@ -2,31 +2,15 @@
 /// One poll() loop over many AsyncConnections (ninja's SubprocessSet shape): every node
 /// advances on its own readiness and its own deadlines, so a slow node never delays
 /// reading the others (docs/DESIGN.md, invariant 8), and a stop fd ends the wait at once.
+/// It is what sockets() (redis/link.h) drives the lock layer's links with.
 
 #include <functional>
 #include <vector>
 
 #include "redis/connection.h"
+#include "redis/link.h"
 
 namespace redisgo::redis {
-
-struct DriveOptions {
-  /// Give up waiting at this instant (the calls stay pending on their connections).
-  SteadyClock::time_point deadline = SteadyClock::time_point::max();
-  /// Readable: stop waiting at once (the daemon's signalfd, a thread's stop eventfd). -1: none.
-  int cancel_fd = -1;
-  /// Called at least every `heartbeat_every` while waiting (the systemd watchdog's proof
-  /// that the main loop is alive). Empty: none.
-  std::function<void()> heartbeat;
-  Millis heartbeat_every{1000};
-};
-
-enum class DriveEnd {
-  kDone,       ///< done() returned true
-  kIdle,       ///< no connection has anything outstanding
-  kDeadline,   ///< options.deadline passed
-  kCancelled,  ///< cancel_fd became readable
-};
 
 /// Drives `conns` until `done()` (checked after every step; may be empty), until none of
 /// them is busy, until the deadline, or until cancel_fd is readable. Null entries are
