@@ -25,9 +25,10 @@ class HostClock final : public Clock {
   time_point now() const override { return at(world_.now()); }
   /// The boot-time reading at simulated instant `t`.
   time_point at(Time t) const { return time_point(std::chrono::microseconds(t + boot_offset_us_)); }
-  /// The simulated instant at which this clock reads `p`.
+  /// The first simulated instant at which this clock reads `p` or later (µs: rounded up, so that
+  /// a timer set for `p` finds its time come when it fires).
   Time when(time_point p) const {
-    return std::chrono::duration_cast<std::chrono::microseconds>(p.time_since_epoch()).count() - boot_offset_us_;
+    return std::chrono::ceil<std::chrono::microseconds>(p.time_since_epoch()).count() - boot_offset_us_;
   }
   /// The wall clock, µs since the epoch.
   std::int64_t wall_us() const { return kEpochUs + world_.now() + wall_offset_us_; }

@@ -262,7 +262,9 @@ void Wire::reply_arrived(std::uint64_t generation, sim::Resp reply) {
     c.error = name_ + ": " + reply.text;
   }
   c.reply = std::move(reply);
+  auto call = pending_.front().call;
   pending_.pop_front();
+  if (call->on_done) std::exchange(call->on_done, nullptr)(*call);
   changed();
 }
 
@@ -322,6 +324,7 @@ void Wire::close(Fault fault, const std::string& why) {
     p.call->state = WireCall::State::kFailed;
     p.call->fault = fault;
     p.call->error = name_ + ": " + why;
+    if (p.call->on_done) std::exchange(p.call->on_done, nullptr)(*p.call);
   }
   if (fault != Fault::kCancelled) {
     failed_ = true;

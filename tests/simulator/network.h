@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,6 +113,8 @@ struct WireCall {
   sim::Resp reply;
   redis::Fault fault = redis::Fault::kNone;
   std::string error;
+  /// Called once when it completes (the seam completes its redis::Call there).
+  std::function<void(WireCall&)> on_done;
   bool done() const { return state != State::kPending; }
 };
 using WireCallPtr = std::shared_ptr<WireCall>;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cinttypes>
+#include <exception>
 #include <cstdio>
 #include <stdexcept>
 #include <utility>
@@ -48,6 +49,8 @@ void Fiber::entry(unsigned lo, unsigned hi) {
   auto* f = reinterpret_cast<Fiber*>((static_cast<std::uintptr_t>(hi) << 32) | lo);
   try {
     f->body_();
+  } catch (const FiberExit&) {
+    // the run is over (World::unwind_fibers)
   } catch (const std::exception& e) {
     std::fprintf(stderr, "simulator: fiber %s ended by an exception: %s\n", f->name_.c_str(), e.what());
     std::abort();
@@ -99,6 +102,10 @@ void World::park() {
 void World::wait(Time deadline) {
   Fiber* f = current_;
   if (f == nullptr) throw std::logic_error("simulator: wait() outside a fiber");
+  if (f->unwinding_) {
+    if (std::uncaught_exceptions() > 0) return;  // a destructor on the way out: no more waits
+    throw FiberExit{};
+  }
   const std::uint64_t generation = ++f->generation_;
   f->wake_queued_ = false;
   if (deadline != kNever) {
@@ -108,6 +115,20 @@ void World::wait(Time deadline) {
   }
   park();
   ++f->generation_;  // a wake still queued for this wait is stale now
+  if (f->unwinding_ && std::uncaught_exceptions() == 0) throw FiberExit{};
+}
+
+void World::unwind_fibers() {
+  for (auto it = fibers_.rbegin(); it != fibers_.rend(); ++it) {
+    Fiber* f = it->get();
+    if (f->done_) continue;
+    f->unwinding_ = true;
+    if (!f->started_) {
+      f->done_ = true;
+      continue;
+    }
+    if (f->parked_) resume(f);
+  }
 }
 
 void World::sleep_until(Time t) {
@@ -134,6 +155,12 @@ void World::run_until(Time limit) {
   while (!halted_ && !queue_.empty() && queue_.top().t <= limit) {
     Event e = std::move(const_cast<Event&>(queue_.top()));
     queue_.pop();
+    same_instant_ = e.t == now_ ? same_instant_ + 1 : 0;
+    if (same_instant_ > kSpinEvents) {
+      spinning_ = true;
+      halted_ = true;
+      break;
+    }
     now_ = e.t;
     if (e.process != nullptr && e.process->frozen_) {
       e.process->deferred_.push_back(std::move(e.fn));

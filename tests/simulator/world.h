@@ -33,6 +33,10 @@ inline constexpr Time kSecond = 1000 * kMs;
 
 class World;
 
+/// Thrown by World::wait in a fiber that the end of the run unwinds (not a std::exception:
+/// nothing that catches those may take it for an error of its own).
+struct FiberExit {};
+
 /// A group of events and fibers frozen and thawed together.
 class Process {
  public:
@@ -70,6 +74,7 @@ class Fiber {
   std::size_t mapped_ = 0;
   bool started_ = false;
   bool parked_ = false;
+  bool unwinding_ = false;  // the run is over: its next wait throws FiberExit
   bool done_ = false;
   std::uint64_t generation_ = 0;  // one per wait: a wake for an older wait is stale
   bool wake_queued_ = false;
@@ -104,6 +109,11 @@ class World {
   void freeze(Process& p);
   void thaw(Process& p);
 
+  /// The end of a run: every fiber still alive is resumed once more, newest first, and its
+  /// wait throws FiberExit, which unwinds its stack to its entry (what it holds is destroyed
+  /// as on any return). A wait inside a destructor during that unwinding returns at once.
+  void unwind_fibers();
+
   /// Runs events until the queue is empty, `limit` is reached or halt() was called.
   void run_until(Time limit);
   /// Stops run_until() after the current event (a violation was found).
@@ -111,6 +121,10 @@ class World {
   bool halted() const { return halted_; }
   /// Events run so far.
   std::uint64_t events() const { return events_; }
+  /// The simulated clock stood still for kSpinEvents events in a row: something spins (no
+  /// wait on a timer or a reply between its turns). run_until() halts then.
+  bool spinning() const { return spinning_; }
+  static constexpr std::uint64_t kSpinEvents = 1'000'000;
 
   /// The run's trace: one line per event worth showing, with the simulated time. Empty
   /// (and free) unless tracing was asked for.
@@ -144,6 +158,8 @@ class World {
   Fiber* current_ = nullptr;
   ucontext_t scheduler_{};
   bool halted_ = false;
+  bool spinning_ = false;
+  std::uint64_t same_instant_ = 0;
   bool tracing_ = false;
   std::string trace_;
 };

@@ -1,0 +1,188 @@
+#include "simulator/sim.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "lock/scripts.h"
+#include "simulator/client.h"
+#include "simulator/seam.h"
+
+namespace redisgo::simulator {
+namespace {
+
+/// No fault lasts longer than this, so the last one has ended by faults_until + kLongestFault.
+constexpr Time kLongestFault = 6 * kSecond;
+
+}  // namespace
+
+Stats& Stats::operator+=(const Stats& o) {
+  acquires += o.acquires;
+  renewals += o.renewals;
+  releases += o.releases;
+  leases += o.leases;
+  children += o.children;
+  faults += o.faults;
+  commands += o.commands;
+  events += o.events;
+  simulated += o.simulated;
+  return *this;
+}
+
+Sim::Sim(std::uint64_t seed, const RunOptions& options) : world_(seed), options_(options) {
+  world_.set_tracing(options.trace);
+  sc_ = draw_scenario(world_.rng());
+  net_ = std::make_unique<Network>(world_, sc_.clients, sc_.node_offsets_us);
+  if (options.mutant) {
+    for (const auto& e : options.mutant->edits) {
+      bool applied = false;
+      for (const redis::Script* s : lock::kLeaseScripts) {
+        std::string text(s->source);
+        const auto at = text.find(e.from);
+        if (at == std::string::npos) continue;
+        text.replace(at, e.from.size(), e.to);
+        net_->rewrite_script(std::string(s->source), text);
+        applied = true;
+      }
+      if (!applied) throw std::runtime_error("mutant " + options.mutant->name + ": no script holds its text for " + e.script);
+    }
+  }
+  checker_ = std::make_unique<Checker>(world_, sc_.limit);
+  for (int i = 0; i < sc_.clients; ++i) {
+    clients_.push_back(std::make_unique<SimClient>(*this, i));
+    SimClient* c = clients_.back().get();
+    checker_->add_client(c->name(), [c] { return c->view(); });
+  }
+}
+
+Sim::~Sim() {
+  // Fibers first (their stacks hold the clients' backends and machines), then the clients.
+  world_.unwind_fibers();
+  clients_.clear();
+}
+
+int Sim::new_cancel_fd() { return next_fd_++; }
+
+void Sim::raise_cancel(int fd) {
+  raised_.insert(fd);
+  auto it = watchers_.find(fd);
+  if (it != watchers_.end() && it->second != nullptr) world_.notify(it->second);
+}
+
+void Sim::clear_cancel(int fd) { raised_.erase(fd); }
+
+void Sim::watch_cancel(int fd, Fiber* f) {
+  if (fd < 0) return;
+  if (f == nullptr) {
+    watchers_.erase(fd);
+  } else {
+    watchers_[fd] = f;
+  }
+}
+
+std::unique_ptr<lock::LeaseBackend> Sim::make_backend(const lock::LeaseOptions& options, const Clock& clock,
+                                                      HostNetwork& net) {
+  lock::LeaseOptions o = options;
+  o.network = &net;
+  return lock::make_redis_backend(o, clock);
+}
+
+void Sim::fault() {
+  Rng& rng = world_.rng();
+  const Time now = world_.now();
+  if (now >= sc_.faults_until) return;
+  ++stats_.faults;
+  const int host = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.clients)));
+  const int node = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.nodes)));
+  const Time length = rng.between(20 * kMs, rng.percent(70) ? 2 * kSecond : kLongestFault);
+  auto say = [&](const std::string& what) { world_.trace("fault", what + " for " + format_time(length) + " s"); };
+  switch (rng.below(8)) {
+    case 0:
+      say("node" + std::to_string(node) + " crashes, restarts empty");
+      net_->crash(node, std::min(length, 2 * kSecond));
+      break;
+    case 1:
+      say("host" + std::to_string(host) + " cut from node" + std::to_string(node));
+      net_->partition(host, node, now + length);
+      break;
+    case 2:
+      say("host" + std::to_string(host) + " cut from every node");
+      for (int n = 0; n < sc_.nodes; ++n) net_->partition(host, n, now + length);
+      break;
+    case 3: {
+      Link& l = net_->link(host, node);
+      l.slow_until = now + length;
+      l.slow_extra = rng.between(5 * kMs, rng.percent(50) ? 100 * kMs : 800 * kMs);
+      say("host" + std::to_string(host) + " to node" + std::to_string(node) + " slow (up to " +
+          format_time(l.slow_extra) + " s more)");
+      break;
+    }
+    case 4: {
+      Link& l = net_->link(host, node);
+      l.lossy_until = now + length;
+      l.loss_per_mille = static_cast<int>(rng.between(20, 300));
+      say("host" + std::to_string(host) + " to node" + std::to_string(node) + " loses " +
+          std::to_string(l.loss_per_mille) + "/1000 messages");
+      break;
+    }
+    case 5:
+    case 6:
+      clients_[static_cast<std::size_t>(host)]->freeze(length, false);
+      break;
+    default:
+      clients_[static_cast<std::size_t>(host)]->freeze(length, true);
+      break;
+  }
+  schedule_faults();
+}
+
+void Sim::schedule_faults() {
+  if (sc_.fault_rate <= 0) return;
+  const Time mean = 10 * kSecond / sc_.fault_rate;
+  world_.after(world_.rng().between(1, 2 * mean), nullptr, [this] { fault(); });
+}
+
+void Sim::liveness_tick() {
+  checker_->check_liveness();
+  if (world_.now() + 100 * kMs < end_) world_.after(100 * kMs, nullptr, [this] { liveness_tick(); });
+}
+
+RunResult Sim::run() {
+  for (auto& c : clients_) c->start(world_.rng().between(0, 500 * kMs));
+  schedule_faults();
+  const auto& r = sc_.cfg.redis;
+  // The liveness bound (docs/DESIGN.md "Simulation"): expire (a lease left by a holder that
+  // could not release), one backoff maximum, the restart guard's wait (expire + 1 s) when a
+  // node restarted, and two turn windows and a second of slack for a line whose head was a
+  // subscription the faults left half-open.
+  const Time bound = (r.expire.count() + sc_.cfg.backoff.max.count() + r.expire.count() + 1000 +
+                      2 * r.turn_window().count() + 1000) * kMs;
+  const Time quiet_from = sc_.faults_until + kLongestFault;
+  end_ = quiet_from + sc_.quiet_for;
+  checker_->quiet_from(quiet_from, bound);
+  world_.at(quiet_from, nullptr, [this] {
+    world_.trace("sim", "every fault has ended; liveness is checked from now on");
+    liveness_tick();
+  });
+  world_.run_until(end_);
+  stats_.commands = net_->commands();
+  stats_.events = world_.events();
+  stats_.simulated = world_.now();
+  RunResult out;
+  out.seed = world_.seed();
+  out.violation = checker_->violation();
+  if (!out.violation && world_.spinning()) {
+    out.violation = "at " + format_time(world_.now()) + ": no storms: the simulated time stood still for " +
+                    std::to_string(World::kSpinEvents) + " events (a loop that waits on nothing)";
+  }
+  out.scenario = sc_.describe();
+  out.trace = world_.trace_text();
+  out.stats = stats_;
+  return out;
+}
+
+RunResult run_seed(std::uint64_t seed, const RunOptions& options) {
+  Sim sim(seed, options);
+  return sim.run();
+}
+
+}  // namespace redisgo::simulator
