@@ -150,8 +150,13 @@ void SimClient::run_daemon() {
   d.backend->settle(Millis(200));
   trace("daemon exits " + std::to_string(*code));
   d_.reset();
-  // cron starts the job again a while later (a supervise daemon that ended, its unit).
-  const Time again = sim_.world().rng().between(10 * kMs, 2 * kSecond);
+  // cron starts the job again: at its next tick on every host at once (a few ms apart), or a
+  // while later (a supervise daemon that ended, its unit).
+  Rng& rng = sim_.world().rng();
+  const Time period = sim_.scenario().cron_period;
+  const Time now = sim_.world().now();
+  const Time again = period > 0 ? (now / period + 1) * period + rng.between(0, 3 * kMs) - now
+                                : rng.between(10 * kMs, 2 * kSecond);
   sim_.world().after(again, &daemon_proc_, [this] {
     main_ = &sim_.world().spawn(&daemon_proc_, name_ + " main", [this] { run_daemon(); });
   });

@@ -3,8 +3,11 @@
 //                           seed, the scenario and the trace of the run that led to it, exit 1
 //   --seed S                replays one run and prints its whole trace
 //   --mutant NAME           brings a historic defect back (--list-mutants names them): with
-//                           --seeds, runs until the first seed that catches it and says when
+//                           --seeds, runs until the first seed that catches it (whose verdict
+//                           the mutant changes: a seed that fails unmutated too is passed over)
+//                           and says after how many runs and seconds
 //   --tail N                lines of trace shown with a violation (default 200; 0: all)
+//   --keep-going            does not stop at a violation: one line for each, and on
 // Prints what it ran: runs, simulated time, lease operations and their rate per wall second.
 #include <chrono>
 #include <cstdio>
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   std::uint64_t seeds = 0, first = 1;
   std::optional<std::uint64_t> one;
   std::size_t tail = 200;
+  bool keep_going = false;
   RunOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -73,6 +77,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "redisgo_simulate: no mutant '%s' (--list-mutants)\n", name.c_str());
         return 2;
       }
+    } else if (a == "--keep-going") {
+      keep_going = true;
     } else if (a == "--list-mutants") {
       for (const auto& m : mutants()) std::printf("%-32s %s\n", m.name.c_str(), m.what.c_str());
       return 0;
@@ -89,6 +95,18 @@ int main(int argc, char** argv) {
     return r.violation ? 1 : 0;
   }
   if (seeds == 0) return usage();
+  if (options.mutant) {
+    const Catch c = hunt(*options.mutant, first, seeds);
+    if (!c.seed) {
+      std::printf("mutant %s NOT caught in %llu run(s) from seed %llu (%.2f s)\n", options.mutant->name.c_str(),
+                  static_cast<unsigned long long>(c.runs), static_cast<unsigned long long>(first), c.seconds);
+      return 1;
+    }
+    std::printf("mutant %s caught by seed %llu, run %llu from seed %llu, in %.2f s: %s\n", options.mutant->name.c_str(),
+                static_cast<unsigned long long>(*c.seed), static_cast<unsigned long long>(c.runs),
+                static_cast<unsigned long long>(first), c.seconds, c.violation->c_str());
+    return 0;
+  }
   const auto began = std::chrono::steady_clock::now();
   Stats total;
   std::uint64_t runs = 0;
@@ -98,14 +116,12 @@ int main(int argc, char** argv) {
     total += r.stats;
     ++runs;
     if (r.violation) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-      if (options.mutant) {
-        std::printf("mutant %s caught by seed %llu after %llu run(s), %.2f s: %s\n", options.mutant->name.c_str(),
-                    static_cast<unsigned long long>(s), static_cast<unsigned long long>(runs), secs, r.violation->c_str());
-        return 0;
+      status = 1;
+      if (keep_going) {
+        std::printf("seed %llu: VIOLATION %s\n", static_cast<unsigned long long>(s), r.violation->c_str());
+        continue;
       }
       report_violation(r, options, tail);
-      status = 1;
       break;
     }
   }
@@ -119,9 +135,5 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(total.leases), static_cast<unsigned long long>(total.children),
               static_cast<unsigned long long>(total.faults), static_cast<unsigned long long>(total.commands), secs,
               secs > 0 ? static_cast<double>(total.operations()) / secs : 0.0);
-  if (options.mutant && status == 0) {
-    std::printf("mutant %s NOT caught in %llu run(s)\n", options.mutant->name.c_str(), static_cast<unsigned long long>(runs));
-    return 1;
-  }
   return status;
 }

@@ -1,13 +1,40 @@
 #include "simulator/network.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string_view>
 #include <utility>
 
+#include "lock/scripts.h"
 #include "simulator/host_clock.h"
 
 namespace redisgo::simulator {
 
 using redis::Fault;
+
+namespace {
+
+/// A script's file name from its text, for traces ("script" when it is none of the lease's).
+std::string script_name(const std::string& text) {
+  static const std::map<std::string_view, const char*> names = [] {
+    using namespace lock;
+    const std::pair<const redis::Script*, const char*> all[] = {
+        {&kAcquireFair, "acquire_fair"}, {&kAcquireSlotFair, "acquire_slot_fair"}, {&kRenew, "renew"},
+        {&kRelease, "release"}, {&kReleaseFair, "release_fair"}, {&kUndo, "undo"}, {&kRaiseFence, "raise_fence"},
+        {&kInspect, "inspect"}, {&kPublish, "publish"}, {&kPassTurn, "pass_turn"}, {&kReadLine, "read_line"},
+        {&kPause, "pause"}, {&kResume, "resume"}, {&kReadPause, "read_pause"}, {&kProbeRights, "probe_rights"},
+        {&kReadRefusal, "read_refusal"}, {&kCheckRights, "check_rights"}, {&kSlotsBeyond, "slots_beyond"},
+        {&kListKey, "list_key"}};
+    std::map<std::string_view, const char*> m;
+    for (const auto& [script, name] : all) m.emplace(script->source, name);
+    return m;
+  }();
+  auto it = names.find(std::string_view(text));
+  return it == names.end() ? "script" : it->second;
+}
+
+}  // namespace
 
 struct Network::Site {
   Site(std::int64_t now_us, sim::NodeOptions options, std::int64_t offset)
@@ -97,17 +124,39 @@ void Network::heal() {
 
 void Network::rewrite_script(std::string from, std::string to) { rewrites_.emplace_back(std::move(from), std::move(to)); }
 
-sim::Resp Network::run(int node, sim::Node::ClientId client, std::vector<std::string> argv) {
+sim::Resp Network::run(int node, int host, sim::Node::ClientId client, std::vector<std::string> argv) {
   sync_clock(node);
   ++commands_;
+  const std::string what = world_.tracing() ? describe_command(argv) : std::string();
   if (!rewrites_.empty() && argv.size() > 1 && (argv[0] == "EVAL" || argv[0] == "eval")) {
     for (const auto& [from, to] : rewrites_) {
       if (argv[1] == from) argv[1] = to;
     }
   }
   sim::Resp r = sites_[static_cast<std::size_t>(node)]->node.call(client, argv);
+  if (world_.tracing()) {
+    std::string reply = sim::to_string(r);
+    if (reply.size() > 160) reply = reply.substr(0, 160) + "...";
+    world_.trace("node" + std::to_string(node), "host" + std::to_string(host) + " " + what + " -> " + reply);
+  }
   deliver_pushes(node);
   return r;
+}
+
+std::string Network::describe_command(const std::vector<std::string>& argv) const {
+  if (argv.size() > 2 && argv[0] == "EVAL") {
+    std::string out = script_name(argv[1]);
+    const std::size_t keys = static_cast<std::size_t>(std::atoi(argv[2].c_str()));
+    for (std::size_t i = 3; i < argv.size(); ++i) {
+      std::string a = argv[i];
+      if (a.size() > 40) a = a.substr(0, 12) + "..." + a.substr(a.size() - 6);
+      out += (i == 3 + keys ? " | " : " ") + a;
+    }
+    return out;
+  }
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
 }
 
 void Network::deliver_pushes(int node) {
@@ -232,7 +281,7 @@ void Wire::transmit(Pending& p) {
   // What the server does with it does not depend on this Wire living on: a request the client
   // gave up on still runs when it arrives (TCP delivers what was written).
   world.at(to_server(), nullptr, [h = handle_, generation, argv = p.argv, id = server_client_,
-                                  incarnation = incarnation_, &net = net_, node = node_]() mutable {
+                                  incarnation = incarnation_, &net = net_, node = node_, w_host = host_]() mutable {
     Network::Site& s = *net.sites_[static_cast<std::size_t>(node)];
     if (!s.up || s.incarnation != incarnation) {
       Wire* w = *h;
@@ -244,7 +293,7 @@ void Wire::transmit(Pending& p) {
       return;
     }
     if (!s.node.connected(id)) return;  // our FIN got there first: nobody reads it
-    sim::Resp reply = net.run(node, id, std::move(argv));
+    sim::Resp reply = net.run(node, w_host, id, std::move(argv));
     Wire* w = *h;
     if (w == nullptr || w->generation_ != generation) return;  // the reply goes to a closed socket
     net.world().at(w->to_client(), w->client_, [h2 = h, generation, r = std::move(reply)]() mutable {

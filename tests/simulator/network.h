@@ -88,7 +88,9 @@ class Network {
   struct Site;
   /// Runs argv on the node for the connection `client` of `wire` (incarnation checked by
   /// the caller) and hands what it pushed to the subscribed wires.
-  sim::Resp run(int node, sim::Node::ClientId client, std::vector<std::string> argv);
+  sim::Resp run(int node, int host, sim::Node::ClientId client, std::vector<std::string> argv);
+  /// What a trace line says of a command: the script's file name for an EVAL, else argv.
+  std::string describe_command(const std::vector<std::string>& argv) const;
   void deliver_pushes(int node);
   void attach(Wire* w);
   void detach(Wire* w);

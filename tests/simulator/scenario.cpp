@@ -1,6 +1,7 @@
 // What a seed draws before its run: the topology, the clients and their modes, the timings
 // within what `validate` accepts, the clocks' offsets within the drift a lease allows, and
 // how stormy the run is.
+#include <algorithm>
 #include <csignal>
 
 #include "simulator/sim.h"
@@ -47,7 +48,17 @@ Scenario draw_scenario(Rng& rng) {
     sc.host_wall_offsets_us.push_back(rng.between(-drift_us / 2, drift_us / 2));
     sc.host_boot_offsets_us.push_back(rng.between(1, 1'000'000) * kSecond);
   }
+  if (rng.percent(40)) {
+    sc.network.transit_min = 100;
+    sc.network.transit_max = rng.between(2, 15) * kMs;
+  }
+  sc.cron_period = rng.percent(50) ? rng.between(1, 5) * kSecond : 0;
   sc.fault_rate = rng.percent(10) ? 0 : static_cast<int>(rng.between(2, 20));
+  // Each run leans its own way: a kind of fault is left out of a run one time in four.
+  for (int k = 0; k < static_cast<int>(FaultKind::kCount); ++k) {
+    sc.fault_weights.push_back(rng.percent(25) ? 0 : static_cast<int>(rng.between(1, 10)));
+  }
+  if (std::all_of(sc.fault_weights.begin(), sc.fault_weights.end(), [](int w) { return w == 0; })) sc.fault_weights[0] = 1;
   sc.faults_until = rng.between(10, 30) * kSecond;
   sc.quiet_for = rng.between(15, 25) * kSecond;
   return sc;
@@ -61,8 +72,10 @@ std::string Scenario::describe() const {
          std::to_string(limit) + ", expire " + std::to_string(r.expire.count()) + " ms, cron " +
          std::to_string(r.cron.count()) + " ms, kill_grace " + std::to_string(cfg.task.kill_grace.count()) +
          " ms, io_timeout " + std::to_string(r.io_timeout.count()) + " ms, backoff max " +
-         std::to_string(cfg.backoff.max.count()) + " ms, " + std::to_string(fault_rate) + " faults/10 s until " +
-         format_time(faults_until) + " s";
+         std::to_string(cfg.backoff.max.count()) + " ms, transit " + std::to_string(network.transit_min) + "-" +
+         std::to_string(network.transit_max) + " us, " +
+         (cron_period > 0 ? "oneshots every " + format_time(cron_period) + " s, " : std::string()) +
+         std::to_string(fault_rate) + " faults/10 s until " + format_time(faults_until) + " s";
 }
 
 }  // namespace redisgo::simulator

@@ -1,6 +1,7 @@
 #include "simulator/sim.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "lock/scripts.h"
@@ -8,13 +9,6 @@
 #include "simulator/seam.h"
 
 namespace redisgo::simulator {
-namespace {
-
-/// No fault lasts longer than this, so the last one has ended by faults_until + kLongestFault.
-constexpr Time kLongestFault = 6 * kSecond;
-
-}  // namespace
-
 Stats& Stats::operator+=(const Stats& o) {
   acquires += o.acquires;
   renewals += o.renewals;
@@ -31,7 +25,7 @@ Stats& Stats::operator+=(const Stats& o) {
 Sim::Sim(std::uint64_t seed, const RunOptions& options) : world_(seed), options_(options) {
   world_.set_tracing(options.trace);
   sc_ = draw_scenario(world_.rng());
-  net_ = std::make_unique<Network>(world_, sc_.clients, sc_.node_offsets_us);
+  net_ = std::make_unique<Network>(world_, sc_.clients, sc_.node_offsets_us, sc_.network);
   if (options.mutant) {
     for (const auto& e : options.mutant->edits) {
       bool applied = false;
@@ -86,61 +80,6 @@ std::unique_ptr<lock::LeaseBackend> Sim::make_backend(const lock::LeaseOptions& 
   return lock::make_redis_backend(o, clock);
 }
 
-void Sim::fault() {
-  Rng& rng = world_.rng();
-  const Time now = world_.now();
-  if (now >= sc_.faults_until) return;
-  ++stats_.faults;
-  const int host = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.clients)));
-  const int node = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.nodes)));
-  const Time length = rng.between(20 * kMs, rng.percent(70) ? 2 * kSecond : kLongestFault);
-  auto say = [&](const std::string& what) { world_.trace("fault", what + " for " + format_time(length) + " s"); };
-  switch (rng.below(8)) {
-    case 0:
-      say("node" + std::to_string(node) + " crashes, restarts empty");
-      net_->crash(node, std::min(length, 2 * kSecond));
-      break;
-    case 1:
-      say("host" + std::to_string(host) + " cut from node" + std::to_string(node));
-      net_->partition(host, node, now + length);
-      break;
-    case 2:
-      say("host" + std::to_string(host) + " cut from every node");
-      for (int n = 0; n < sc_.nodes; ++n) net_->partition(host, n, now + length);
-      break;
-    case 3: {
-      Link& l = net_->link(host, node);
-      l.slow_until = now + length;
-      l.slow_extra = rng.between(5 * kMs, rng.percent(50) ? 100 * kMs : 800 * kMs);
-      say("host" + std::to_string(host) + " to node" + std::to_string(node) + " slow (up to " +
-          format_time(l.slow_extra) + " s more)");
-      break;
-    }
-    case 4: {
-      Link& l = net_->link(host, node);
-      l.lossy_until = now + length;
-      l.loss_per_mille = static_cast<int>(rng.between(20, 300));
-      say("host" + std::to_string(host) + " to node" + std::to_string(node) + " loses " +
-          std::to_string(l.loss_per_mille) + "/1000 messages");
-      break;
-    }
-    case 5:
-    case 6:
-      clients_[static_cast<std::size_t>(host)]->freeze(length, false);
-      break;
-    default:
-      clients_[static_cast<std::size_t>(host)]->freeze(length, true);
-      break;
-  }
-  schedule_faults();
-}
-
-void Sim::schedule_faults() {
-  if (sc_.fault_rate <= 0) return;
-  const Time mean = 10 * kSecond / sc_.fault_rate;
-  world_.after(world_.rng().between(1, 2 * mean), nullptr, [this] { fault(); });
-}
-
 void Sim::liveness_tick() {
   checker_->check_liveness();
   if (world_.now() + 100 * kMs < end_) world_.after(100 * kMs, nullptr, [this] { liveness_tick(); });
@@ -183,6 +122,25 @@ RunResult Sim::run() {
 RunResult run_seed(std::uint64_t seed, const RunOptions& options) {
   Sim sim(seed, options);
   return sim.run();
+}
+
+Catch hunt(const Mutant& mutant, std::uint64_t first, std::uint64_t budget) {
+  const auto began = std::chrono::steady_clock::now();
+  Catch out;
+  RunOptions mutated;
+  mutated.mutant = &mutant;
+  for (std::uint64_t s = first; s < first + budget; ++s) {
+    const RunResult r = run_seed(s, mutated);
+    ++out.runs;
+    out.stats += r.stats;
+    if (r.violation && !run_seed(s).violation) {
+      out.seed = s;
+      out.violation = r.violation;
+      break;
+    }
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  return out;
 }
 
 }  // namespace redisgo::simulator

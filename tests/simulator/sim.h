@@ -24,6 +24,22 @@ namespace redisgo::simulator {
 class SimClient;
 class HostNetwork;
 
+/// No fault lasts longer than this, so the last one has ended by faults_until + kLongestFault.
+inline constexpr Time kLongestFault = 8 * kSecond;
+
+/// The faults a run draws from (faults.cpp).
+enum class FaultKind {
+  kCrash,      ///< a node crashes and restarts empty
+  kCut,        ///< a host is cut from one node
+  kIsolate,    ///< a host is cut from every node
+  kSlow,       ///< a host's messages to one node are slow
+  kLossy,      ///< a host loses messages to one node (each is late past io_timeout)
+  kPause,      ///< SIGSTOP of a daemon (its keeper and child run on)
+  kFreeze,     ///< the whole host stops (a paused VM)
+  kStall,      ///< a host loses its network, then stops, then runs again just after it is back
+  kCount
+};
+
 /// What a seed draws before the run starts.
 struct Scenario {
   int nodes = 1;
@@ -34,7 +50,15 @@ struct Scenario {
   std::vector<std::int64_t> node_offsets_us;
   std::vector<std::int64_t> host_wall_offsets_us;
   std::vector<std::int64_t> host_boot_offsets_us;
+  /// How messages travel (µs, one way): a LAN, or a jittery network where two clients' requests
+  /// often reach two nodes in opposite orders.
+  NetworkSettings network;
+  /// A oneshot host's next run: at the next multiple of this (cron fires every host at the same
+  /// second, give or take a few ms), or 0: a while after the last one ended.
+  Time cron_period = 0;
   int fault_rate = 0;                    ///< faults per 10 simulated seconds (0: none)
+  /// The faults' relative weights, by kind (FaultKind): each run leans its own way.
+  std::vector<int> fault_weights;
   Time faults_until = 0;                 ///< no fault starts after this
   Time quiet_for = 0;                    ///< how long the run goes on after the last fault ends
   std::string describe() const;
@@ -87,6 +111,19 @@ struct RunResult {
 /// One run of `seed`.
 RunResult run_seed(std::uint64_t seed, const RunOptions& options = {});
 
+/// A mutant hunted from a starting seed.
+struct Catch {
+  std::optional<std::uint64_t> seed;  ///< the first seed whose verdict the mutant changed
+  std::optional<std::string> violation;
+  std::uint64_t runs = 0;             ///< seeds run with the mutant
+  double seconds = 0;                 ///< wall time, unmutated re-runs included
+  Stats stats;
+};
+/// Runs `mutant` on seeds first, first + 1, ... (at most `budget` of them) until one violates
+/// an invariant that the same seed without the mutant keeps: a seed that fails unmutated too
+/// (a defect of today's code) proves nothing about the mutant and is passed over.
+Catch hunt(const Mutant& mutant, std::uint64_t first, std::uint64_t budget);
+
 /// The run's shared context: what the clients and the fault schedule work through.
 class Sim {
  public:
@@ -119,6 +156,7 @@ class Sim {
  private:
   void schedule_faults();
   void fault();
+  void apply(FaultKind kind, int host, int node, Time length);
   void heal_and_quiet();
   void liveness_tick();
 
