@@ -55,16 +55,16 @@ void SimClient::start(Time at) {
 
 void SimClient::freeze(Time length, bool whole_host) {
   World& w = sim_.world();
-  trace(std::string("SIGSTOP ") + (whole_host ? "the whole host" : "the daemon") + " for " + format_time(length) + " s");
   auto procs = whole_host ? std::vector<Process*>{&daemon_proc_, &keeper_proc_, &child_proc_}
                           : std::vector<Process*>{&daemon_proc_};
   for (Process* p : procs) {
     if (p->frozen()) return;  // one stop at a time
   }
+  trace(std::string("SIGSTOP ") + (whole_host ? "the whole host" : "the daemon") + " for " + format_time(length) + " s");
   for (Process* p : procs) w.freeze(*p);
   w.after(length, nullptr, [this, procs] {
     trace("SIGCONT");
-    for (Process* p : procs) sim_.world().thaw(*p);
+    sim_.world().thaw(procs);
   });
 }
 

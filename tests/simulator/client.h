@@ -50,6 +50,10 @@ class SimClient {
   const std::string& name() const { return name_; }
   /// SIGSTOP for `length`: the daemon alone (its keeper and child run on), or the whole host.
   void freeze(Time length, bool whole_host);
+  /// The daemon is stopped now.
+  bool stopped() const;
+  /// While it leads: when its next renewal round goes out (kNever: none waiting).
+  Time next_renewal() const;
 
  private:
   class Renewer;
@@ -100,6 +104,7 @@ class SimClient {
   Process keeper_proc_;
   Process child_proc_;
   int pid_ = 1000;
+  std::uint64_t child_seq_ = 0;  // children started on this host: an event names the one it is for
   std::unique_ptr<Daemon> d_;   // the daemon process running, if any
   std::unique_ptr<Lease> lease_;  // its lease, while it leads
   Fiber* main_ = nullptr;

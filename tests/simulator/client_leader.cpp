@@ -45,7 +45,9 @@ void SimClient::Renewer::run() {
   for (;;) {
     if (step.kind == Kind::kWait) {
       client_.sim_.watch_cancel(stop_fd_, fiber_);
+      next_round_ = step.until;
       while (!stopped_ && client_.clock_.now() < step.until) world.wait(client_.sim_time(step.until));
+      next_round_ = Clock::time_point::max();
       client_.sim_.watch_cancel(stop_fd_, nullptr);
       if (stopped_) break;
       step = machine_.due(client_.clock_.now());
@@ -112,6 +114,13 @@ lock::Release SimClient::Renewer::stop_and_release() {
   stop();
   return backend_->release();
 }
+
+Time SimClient::next_renewal() const {
+  if (!lease_ || !lease_->renewer) return kNever;
+  return sim_time(lease_->renewer->next_round());
+}
+
+bool SimClient::stopped() const { return daemon_proc_.frozen(); }
 
 void SimClient::on_lease_moved(Clock::time_point old_until, Clock::time_point new_until) {
   // A deadline that had passed, moved forward again while the child runs: the client holds
@@ -189,9 +198,12 @@ bool SimClient::drive(const daemon::leader::Event& event) {
                    [&](const MoveDeadline& a) {
                      // The keeper hears it through its pipe (frozen with its process).
                      const process::DeadlineMessage m{ns_of(a.kill_at), ns_of(a.decided), ns_of(clock_.now())};
-                     sim_.world().at(sim_.world().now(), &keeper_proc_, [this, gen = l.child_gen, m] {
-                       if (lease_ && lease_->child_gen == gen) keeper_take(m);
-                     });
+                     sim_.world().at(
+                         sim_.world().now(), &keeper_proc_,
+                         [this, gen = l.child_gen, m] {
+                           if (lease_ && lease_->child_gen == gen) keeper_take(m);
+                         },
+                         EventKind::kArrival);
                    },
                    [&](const FrozenPastLease&) { trace("frozen past its lease with the child alive"); },
                    [&](const ArmHealth&) {},
@@ -286,7 +298,7 @@ daemon::leader::Event SimClient::spawn_child(Clock::time_point kill_at) {
   if (!process::may_start(ns_of(kill_at), ns_of(now))) {
     return daemon::leader::SpawnFailed{75, "the lease ended before the child could start"};
   }
-  ++l.child_gen;
+  l.child_gen = ++child_seq_;
   l.child_alive = true;
   l.child_reaped = false;
   l.child_code = 0;
@@ -295,10 +307,12 @@ daemon::leader::Event SimClient::spawn_child(Clock::time_point kill_at) {
   ++sim_.stats().children;
   // The child exits at a moment of its own: most soon, some after many renewals.
   Rng& rng = sim_.world().rng();
-  const int pick = static_cast<int>(rng.below(10));
-  const Time runs = pick < 5 ? rng.between(1 * kMs, 500 * kMs)
-                  : pick < 9 ? rng.between(500 * kMs, 5 * kSecond)
-                             : rng.between(5 * kSecond, 20 * kSecond);
+  const int pick = static_cast<int>(rng.below(100));
+  const int brief = sim_.scenario().brief_children;
+  const Time runs = pick < brief ? rng.between(1 * kMs, 100 * kMs)
+                  : pick < 50 ? rng.between(100 * kMs, 500 * kMs)
+                  : pick < 90 ? rng.between(500 * kMs, 5 * kSecond)
+                              : rng.between(5 * kSecond, 20 * kSecond);
   const int code = rng.percent(70) ? 0 : 1;
   trace("child starts with token " + std::to_string(l.acquired.token) + ", exits in " + format_time(runs) + " s");
   sim_.world().after(runs, &child_proc_, [this, gen = l.child_gen, code] {

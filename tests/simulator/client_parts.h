@@ -53,6 +53,8 @@ class SimClient::Renewer {
   const std::string& lost_reason() const { return lost_reason_; }
   std::uint64_t renewals() const { return renewals_; }
   std::uint64_t rounds() const { return rounds_; }
+  /// When the next round goes out (the wait it is in), or time_point::max().
+  Clock::time_point next_round() const { return next_round_; }
   /// Stops renewing (idempotent) and waits for the fiber to end (the thread's join).
   void stop();
   lock::Release stop_and_release();
@@ -74,6 +76,7 @@ class SimClient::Renewer {
   std::uint64_t renewals_ = 0;
   std::uint64_t rounds_ = 0;
   bool stopped_ = false;
+  Clock::time_point next_round_ = Clock::time_point::max();
   Fiber* fiber_ = nullptr;
   Fiber* joiner_ = nullptr;
 };

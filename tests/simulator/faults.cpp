@@ -23,7 +23,15 @@ void Sim::fault() {
   int pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(total)));
   int kind = 0;
   while (pick >= sc_.fault_weights[static_cast<std::size_t>(kind)]) pick -= sc_.fault_weights[static_cast<std::size_t>(kind++)];
-  const int host = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.clients)));
+  // Many faults that hit a host hit one that leads: the holder is where the protocol is at stake.
+  int host = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.clients)));
+  if (rng.percent(sc_.hit_leader)) {
+    std::vector<int> leading;
+    for (int i = 0; i < sc_.clients; ++i) {
+      if (clients_[static_cast<std::size_t>(i)]->view().leading) leading.push_back(i);
+    }
+    if (!leading.empty()) host = leading[rng.below(leading.size())];
+  }
   const int node = static_cast<int>(rng.below(static_cast<std::uint64_t>(sc_.nodes)));
   const Time length = rng.between(20 * kMs, rng.percent(70) ? 2 * kSecond : 6 * kSecond);
   apply(static_cast<FaultKind>(kind), host, node, length);
@@ -74,12 +82,20 @@ void Sim::apply(FaultKind kind, int host, int node, Time length) {
       // A VM in trouble: its network goes for about a lease, it stops within an io_timeout of
       // that, and runs again a moment after its network is back (what it sent before it
       // stopped arrives late, and what came back waits for it).
+      // Half the time it stops just after a renewal went out (a pause that follows a write, as a
+      // GC or a VM's balloon does), which leaves that renewal in flight across the stop.
       const Time expire = sc_.cfg.redis.expire.count() * kMs;
-      length = rng.between(expire / 2, expire * 6 / 5);
-      const Time stop_after = rng.between(0, std::min<Time>(length, sc_.cfg.redis.io_timeout.count() * kMs));
-      const Time stopped = length - stop_after + rng.between(0, 300 * kMs);
-      say(h + " stalls: cut from every node, stopped after " + format_time(stop_after) + " s for " +
-          format_time(stopped) + " s");
+      const Time io = sc_.cfg.redis.io_timeout.count() * kMs;
+      SimClient& c = *clients_[static_cast<std::size_t>(host)];
+      if (c.stopped()) return;  // one stop at a time
+      const Time next = c.next_renewal();
+      const Time sent = next != kNever && rng.percent(50) ? next - now : 0;
+      const Time stop_after = sent + rng.between(0, io * 4 / 5);
+      const Time cron = sc_.cfg.redis.cron.count() * kMs;
+      length = sent + rng.between(expire - cron, expire);
+      const Time stopped = std::max<Time>(length - stop_after, 0) + rng.between(0, 100 * kMs);
+      world_.trace("fault", h + " stalls: cut from every node for " + format_time(length) + " s, stopped " +
+                                format_time(stop_after) + " s in for " + format_time(stopped) + " s");
       for (int i = 0; i < sc_.nodes; ++i) net_->partition(host, i, now + length);
       world_.after(stop_after, nullptr, [this, host, stopped] { clients_[static_cast<std::size_t>(host)]->freeze(stopped, true); });
       break;

@@ -99,7 +99,7 @@ void Network::crash(int node, Time down_for) {
       const Time t = w->to_client();
       world_.at(t, w->client_, [h = w->handle_, generation] {
         if (*h) (*h)->reset_by_server(generation, "connection reset by peer (the server went down)");
-      });
+      }, EventKind::kArrival);
     }
   }
   const Time back = world_.now() + down_for;
@@ -168,7 +168,7 @@ void Network::deliver_pushes(int node) {
     const std::uint64_t generation = w->generation_;
     world_.at(w->to_client(), w->client_, [h = w->handle_, generation, p = std::move(pushes)]() mutable {
       if (*h) (*h)->push_arrived(generation, std::move(p));
-    });
+    }, EventKind::kArrival);
   }
 }
 
@@ -246,7 +246,7 @@ void Wire::connected_at_server(std::uint64_t generation) {
       if (w && w->generation_ == generation && w->state_ == State::kConnecting) {
         w->close(Fault::kConnect, "connection refused");
       }
-    });
+    }, EventKind::kArrival);
     return;
   }
   const sim::Node::ClientId id = s.node.connect();
@@ -258,7 +258,7 @@ void Wire::connected_at_server(std::uint64_t generation) {
     } else if (net.up(node)) {
       net.node(node).disconnect(id);  // the client gave up meanwhile: its RST
     }
-  });
+  }, EventKind::kArrival);
 }
 
 void Wire::opened(sim::Node::ClientId id, int incarnation) {
@@ -288,7 +288,7 @@ void Wire::transmit(Pending& p) {
       if (w && w->generation_ == generation) {
         net.world().at(w->to_client(), w->client_, [h2 = h, generation] {
           if (*h2) (*h2)->reset_by_server(generation, "connection reset by peer");
-        });
+        }, EventKind::kArrival);
       }
       return;
     }
@@ -298,7 +298,7 @@ void Wire::transmit(Pending& p) {
     if (w == nullptr || w->generation_ != generation) return;  // the reply goes to a closed socket
     net.world().at(w->to_client(), w->client_, [h2 = h, generation, r = std::move(reply)]() mutable {
       if (*h2) (*h2)->reply_arrived(generation, std::move(r));
-    });
+    }, EventKind::kArrival);
   });
 }
 

@@ -42,6 +42,7 @@ enum class FaultKind {
 
 /// What a seed draws before the run starts.
 struct Scenario {
+  std::string family;  ///< which way the run leans (scenario.cpp)
   int nodes = 1;
   int clients = 3;
   int limit = 1;
@@ -56,6 +57,10 @@ struct Scenario {
   /// A oneshot host's next run: at the next multiple of this (cron fires every host at the same
   /// second, give or take a few ms), or 0: a while after the last one ended.
   Time cron_period = 0;
+  /// Percent of children that end within 100 ms (the rest: up to 500 ms, 5 s, 20 s).
+  int brief_children = 20;
+  /// Percent of the faults that hit a host which hit one that leads at that moment.
+  int hit_leader = 50;
   int fault_rate = 0;                    ///< faults per 10 simulated seconds (0: none)
   /// The faults' relative weights, by kind (FaultKind): each run leans its own way.
   std::vector<int> fault_weights;

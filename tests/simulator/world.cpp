@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <exception>
 #include <cstdio>
@@ -64,8 +65,13 @@ World::World(std::uint64_t seed) : seed_(seed), rng_(seed) {}
 
 World::~World() = default;
 
-void World::at(Time t, Process* process, std::function<void()> fn) {
-  queue_.push(Event{t < now_ ? now_ : t, seq_++, process, std::move(fn)});
+void World::at(Time t, Process* process, std::function<void()> fn, EventKind kind) {
+  if (kind == EventKind::kResume && t <= now_ &&
+      std::find(thawing_.begin(), thawing_.end(), process) != thawing_.end()) {
+    runnable_.push_back(Runnable{process, kind, std::move(fn)});
+    return;
+  }
+  queue_.push(Event{t < now_ ? now_ : t, seq_++, process, std::move(fn), kind});
 }
 
 Fiber& World::spawn(Process* process, std::string name, std::function<void()> body) {
@@ -78,11 +84,14 @@ Fiber& World::spawn(Process* process, std::string name, std::function<void()> bo
 
 void World::schedule_resume(Fiber* f, std::uint64_t generation) {
   f->wake_queued_ = true;
-  at(now_, f->process_, [this, f, generation] {
-    if (f->generation_ != generation) return;
-    f->wake_queued_ = false;
-    if (f->parked_ && !f->done_) resume(f);
-  });
+  at(
+      now_, f->process_,
+      [this, f, generation] {
+        if (f->generation_ != generation) return;
+        f->wake_queued_ = false;
+        if (f->parked_ && !f->done_) resume(f);
+      },
+      EventKind::kResume);
 }
 
 void World::resume(Fiber* f) {
@@ -109,9 +118,12 @@ void World::wait(Time deadline) {
   const std::uint64_t generation = ++f->generation_;
   f->wake_queued_ = false;
   if (deadline != kNever) {
-    at(deadline, f->process_, [this, f, generation] {
-      if (f->generation_ == generation && f->parked_ && !f->done_) resume(f);
-    });
+    at(
+        deadline, f->process_,
+        [this, f, generation] {
+          if (f->generation_ == generation && f->parked_ && !f->done_) resume(f);
+        },
+        EventKind::kResume);
   }
   park();
   ++f->generation_;  // a wake still queued for this wait is stale now
@@ -142,13 +154,29 @@ void World::notify(Fiber* f) {
 
 void World::freeze(Process& p) { p.frozen_ = true; }
 
-void World::thaw(Process& p) {
-  p.frozen_ = false;
-  auto deferred = std::move(p.deferred_);
-  p.deferred_.clear();
-  // Threads that resume together race: their order is drawn.
-  for (std::size_t i = deferred.size(); i > 1; --i) std::swap(deferred[i - 1], deferred[rng_.below(i)]);
-  for (auto& fn : deferred) at(now_, &p, std::move(fn));
+void World::thaw(const std::vector<Process*>& group) {
+  // What arrived first, in the order it came; then the timers and the resumes (those that were
+  // due, and those that what arrived causes) in a drawn order.
+  thawing_ = group;
+  std::vector<std::pair<Process*, Process::Deferred>> deferred;
+  for (Process* p : group) {
+    p->frozen_ = false;
+    for (auto& d : p->deferred_) deferred.emplace_back(p, std::move(d));
+    p->deferred_.clear();
+  }
+  for (auto& [p, d] : deferred) {
+    if (d.kind != EventKind::kArrival) continue;
+    ++events_;
+    d.fn();
+  }
+  for (auto& [p, d] : deferred) {
+    if (d.kind != EventKind::kArrival) runnable_.push_back(Runnable{p, d.kind, std::move(d.fn)});
+  }
+  thawing_.clear();
+  auto runnable = std::move(runnable_);
+  runnable_.clear();
+  for (std::size_t i = runnable.size(); i > 1; --i) std::swap(runnable[i - 1], runnable[rng_.below(i)]);
+  for (auto& r : runnable) at(now_, r.process, std::move(r.fn), r.kind);
 }
 
 void World::run_until(Time limit) {
@@ -163,7 +191,7 @@ void World::run_until(Time limit) {
     }
     now_ = e.t;
     if (e.process != nullptr && e.process->frozen_) {
-      e.process->deferred_.push_back(std::move(e.fn));
+      e.process->deferred_.push_back(Process::Deferred{e.kind, std::move(e.fn)});
       continue;
     }
     ++events_;

@@ -11,7 +11,10 @@
 ///
 /// Processes: every event and fiber may belong to a Process (a simulated daemon, keeper or
 /// child). A frozen process (SIGSTOP, a paused VM) runs nothing: its events wait until it is
-/// thawed, and then run in an order drawn from rng() (threads that resume after a stop race).
+/// thawed. Then what arrived meanwhile (replies, messages, resets: the kernel took them) is
+/// taken first, in the order it came; then the process's own timers; and its fibers resume in
+/// an order drawn from rng(): threads that resume after a stop race, each finding everything
+/// that arrived while it was stopped.
 
 #include <ucontext.h>
 
@@ -38,6 +41,13 @@ class World;
 struct FiberExit {};
 
 /// A group of events and fibers frozen and thawed together.
+/// What an event of a process is, for the order a thaw takes them in.
+enum class EventKind {
+  kTimer,    ///< the process's own doing when its time comes (a timeout, a timer)
+  kArrival,  ///< something the kernel received for it (a reply, a message, a reset, a pipe)
+  kResume,   ///< a fiber of it resumes (World's own)
+};
+
 class Process {
  public:
   explicit Process(std::string name) : name_(std::move(name)) {}
@@ -48,7 +58,11 @@ class Process {
   friend class World;
   std::string name_;
   bool frozen_ = false;
-  std::vector<std::function<void()>> deferred_;  // events that came while frozen
+  struct Deferred {
+    EventKind kind;
+    std::function<void()> fn;
+  };
+  std::vector<Deferred> deferred_;  // events that came while frozen, in the order they came
 };
 
 /// A cooperative thread with its own stack.
@@ -92,8 +106,10 @@ class World {
   std::uint64_t seed() const { return seed_; }
 
   /// Runs `fn` at `t` (not before now), as part of `process` (null: of no process).
-  void at(Time t, Process* process, std::function<void()> fn);
-  void after(Time dt, Process* process, std::function<void()> fn) { at(now_ + dt, process, std::move(fn)); }
+  void at(Time t, Process* process, std::function<void()> fn, EventKind kind = EventKind::kTimer);
+  void after(Time dt, Process* process, std::function<void()> fn, EventKind kind = EventKind::kTimer) {
+    at(now_ + dt, process, std::move(fn), kind);
+  }
 
   /// A fiber of `process`, started at the current instant (after the events already due).
   Fiber& spawn(Process* process, std::string name, std::function<void()> body);
@@ -107,7 +123,11 @@ class World {
   void notify(Fiber* fiber);
 
   void freeze(Process& p);
-  void thaw(Process& p);
+  /// Thaws `group` together (a host's processes after SIGCONT of them all): what arrived for any
+  /// of them is taken first, then their timers and fibers run in one drawn order, so that a
+  /// keeper and a daemon's threads resumed at once race as they would.
+  void thaw(const std::vector<Process*>& group);
+  void thaw(Process& p) { thaw(std::vector<Process*>{&p}); }
 
   /// The end of a run: every fiber still alive is resumed once more, newest first, and its
   /// wait throws FiberExit, which unwinds its stack to its entry (what it holds is destroyed
@@ -139,6 +159,7 @@ class World {
     std::uint64_t seq;
     Process* process;
     std::function<void()> fn;
+    EventKind kind;
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
@@ -159,6 +180,13 @@ class World {
   ucontext_t scheduler_{};
   bool halted_ = false;
   bool spinning_ = false;
+  std::vector<Process*> thawing_;  // the processes thaw() is taking events of
+  struct Runnable {
+    Process* process;
+    EventKind kind;
+    std::function<void()> fn;
+  };
+  std::vector<Runnable> runnable_;  // their timers and resumes, queued in a drawn order at the end
   std::uint64_t same_instant_ = 0;
   bool tracing_ = false;
   std::string trace_;
