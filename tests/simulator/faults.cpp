@@ -46,7 +46,7 @@ void Sim::apply(FaultKind kind, int host, int node, Time length) {
   auto say = [&](const std::string& what) { world_.trace("fault", what + " for " + format_time(length) + " s"); };
   switch (kind) {
     case FaultKind::kCrash:
-      length = std::min(length, 2 * kSecond);
+      length = std::min(length, sc_.crash_downtime);
       say(n + " crashes, restarts empty");
       net_->crash(node, length);
       break;

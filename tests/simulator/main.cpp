@@ -7,8 +7,11 @@
 //                           the mutant changes: a seed that fails unmutated too is passed over)
 //                           and says after how many runs and seconds
 //   --tail N                lines of trace shown with a violation (default 200; 0: all)
-//   --keep-going            does not stop at a violation: one line for each, and on
+//   --family NAME           every run draws its scenario from one family (mixed, restarts,
+//                           herd, stalls: tests/simulator/scenario.cpp) instead of its own
+//   --keep-going            does not stop at a violation: one line for each, and on to the last seed
 // Prints what it ran: runs, simulated time, lease operations and their rate per wall second.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +80,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "redisgo_simulate: no mutant '%s' (--list-mutants)\n", name.c_str());
         return 2;
       }
+    } else if (a == "--family") {
+      options.family = value();
+      if (std::find(families().begin(), families().end(), options.family) == families().end()) {
+        std::fprintf(stderr, "redisgo_simulate: no family '%s' (mixed, restarts, herd, stalls)\n", options.family.c_str());
+        return 2;
+      }
     } else if (a == "--keep-going") {
       keep_going = true;
     } else if (a == "--list-mutants") {
@@ -96,7 +105,7 @@ int main(int argc, char** argv) {
   }
   if (seeds == 0) return usage();
   if (options.mutant) {
-    const Catch c = hunt(*options.mutant, first, seeds);
+    const Catch c = hunt(*options.mutant, first, seeds, options.family);
     if (!c.seed) {
       std::printf("mutant %s NOT caught in %llu run(s) from seed %llu (%.2f s)\n", options.mutant->name.c_str(),
                   static_cast<unsigned long long>(c.runs), static_cast<unsigned long long>(first), c.seconds);

@@ -30,17 +30,29 @@ std::vector<int> weights(Rng& rng, std::initializer_list<std::pair<FaultKind, in
 
 }  // namespace
 
-Scenario draw_scenario(Rng& rng) {
+const std::vector<std::string>& families() {
+  static const std::vector<std::string> all{"mixed", "restarts", "herd", "stalls"};
+  return all;
+}
+
+Scenario draw_scenario(Rng& rng, const std::string& family_wanted) {
   Scenario sc;
-  const std::uint64_t family = rng.below(5);
-  sc.family = family < 2 ? "mixed" : family == 2 ? "restarts" : family == 3 ? "herd" : "stalls";
+  const std::uint64_t family = rng.below(5);  // drawn either way: a seed's other draws do not move
+  sc.family = !family_wanted.empty() ? family_wanted
+              : family < 2           ? "mixed"
+              : family == 2          ? "restarts"
+              : family == 3          ? "herd"
+                                     : "stalls";
   const bool mixed = sc.family == "mixed";
-  sc.nodes = sc.family == "herd" ? 3 : sc.family == "stalls" ? 1 : rng.percent(50) ? 1 : 3;
+  const bool restarts = sc.family == "restarts";
+  sc.nodes = sc.family == "herd" ? 3 : sc.family == "stalls" ? 1 : rng.percent(restarts ? 80 : 50) ? 1 : 3;
   sc.limit = sc.family == "stalls" ? 1
-             : sc.family == "herd" || (sc.family == "restarts" && rng.percent(60)) || (mixed && rng.percent(40))
-                 ? static_cast<int>(rng.between(2, 3))
+             : sc.family == "herd" || (restarts && rng.percent(80)) || (mixed && rng.percent(40))
+                 ? static_cast<int>(restarts && rng.percent(70) ? 3 : rng.between(2, 3))
                  : 1;
-  sc.clients = sc.family == "stalls" ? (rng.percent(70) ? 2 : 3) : static_cast<int>(rng.between(sc.limit + 1, sc.limit + 3));
+  // Waiters in line: a stall needs one other host at most; a restart under a semaphore, several.
+  sc.clients = sc.family == "stalls" ? (rng.percent(70) ? 2 : 3)
+                                     : static_cast<int>(rng.between(sc.limit + 1, sc.limit + (restarts ? 4 : 3)));
   config::Config& cfg = sc.cfg;
   auto& r = cfg.redis;
   r.topology = sc.nodes == 1 ? config::Topology::kSingle : config::Topology::kRedlock;
@@ -63,8 +75,9 @@ Scenario draw_scenario(Rng& rng) {
   t.kill_grace = Millis(rng.between(r.expire.count() / 10, r.expire.count() - r.cron.count() - 50));
   t.restart = rng.percent(50) ? config::Restart::kAlways : config::Restart::kOnFailure;
   t.restart_delay = Millis(rng.between(0, 10) * 100);
-  // All supervise, all oneshot, or mixed; a herd is mostly oneshots.
-  const int mix = sc.family == "herd" && rng.percent(70) ? 1 : static_cast<int>(rng.below(3));
+  // All supervise, all oneshot, or mixed; a herd is mostly oneshots, and so are the hosts that
+  // meet restarts (a oneshot releases as its child ends: releases right after a restart).
+  const int mix = (sc.family == "herd" || restarts) && rng.percent(70) ? 1 : static_cast<int>(rng.below(3));
   for (int i = 0; i < sc.clients; ++i) {
     const bool supervise = mix == 0 || (mix == 2 && rng.percent(50));
     sc.modes.push_back(supervise ? config::Mode::kSupervise : config::Mode::kOneshot);
@@ -82,12 +95,15 @@ Scenario draw_scenario(Rng& rng) {
     sc.network.transit_max = rng.between(2, 15) * kMs;
   }
   sc.cron_period = rng.percent(sc.family == "herd" ? 90 : 50) ? rng.between(1, 5) * kSecond : 0;
-  sc.brief_children = static_cast<int>(sc.family == "stalls" ? rng.between(30, 50) : rng.between(0, 50));
+  sc.brief_children = static_cast<int>(sc.family == "stalls" ? rng.between(30, 50)
+                                       : restarts       ? rng.between(40, 50)
+                                                        : rng.between(0, 50));
+  sc.crash_downtime = restarts && rng.percent(70) ? 300 * kMs : 2 * kSecond;
   sc.hit_leader = sc.family == "stalls" ? 90 : 50;
   sc.fault_rate = mixed && rng.percent(10) ? 0 : static_cast<int>(rng.between(mixed ? 2 : 8, sc.family == "stalls" ? 30 : 20));
   using K = FaultKind;
-  if (sc.family == "restarts") {
-    sc.fault_weights = weights(rng, {{K::kCrash, 30}});
+  if (restarts) {
+    sc.fault_weights = weights(rng, {{K::kCrash, 40}});
   } else if (sc.family == "stalls") {
     sc.fault_weights = weights(rng, {{K::kStall, 20}, {K::kFreeze, 5}, {K::kSlow, 5}});
     sc.fault_weights[static_cast<std::size_t>(K::kCrash)] = 0;

@@ -24,7 +24,7 @@ Stats& Stats::operator+=(const Stats& o) {
 
 Sim::Sim(std::uint64_t seed, const RunOptions& options) : world_(seed), options_(options) {
   world_.set_tracing(options.trace);
-  sc_ = draw_scenario(world_.rng());
+  sc_ = draw_scenario(world_.rng(), options.family);
   net_ = std::make_unique<Network>(world_, sc_.clients, sc_.node_offsets_us, sc_.network);
   if (options.mutant) {
     for (const auto& e : options.mutant->edits) {
@@ -124,16 +124,18 @@ RunResult run_seed(std::uint64_t seed, const RunOptions& options) {
   return sim.run();
 }
 
-Catch hunt(const Mutant& mutant, std::uint64_t first, std::uint64_t budget) {
+Catch hunt(const Mutant& mutant, std::uint64_t first, std::uint64_t budget, const std::string& family) {
   const auto began = std::chrono::steady_clock::now();
   Catch out;
-  RunOptions mutated;
+  RunOptions plain;
+  plain.family = family;
+  RunOptions mutated = plain;
   mutated.mutant = &mutant;
   for (std::uint64_t s = first; s < first + budget; ++s) {
     const RunResult r = run_seed(s, mutated);
     ++out.runs;
     out.stats += r.stats;
-    if (r.violation && !run_seed(s).violation) {
+    if (r.violation && !run_seed(s, plain).violation) {
       out.seed = s;
       out.violation = r.violation;
       break;

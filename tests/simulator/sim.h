@@ -59,6 +59,8 @@ struct Scenario {
   Time cron_period = 0;
   /// Percent of children that end within 100 ms (the rest: up to 500 ms, 5 s, 20 s).
   int brief_children = 20;
+  /// The longest a crashed node stays down before it restarts empty.
+  Time crash_downtime = 2 * kSecond;
   /// Percent of the faults that hit a host which hit one that leads at that moment.
   int hit_leader = 50;
   int fault_rate = 0;                    ///< faults per 10 simulated seconds (0: none)
@@ -103,7 +105,13 @@ const Mutant* find_mutant(const std::string& name);
 struct RunOptions {
   bool trace = false;
   const Mutant* mutant = nullptr;
+  /// The scenario family every run draws ("" = each run draws its own): mixed, restarts, herd,
+  /// stalls.
+  std::string family;
 };
+
+/// The families a scenario can lean towards (scenario.cpp).
+const std::vector<std::string>& families();
 
 struct RunResult {
   std::uint64_t seed = 0;
@@ -127,7 +135,7 @@ struct Catch {
 /// Runs `mutant` on seeds first, first + 1, ... (at most `budget` of them) until one violates
 /// an invariant that the same seed without the mutant keeps: a seed that fails unmutated too
 /// (a defect of today's code) proves nothing about the mutant and is passed over.
-Catch hunt(const Mutant& mutant, std::uint64_t first, std::uint64_t budget);
+Catch hunt(const Mutant& mutant, std::uint64_t first, std::uint64_t budget, const std::string& family = "");
 
 /// The run's shared context: what the clients and the fault schedule work through.
 class Sim {
@@ -178,7 +186,7 @@ class Sim {
   Time end_ = 0;
 };
 
-/// Draws a scenario from the run's Rng.
-Scenario draw_scenario(Rng& rng);
+/// Draws a scenario from the run's Rng (of `family` when it is not "").
+Scenario draw_scenario(Rng& rng, const std::string& family = "");
 
 }  // namespace redisgo::simulator
