@@ -58,6 +58,14 @@ RenewalMachine::Step RenewalMachine::renewed(const Renewal& r, Clock::time_point
     });
     if (e != r.errors.end()) refusal_ = *e;
   }
+  if (r.confirmed && now >= valid_until_) {
+    // Confirmed after the deadline had passed (sent before a stop, answered after it): the
+    // keeper has stopped the child by now and another holder may have been granted the key in
+    // between, so a late confirmation revives nothing (docs/DESIGN.md, invariant 2).
+    lost_by_deadline_ = true;
+    return lose("lease deadline passed before the renewal was confirmed (" +
+                std::to_string(std::chrono::duration_cast<Millis>(now - valid_until_).count()) + " ms late)");
+  }
   if (r.confirmed) {
     last_ = Renewal{};
     // Never move the deadline backwards (a slow round confirmed after a faster one).

@@ -310,6 +310,23 @@ TEST(RenewerMachine, UnconfirmedRoundsRetryUpToTheDeadlineThenTheLeaseIsLost) {
   EXPECT_EQ(m.rounds(), 1u);  // no round went out once the deadline had passed
 }
 
+// Found by the simulator (seeds 344, 1027, 7382): a round sent before a SIGSTOP and confirmed
+// after the deadline had passed moved the deadline forward again, and the holder went on beside
+// the one granted the key while it was stopped.
+TEST(RenewerMachine, ARoundConfirmedAfterTheDeadlinePassedRevivesNothing) {
+  RenewalMachine m(1s, kT0, kT0 + 1300ms);
+  ASSERT_EQ(m.due(kT0 + 1s).kind, Kind::kRenew);
+  // Sent at 1 s, answered while the process was stopped, read at 2 s: past 1.3 s.
+  const auto step = m.renewed(confirmed(kT0 + 2300ms, kT0 + 1s), kT0 + 2s);
+  EXPECT_EQ(step.kind, Kind::kLost);
+  EXPECT_TRUE(step.wake);
+  EXPECT_EQ(m.valid_until(), kT0 + 1300ms) << "the deadline never moves once it has passed";
+  EXPECT_TRUE(m.lost_by_deadline());
+  EXPECT_EQ(m.lost_reason(), "lease deadline passed before the renewal was confirmed (700 ms late)");
+  EXPECT_EQ(m.renewals(), 0u);
+  EXPECT_EQ(m.due(kT0 + 3s).kind, Kind::kLost);
+}
+
 TEST(RenewerMachine, ARoundThatFindsTheKeyGoneLosesTheLeaseAtOnce) {
   RenewalMachine m(100ms, kT0, kT0 + 1s);
   ASSERT_EQ(m.due(kT0 + 100ms).kind, Kind::kRenew);
