@@ -66,11 +66,13 @@ std::optional<int> LeaderDriver::lead(const lock::Acquisition& acquired) {
 
 std::unique_ptr<lock::Renewer> LeaderDriver::start_renewer(const lock::Acquisition& acquired) {
   try {
-    auto make = [this, slot = acquired.slot, token = acquired.token, granted = acquired.granted](int cancel_fd) {
+    auto make = [this, slot = acquired.slot, token = acquired.token, lease_id = acquired.lease_id,
+                 granted = acquired.granted](int cancel_fd) {
       lock::LeaseOptions o = ctx_.lease_opts;
       o.cancel_fd = cancel_fd;
       o.slot = slot;
       o.token = token;
+      o.lease_id = lease_id;
       o.granted_on = granted;
       once_.add_to(o);
       // A node that failed is tried again at the renewer's own retry pace, not after the

@@ -1,6 +1,7 @@
 #include "lock/lease.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string_view>
 #include <vector>
 
@@ -86,6 +87,21 @@ std::string describe_refusal(const RefusalNote& n) {
   return "renewals refused" + (n.since_ms > 0 ? " since " + utc_text(n.since_ms / 1000) : std::string()) +
          ": the ACL user '" + n.user + "' of " + host + " lacks " + n.right +
          "; its daemon does not take the lease until it is granted";
+}
+
+std::string make_lease_id(const std::string& holder, std::atomic<std::uint64_t>* attempts) {
+  static std::atomic<std::uint64_t> process{0};
+  auto& count = attempts ? *attempts : process;
+  return holder + "#" + std::to_string(count.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+std::string holder_of(const std::string& lease_id) {
+  const auto hash = lease_id.rfind('#');
+  if (hash == std::string::npos || hash + 1 == lease_id.size()) return lease_id;
+  for (std::size_t i = hash + 1; i < lease_id.size(); ++i) {
+    if (lease_id[i] < '0' || lease_id[i] > '9') return lease_id;
+  }
+  return lease_id.substr(0, hash);
 }
 
 std::string describe_holder(const std::string& value) {

@@ -68,6 +68,16 @@ inline constexpr int kMaxSlots = 64;
 /// `period` nearest to `now_ms` (milliseconds since the epoch); a tie rounds up.
 std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 
+/// What a lease key holds while a holder has it: the id of the attempt that set it,
+/// "<holder id>#<attempt>", the attempt numbered by the process (docs/DESIGN.md, invariant 3;
+/// lock/lua/lib/lease_id.lua). A release or undo that arrives late, after the same holder took
+/// the key again, compares its own attempt's id and deletes nothing.
+/// Numbered by `attempts` (LeaseOptions::attempts; null: a count of the whole process).
+std::string make_lease_id(const std::string& holder, std::atomic<std::uint64_t>* attempts);
+/// The holder id in a lease id; a value without "#<attempt>" (an older version's, a value set
+/// by hand) is its own holder id.
+std::string holder_of(const std::string& lease_id);
+
 /// The value a lease key holds while it is `holder`'s turn ("\1turn:<holder>",
 /// lock/lua/lib/line.lua): the holder, or nullopt for any other value.
 std::optional<std::string> turn_of(const std::string& value);
@@ -133,7 +143,14 @@ Millis restart_guard_left(std::int64_t uptime_s, Millis guard);
 struct LeaseOptions {
   std::vector<redis::ConnectionOptions> nodes;  ///< 1 = single instance; N = Redlock, quorum N/2+1
   std::string key;
-  std::string holder;                           ///< this holder's id (the value stored)
+  std::string holder;                           ///< this holder's id
+  /// The lease id (make_lease_id) of the lease held, the value its key holds: acquire() makes
+  /// one per attempt; the renewal thread's backend is told the lease's, as its slot and token.
+  std::string lease_id;
+  /// What lease ids are numbered by: one count per process, shared by its backends, so that no
+  /// two attempts of this holder ever write the same id (null: the whole process's). The
+  /// simulator gives each simulated process its own.
+  std::shared_ptr<std::atomic<std::uint64_t>> attempts;
   Millis ttl{5000};
   double drift_factor = 0.01;                   ///< validity = ttl - elapsed - (ttl*drift_factor + drift_fixed)
   Millis drift_fixed{2};
@@ -212,6 +229,7 @@ struct Acquisition {
   bool cancelled = false;               ///< cancel_fd ended it
   std::uint64_t token = 0;              ///< fencing token (acquired only)
   int slot = 0;                         ///< the semaphore slot taken (acquired only)
+  std::string lease_id;                 ///< the value our key holds (acquired only)
   Clock::time_point started{};          ///< when the attempt was sent (the lease's start)
   Clock::time_point valid_until{};      ///< local lease deadline (acquired only)
   int votes = 0;                        ///< nodes that granted it

@@ -65,6 +65,7 @@ RedlockBackend::RedlockBackend(LeaseOptions options, const Clock& clock)
   window_arg_ = std::to_string(std::max<long long>(1, options_.turn_window.count()));
   line_ttl_arg_ = fence_ttl_arg_;  // docs/DESIGN.md "Keys": the line lives as long as the fence
   if (options_.limit < 1) throw std::invalid_argument("lease: limit must be at least 1");
+  if (options_.lease_id.empty()) options_.lease_id = options_.holder;  // until acquire() makes one
   for (int i = 0; i < options_.limit; ++i) slot_keys_.push_back(keys_.slot(i));
   select_slot(options_.slot);
   // Waiters start their rotation at different slots, so that no slot is everyone's

@@ -26,11 +26,11 @@ void RedlockBackend::undo(const std::vector<CallPtr>& acquire_calls, const std::
     // whose connection is gone never saw the SET or can no longer be reached cheaply.
     if (!nodes_[i].conn->connected()) continue;
     if (!in_flight) {
-      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {taken[i]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {taken[i]}, {options_.lease_id}));
       continue;
     }
     for (const auto& key : slot_keys_) {
-      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {key}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {key}, {options_.lease_id}));
     }
   }
 }
@@ -128,7 +128,7 @@ std::vector<CallPtr> RedlockBackend::send_acquire(bool semaphore) {
     for (std::size_t j = 0; j < slot_keys_.size(); ++j) keys.push_back(slot_keys_[(first + j) % slot_keys_.size()]);
   }
   keys.push_back(keys_.pause());  // last: nothing is granted while it exists
-  std::vector<std::string> args{options_.holder, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
+  std::vector<std::string> args{options_.lease_id, ttl_arg_, fence_ttl_arg_, std::to_string(options_.restart_guard.count())};
   // Several nodes: a token proposed to all, so that they issue one and need no raise.
   proposed_at_us_ = nodes_.size() > 1 ? static_cast<std::uint64_t>(network_.wall_us()) : 0;
   const std::string proposal = proposed_at_us_ > 0 ? std::to_string(proposed_at_us_ + lead_us_) : "";
@@ -222,7 +222,8 @@ RedlockBackend::Tally RedlockBackend::count_votes(const Ballot& ballot, int slot
         note_line(r, a, unplaced);
         tickets.push_back(r.ticket);
         note_written(i, r);
-        if (r.holder == options_.holder && !holding_) {
+        // A key of ours from an earlier attempt (its undo or release did not arrive): undone.
+        if (r.lease != options_.lease_id && holder_of(r.lease) == options_.holder) {
           t.leftover[i] = true;
           break;
         }
@@ -272,7 +273,7 @@ bool RedlockBackend::raise_fence(Acquisition& a) {
   bool shared = false;
   if (std::find(raise.begin(), raise.end(), true) != raise.end()) {
     auto raised = send(kRaiseFence, {held_key(), keys_.fence},
-                       {options_.holder, std::to_string(token), fence_ttl_arg_, semaphore ? "1" : ""}, raise,
+                       {options_.lease_id, std::to_string(token), fence_ttl_arg_, semaphore ? "1" : ""}, raise,
                        Send::kAlways);
     auto raised_as = [&](std::size_t i) {
       return raised[i] && raised[i]->ok() ? parse_raise_fence_reply(raised[i]->reply().get()) : std::nullopt;
@@ -350,13 +351,16 @@ void RedlockBackend::undo_leftovers(const std::vector<bool>& leftover, int keep)
     if (!leftover[i] || !nodes_[i].conn->connected()) continue;
     for (std::size_t k = 0; k < slot_keys_.size(); ++k) {
       if (static_cast<int>(k) == keep) continue;
-      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {slot_keys_[k]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {slot_keys_[k]}, {options_.lease_id, "1"}));
     }
   }
 }
 
 Acquisition RedlockBackend::acquire() {
   sweep();
+  // Each attempt sets its own lease id: what an earlier one left behind (an undo or a release
+  // still on its way) can then delete only that attempt's key, never this one's.
+  if (!holding_) options_.lease_id = make_lease_id(options_.holder, options_.attempts.get());
   const int q = quorum();
   Acquisition a;
   a.node_tokens.assign(nodes_.size(), 0);
@@ -397,7 +401,7 @@ Acquisition RedlockBackend::acquire() {
   // Nodes that gave us another slot than the quorum's: not a lease, undone.
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!t.granted[i] && !t.taken[i].empty() && nodes_[i].conn->connected()) {
-      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {t.taken[i]}, {options_.holder}));
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {t.taken[i]}, {options_.lease_id}));
     }
   }
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
@@ -423,6 +427,7 @@ Acquisition RedlockBackend::acquire() {
   written_.assign(nodes_.size(), 0);
   a.acquired = true;
   a.slot = slot;
+  a.lease_id = options_.lease_id;
   options_.token = a.token;  // what renew() sets again where the key goes missing
   return a;
 }

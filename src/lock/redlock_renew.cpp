@@ -82,7 +82,7 @@ RedlockBackend::ScriptCall RedlockBackend::renew_call() const {
   const bool rewrite = claim && options_.claim_start_ms > 0 && (!options_.claim_made || options_.claim_made->load());
   ScriptCall call;
   call.keys = {held_key(), keys_.fence};
-  call.args = {options_.holder,
+  call.args = {options_.lease_id,
                ttl_arg_,
                repair ? std::to_string(options_.token) : "",
                fence_ttl_arg_,
@@ -204,7 +204,7 @@ Renewal RedlockBackend::renew() {
 std::vector<CallPtr> RedlockBackend::send_release(const std::vector<bool>& only) {
   // The freed key becomes the line head's turn (lock/scripts.h kReleaseFair), with fair =
   // false too: a line formed by fair daemons of the key is served first (send_acquire).
-  return send(kReleaseFair, {held_key(), keys_.line, keys_.fence}, {options_.holder, window_arg_, keys_.channel}, only,
+  return send(kReleaseFair, {held_key(), keys_.line, keys_.fence}, {options_.lease_id, window_arg_, keys_.channel}, only,
               Send::kAlways);
 }
 
@@ -257,7 +257,7 @@ Release RedlockBackend::release() noexcept {
                   c->error().find("non local key") != std::string::npos);
     }
     if (any_of(plain)) {
-      auto retried = send(kRelease, {held_key()}, {options_.holder, keys_.channel}, plain, Send::kAlways);
+      auto retried = send(kRelease, {held_key()}, {options_.lease_id, keys_.channel}, plain, Send::kAlways);
       wait(retried, nullptr, false);
       sweep();
       for (std::size_t i = 0; i < calls.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "lock/replies.h"
 
 #include "lock/fencing.h"
+#include "lock/lease.h"
 #include "lock/reply_elements.h"
 #include "redis/reply.h"
 #include "util/text.h"
@@ -59,6 +60,7 @@ AcquireReply parse_acquire_body(const redisReply* r) {
     if ((r->elements == 3 || (r->elements == 6 && read_line(r, 3, out))) && holder && pttl) {
       out.kind = AcquireReply::Kind::kBusy;
       out.holder = shown_holder(*holder);
+      out.lease = *holder;
       out.pttl_ms = *pttl;
     } else {
       out.why = "busy without a holder and a TTL";
@@ -91,6 +93,7 @@ ReleaseReply released(bool published, long long unfair_listeners, bool line_brok
 }  // namespace
 
 std::string shown_holder(std::string h) {
+  h = holder_of(h);  // the holder, not its attempt
   constexpr std::size_t kShown = 256;
   if (h.size() <= kShown) return h;
   const std::size_t size = h.size();

@@ -49,6 +49,7 @@ struct AcquireReply {
   Kind kind = Kind::kInvalid;
   std::uint64_t token = 0;    ///< kGranted: a positive token
   std::string holder;         ///< kBusy: who holds it ("" if unknown)
+  std::string lease;          ///< kBusy: the value the key holds (a lease id), uncut
   std::int64_t pttl_ms = -1;  ///< kBusy: its remaining TTL as PTTL reports it (-1: none)
   std::string why;            ///< kInvalid: what was wrong with it
   /// Granted, whatever the token said: the key may be ours there (the undo must cover it).

@@ -56,6 +56,7 @@ struct World {
     }
     o.key = "job";
     o.holder = holder;
+    o.attempts = std::make_shared<std::atomic<std::uint64_t>>(0);
     o.ttl = kTtl;
     o.network = &net;
     return o;
@@ -99,7 +100,7 @@ TEST(SimSeam, OneNodeAcquireRenewReleaseOnTheSimulatedClock) {
   EXPECT_EQ(acq.started, t0);
   EXPECT_EQ(acq.valid_until, t0 + kTtl - kDrift);
   EXPECT_EQ(w.now() - t0, 2ms);
-  EXPECT_EQ(w.on(0, {"GET", "job"}), Resp::bulk("a"));
+  EXPECT_EQ(w.on(0, {"GET", "job"}), Resp::bulk("a#1"));  // the lease id of a's first attempt
   EXPECT_EQ(w.on(0, {"PTTL", "job"}), Resp::num(4999));  // set at 1 ms
 
   w.net.advance(1000ms);
@@ -127,7 +128,7 @@ TEST(SimSeam, ThreeNodesAgreeOnOneProposedToken) {
   const std::uint64_t proposed = static_cast<std::uint64_t>(kStartUs) + lock::kInitialLeadUs;
   EXPECT_EQ(acq.token, proposed);
   for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(w.on(i, {"GET", "job"}), Resp::bulk("a")) << i;
+    EXPECT_EQ(w.on(i, {"GET", "job"}), Resp::bulk("a#1")) << i;
     EXPECT_EQ(w.on(i, {"GET", "{job}:fence"}), Resp::bulk(std::to_string(proposed))) << i;
   }
   w.net.advance(1000ms);
@@ -152,7 +153,7 @@ TEST(SimSeam, AReplyAfterIoTimeoutIsATimeoutAndTheCommandStillRan) {
   EXPECT_EQ(w.faults, std::vector<Fault>{Fault::kTimeout});
   // The script reached the node at 600 ms and ran: the late grant a socket leaves too, and
   // what its TTL (or the next attempt's undo) ends.
-  EXPECT_EQ(w.on(0, {"GET", "job"}), Resp::bulk("a"));
+  EXPECT_EQ(w.on(0, {"GET", "job"}), Resp::bulk("a#1"));
 }
 
 TEST(SimSeam, ARenewalThatMissesIoTimeoutOnAnOpenLinkFailsAtIoTimeout) {
@@ -210,7 +211,7 @@ TEST(SimSeam, ANodeThatCrashedMidLeaseIsSetAgainByTheRenewal) {
   EXPECT_EQ(rn.repaired, 1);
   ASSERT_EQ(rn.errors.size(), 1u) << faults_of(rn.errors);
   EXPECT_EQ(rn.errors[0].node, "10.0.0.2:6379 (set again)");
-  EXPECT_EQ(w.on(1, {"GET", "job"}), Resp::bulk("a"));
+  EXPECT_EQ(w.on(1, {"GET", "job"}), Resp::bulk("a#1"));
   EXPECT_EQ(w.on(1, {"GET", "{job}:fence"}), Resp::bulk(std::to_string(acq.token)));
 }
 
@@ -241,7 +242,7 @@ TEST(SimSeam, ABusyLeaseNamesItsHolderAndWhenItEnds) {
   EXPECT_EQ(got.holder, "a");
   EXPECT_EQ(got.holder_ttl_ms, 3998);  // 5000 ms set at 1 ms, read at 1003 ms
   EXPECT_TRUE(got.errors.empty()) << faults_of(got.errors);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(w.on(i, {"GET", "job"}), Resp::bulk("a")) << i;
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(w.on(i, {"GET", "job"}), Resp::bulk("a#1")) << i;
 }
 
 TEST(SimSeam, ARefusedNodeIsAConnectFailureAndANoVote) {

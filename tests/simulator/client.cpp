@@ -103,6 +103,7 @@ lock::LeaseOptions SimClient::lease_options(const std::string& holder) const {
   o.key = r.key;
   o.limit = cfg.task.limit;
   o.holder = holder;
+  o.attempts = std::make_shared<std::atomic<std::uint64_t>>(0);  // this simulated process's
   o.ttl = r.expire;
   o.drift_factor = r.drift_factor;
   o.drift_fixed = r.drift_fixed;

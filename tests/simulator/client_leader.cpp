@@ -160,6 +160,7 @@ std::optional<int> SimClient::lead(const lock::Acquisition& acquired) {
     o.cancel_fd = stop_fd;
     o.slot = acquired.slot;
     o.token = acquired.token;
+    o.lease_id = acquired.lease_id;
     o.granted_on = acquired.granted;
     o.node_retry_max = std::min(o.node_retry_max, lock::RenewalMachine::retry_interval(d.cfg.redis.cron));
     o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);

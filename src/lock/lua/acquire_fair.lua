@@ -41,7 +41,7 @@ local lease_key = KEYS[1]  -- the lease key
 local fence_key = KEYS[2]  -- the fence counter
 local line_key = KEYS[3]   -- the waiting line
 local pause_key = KEYS[4]  -- the pause
-local holder = ARGV[1]     -- our holder id
+local lease = ARGV[1]      -- our lease id: the value we set (lib/lease_id.lua)
 local ttl = ARGV[2]        -- the lease ttl in ms
 local fence_ttl = ARGV[3]  -- the fence counter's ttl in ms
 local guard_ms = ARGV[4]   -- the restart guard in ms ("0": off)
@@ -54,6 +54,9 @@ local proposal = ARGV[9]   -- the proposed token (several nodes; "" or nil: none
 -- @include lib/fence.lua
 -- @include lib/line.lua
 -- @include lib/guard_taken.lua
+-- @include lib/lease_id.lua
+
+local holder = holder_of(lease)  -- our holder id: our place in the line, our turn
 
 -- The key and the fence counter in one MGET (they share the key's hash slot): a head taking
 -- its turn reads nothing else, for the herd's budget. MGET answers nil for a key of another
@@ -84,7 +87,7 @@ end
 -- is taken without the guard). Then the pause, then the line. Returns the reply when the key
 -- is not ours now, else nil, whether we headed the line, whether INFO was refused.
 local function take_free()
-  if not redis.call('SET', lease_key, holder, 'NX', 'PX', ttl) then
+  if not redis.call('SET', lease_key, lease, 'NX', 'PX', ttl) then
     -- MGET's nil was a key of another type: named, as GET's error would have been.
     local _, wrong = lease_value(lease_key)
     return wrong or redis.error_reply('lease key ' .. lease_key .. ' changed during the script')
@@ -116,8 +119,8 @@ end
 -- The key is ours to take (free, or our turn): set for us, the fence counter checked and
 -- raised, the token answered.
 local function grant(held, fence, headed, noinfo)
-  if held ~= holder then
-    redis.call('SET', lease_key, holder, 'PX', ttl)
+  if held ~= lease then
+    redis.call('SET', lease_key, lease, 'PX', ttl)
   end
   if not fence then
     fence = redis.pcall('GET', fence_key)
@@ -157,9 +160,9 @@ local function main()
     if reply then
       return reply
     end
-    held = holder
+    held = lease
   end
   return grant(held, fence, headed, noinfo)
 end
 
-return undoing(main, {lease_key}, holder)
+return undoing(main, {lease_key}, lease)

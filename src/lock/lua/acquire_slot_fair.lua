@@ -21,7 +21,7 @@ local fence_key = KEYS[1]                        -- the fence counter
 local line_key = KEYS[2]                         -- the waiting line
 local slot_keys = {unpack(KEYS, 3, #KEYS - 1)}   -- the slot keys, in the order to try them
 local pause_key = KEYS[#KEYS]                    -- the pause
-local holder = ARGV[1]                           -- our holder id
+local lease = ARGV[1]                            -- our lease id: the value we set (lib/lease_id.lua)
 local ttl = ARGV[2]                              -- the lease ttl in ms
 local fence_ttl = ARGV[3]                        -- the fence counter's ttl in ms
 local guard_ms = ARGV[4]                         -- the restart guard in ms ("0": off)
@@ -34,6 +34,9 @@ local proposal = ARGV[9]                         -- the proposed token (several 
 -- @include lib/fence.lua
 -- @include lib/line.lua
 -- @include lib/guard_taken.lua
+-- @include lib/lease_id.lua
+
+local holder = holder_of(lease)  -- our holder id: our place in the line, our turn
 
 local bad = {}  -- slot keys of another type this attempt found: {key, type, ...}
 
@@ -97,7 +100,7 @@ end
 local function take_free(values, frees)
   local free, other = nil, nil
   for j, key in ipairs(frees) do
-    if redis.call('SET', key, holder, 'NX', 'PX', ttl) then
+    if redis.call('SET', key, lease, 'NX', 'PX', ttl) then
       free, other = key, frees[j + 1]
       break
     end
@@ -167,7 +170,7 @@ local function main()
   end
   local slot, other, left = mine, frees[2], 0
   if mine then
-    redis.call('SET', mine, holder, 'PX', ttl)
+    redis.call('SET', mine, lease, 'PX', ttl)
     other = other or frees[1]
   else
     local reply
@@ -183,7 +186,7 @@ local function main()
   return {1, issue(fence_key, fence, fence_ttl, proposal), slot}
 end
 
-local reply = undoing(main, slot_keys, holder)
+local reply = undoing(main, slot_keys, lease)
 if #bad > 0 and type(reply) == 'table' and not reply.err then
   reply[#reply + 1] = bad
 end

@@ -16,12 +16,12 @@
 ]]
 local lease_key = KEYS[1]  -- the lease (or slot) key
 local fence_key = KEYS[2]  -- the fence counter
-local holder = ARGV[1]     -- our holder id
+local lease = ARGV[1]      -- our lease id (lib/lease_id.lua)
 local token = ARGV[2]      -- our token (decimal)
 local fence_ttl = ARGV[3]  -- the fence counter's ttl in ms
 local slot = ARGV[4]       -- "1": a semaphore's slot
 
-if redis.call('GET', lease_key) ~= holder then
+if redis.call('GET', lease_key) ~= lease then
   return 0
 end
 local current = tonumber(redis.call('GET', fence_key) or '0')

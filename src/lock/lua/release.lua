@@ -13,12 +13,14 @@
     0  not ours: nothing changed, nothing published
 ]]
 local lease_key = KEYS[1]  -- the lease key
-local holder = ARGV[1]     -- our holder id
+local lease = ARGV[1]      -- our lease id (lib/lease_id.lua)
 local channel = ARGV[2]    -- the release channel
 
-if redis.call('GET', lease_key) == holder then
+-- @include lib/lease_id.lua
+
+if redis.call('GET', lease_key) == lease then
   redis.call('DEL', lease_key)
-  local published = redis.pcall('PUBLISH', channel, holder)
+  local published = redis.pcall('PUBLISH', channel, holder_of(lease))
   if type(published) == 'table' and published.err then
     return 2
   end

@@ -28,11 +28,12 @@
 local lease_key = KEYS[1]  -- the lease (or slot) key
 local line_key = KEYS[2]   -- the waiting line
 local fence_key = KEYS[3]  -- the fence counter
-local holder = ARGV[1]     -- our holder id
+local lease = ARGV[1]      -- our lease id (lib/lease_id.lua)
 local window = ARGV[2]     -- the turn window in ms
 local channel = ARGV[3]    -- the release channel
 
 -- @include lib/line.lua
+-- @include lib/lease_id.lua
 
 local held = redis.pcall('GET', lease_key)
 if type(held) == 'table' and held.err and string.find(held.err, 'WRONGTYPE', 1, true) then
@@ -45,7 +46,7 @@ end
 if not held then
   return 0
 end
-if held ~= holder then
+if held ~= lease then
   local fence = redis.pcall('GET', fence_key)
   return {0, held, type(fence) == 'string' and fence or ''}
 end
@@ -57,7 +58,7 @@ end
 local unfair, refused = 0, false
 if kind ~= 'woke' then
   redis.call('DEL', lease_key)
-  unfair = redis.pcall('PUBLISH', channel, holder)
+  unfair = redis.pcall('PUBLISH', channel, holder_of(lease))
   refused = type(unfair) ~= 'number'
   if refused then
     unfair = 0

@@ -32,7 +32,7 @@
 local lease_key = KEYS[1]    -- the lease key
 local fence_key = KEYS[2]    -- the fence counter
 local claim_key = KEYS[3]    -- the once_per claim of the running slot, or nil
-local holder = ARGV[1]       -- our holder id
+local lease = ARGV[1]        -- our lease id (lib/lease_id.lua)
 local ttl = ARGV[2]          -- the lease ttl in ms
 local token = ARGV[3]        -- our fencing token ("" = no repair)
 local fence_ttl = ARGV[4]    -- the fence counter's ttl in ms
@@ -41,6 +41,9 @@ local claim_start = ARGV[6]  -- the claim's start, ms since the epoch ("" or nil
 local only = ARGV[7]         -- "1": the only node and the only slot (a semaphore's slots share one counter)
 
 -- @include lib/fence.lua
+-- @include lib/lease_id.lua
+
+local holder = holder_of(lease)  -- our holder id: our turn, our claim
 
 local held = redis.pcall('GET', lease_key)
 if type(held) == 'table' then
@@ -53,7 +56,7 @@ if held == '\1turn:' .. holder then
   held = false  -- our own turn, on a node the quorum's grant missed: taken as the lease
 end
 local renewed
-if held == holder then
+if held == lease then
   renewed = redis.call('PEXPIRE', lease_key, ttl)
 elseif not held and token ~= '' then
   local fence = redis.pcall('GET', fence_key)
@@ -61,7 +64,7 @@ elseif not held and token ~= '' then
   if only == '1' and not bad and (tonumber(fence) or 0) > tonumber(token) then
     return 0
   end
-  redis.call('SET', lease_key, holder, 'PX', ttl)
+  redis.call('SET', lease_key, lease, 'PX', ttl)
   if not bad and (tonumber(fence) or 0) < tonumber(token) then
     redis.call('SET', fence_key, token, 'PX', fence_ttl)
   end
