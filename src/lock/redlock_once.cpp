@@ -42,7 +42,7 @@ Claim RedlockBackend::claim(const ClaimRequest& q) {
   const bool guard = q.guard_from_ms > 0;
   sweep();
   auto calls = send(kClaim, {held_key(), q.claim_key, q.witness_key},
-                    {options_.holder, std::to_string(q.token), std::to_string(q.start_ms), std::to_string(q.ttl.count()),
+                    {options_.lease_id, std::to_string(q.token), std::to_string(q.start_ms), std::to_string(q.ttl.count()),
                      guard ? std::to_string(q.guard_from_ms) : "", std::to_string(q.slot_s),
                      q.highest_witness > 0 ? std::to_string(q.highest_witness) : "",
                      std::to_string(q.witness_ttl.count()), any_located(options_.nodes) ? "1" : ""},

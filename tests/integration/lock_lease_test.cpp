@@ -69,7 +69,7 @@ TEST(LockLease, AcquireContendRenewRelease) {
   EXPECT_GT(got.token, 0u);
   EXPECT_GT(got.valid_until, SystemClock::instance().now());
   EXPECT_LE(got.valid_until, SystemClock::instance().now() + 10s);
-  EXPECT_EQ(server.cli({"GET", key}), "holder-a");
+  EXPECT_EQ(holder_of(server.cli({"GET", key})), "holder-a");
   EXPECT_EQ(server.cli({"GET", "{" + key + "}:fence"}), std::to_string(got.token));
 
   auto busy = b->acquire();
@@ -81,7 +81,7 @@ TEST(LockLease, AcquireContendRenewRelease) {
   EXPECT_TRUE(busy.errors.empty());
   // No re-entrancy: the holder itself is refused too, and its lease is untouched.
   EXPECT_FALSE(a->acquire().acquired);
-  EXPECT_EQ(server.cli({"GET", key}), "holder-a");
+  EXPECT_EQ(holder_of(server.cli({"GET", key})), "holder-a");
 
   server.cli({"PEXPIRE", key, "3000"});
   auto renewed = a->renew();
@@ -114,7 +114,7 @@ TEST(LockLease, NonHolderRenewAndReleaseChangeNothing) {
   EXPECT_LE(left, 10000);  // b's 60 s TTL was not applied
 
   EXPECT_EQ(b->release().released, 0);
-  EXPECT_EQ(server.cli({"GET", key}), "holder-a");
+  EXPECT_EQ(holder_of(server.cli({"GET", key})), "holder-a");
   EXPECT_LE(pttl(server, key), left);
   EXPECT_EQ(a->release().released, 1);
 }
@@ -130,7 +130,7 @@ TEST(LockLease, LeaseExpiresWhenNotRenewed) {
   auto late = a->renew();  // a's lease is gone: renewing must not revive it
   EXPECT_FALSE(late.confirmed);
   EXPECT_TRUE(late.lost);
-  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-b");
+  EXPECT_EQ(holder_of(server.cli({"GET", test_key()})), "holder-b");
 }
 
 TEST(LockLease, TokensStrictlyIncreaseOverAlternatingHolders) {
@@ -274,11 +274,12 @@ TEST(LockRenewer, KeepsTheLeaseAlivePastSeveralTtls) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
+  opts.lease_id = got.lease_id;  // told the lease, as the daemon's renewal thread is
   Renewer renewer(factory(opts), 50ms, got.started, got.valid_until, wake);
   // 30 renewals at 50 ms take ~3 TTLs; without them the key would be gone after one.
   ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 30 || renewer.lost(); }, 10s));
   EXPECT_FALSE(renewer.lost()) << renewer.lost_reason();
-  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-a");
+  EXPECT_EQ(holder_of(server.cli({"GET", test_key()})), "holder-a");
   EXPECT_GT(renewer.valid_until(), got.valid_until);
   EXPECT_TRUE(wake.triggered());
   renewer.stop();
@@ -294,6 +295,7 @@ TEST(LockRenewer, PausedServerEndsInLostLease) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
+  opts.lease_id = got.lease_id;  // told the lease, as the daemon's renewal thread is
   Renewer renewer(factory(opts), 60ms, got.started, got.valid_until, wake);
   ASSERT_TRUE(wait_until([&] { return renewer.renewals() >= 1; }, 5s));
   server.pause();
@@ -312,6 +314,7 @@ TEST(LockRenewer, TakenOverKeyIsReportedLost) {
   auto got = a->acquire();
   ASSERT_TRUE(got.acquired);
   Interrupt wake;
+  opts.lease_id = got.lease_id;  // told the lease, as the daemon's renewal thread is
   Renewer renewer(factory(opts), 20ms, got.started, got.valid_until, wake);
   server.cli({"SET", test_key(), "intruder"});
   ASSERT_TRUE(wait_until([&] { return renewer.lost(); }, 5s));

@@ -56,12 +56,14 @@ class LockRedlock : public ::testing::Test {
     o.node_retry_max = 20ms;
     return o;
   }
-  std::string get(std::size_t i, const std::string& key) { return servers_[i].cli({"GET", key}); }
+  /// The holder of `key` on node i: the lease id a key holds, read as its holder id.
+  std::string get(std::size_t i, const std::string& key) { return holder_of(servers_[i].cli({"GET", key})); }
   /// holder-a's renewal as the daemon runs it: a backend of its own, told the lease's token and
   /// where the acquisition was granted.
   std::unique_ptr<LeaseBackend> renewer(const Acquisition& got, std::vector<bool> granted_on) {
     auto o = options("holder-a");
     o.token = got.token;
+    o.lease_id = got.lease_id;
     o.granted_on = std::move(granted_on);
     return make_redis_backend(o);
   }
@@ -249,8 +251,9 @@ TEST_F(LockRedlock, OurOwnTurnOnANodeIsTakenAsTheLease) {
 // holder's and waited out their TTL. Its own keys are nobody to wait for: the attempt
 // that finds them undoes them, and the next one takes the lease.
 TEST_F(LockRedlock, KeysOfOurOwnFromALateAttemptAreUndoneNotWaitedFor) {
-  servers_[0].cli({"SET", test_key(), "holder-a", "PX", "60000"});
-  servers_[1].cli({"SET", test_key(), "holder-a", "PX", "60000"});
+  // An earlier attempt's lease id (attempts count from 1 in a process).
+  servers_[0].cli({"SET", test_key(), "holder-a#0", "PX", "60000"});
+  servers_[1].cli({"SET", test_key(), "holder-a#0", "PX", "60000"});
   auto a = make_redis_backend(options("holder-a"));
   const auto first = a->acquire();
   EXPECT_FALSE(first.acquired);
@@ -297,13 +300,13 @@ TEST(LockSingleNode, AKeyGoneFromTheOnlyNodeIsSetAgainWithItsFenceButAnothersKey
   auto r = a->renew();
   EXPECT_TRUE(r.confirmed);
   EXPECT_EQ(r.repaired, 1);
-  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-a");
+  EXPECT_EQ(holder_of(server.cli({"GET", test_key()})), "holder-a");
   EXPECT_EQ(server.cli({"GET", fence}), std::to_string(got.token));  // the next token is higher
   // Another holder's key there: lost, and left alone.
   server.cli({"SET", test_key(), "holder-b", "PX", "2000"});
   r = a->renew();
   EXPECT_TRUE(r.lost);
-  EXPECT_EQ(server.cli({"GET", test_key()}), "holder-b");
+  EXPECT_EQ(holder_of(server.cli({"GET", test_key()})), "holder-b");
   // A key of another type written over the lease: lost at once too (it was a failed renewal,
   // and the child ran on to its deadline), and left alone.
   server.cli({"DEL", test_key()});
@@ -588,6 +591,7 @@ TEST_F(LockRedlock, DeadNodeIsSkippedUntilItsRetryTimeThenRejoins) {
   // A backend with a short retry: once the node is back (empty), it answers "not ours"
   // to renewals — which does not lose a lease that a quorum still confirms.
   auto o2 = options("holder-a");
+  o2.lease_id = got.lease_id;
   auto b = make_redis_backend(o2);
   EXPECT_TRUE(b->renew().confirmed);  // node 2 still down
   servers_[2].start();

@@ -263,21 +263,23 @@ std::string Normaliser::value(const std::string& s) {
   for (const auto& [address, name] : nodes_) {
     for (std::size_t at; (at = out.find(address)) != std::string::npos;) out.replace(at, address.size(), name);
   }
-  // Holder ids: <prefix>:<pid>:<32 hex> (before the user@host rule below sees one).
-  static const std::regex holder("([A-Za-z0-9_.-]+):([0-9]+):([0-9a-f]{32})");
+  // Holder ids: <prefix>:<pid>:<32 hex> (before the user@host rule below sees one), and lease
+  // ids, a holder id and "#<attempt>" (lock/lua/lib/lease_id.lua), as "<holder>#n": how many
+  // attempts came before is a matter of timing.
+  static const std::regex holder("([A-Za-z0-9_.-]+):([0-9]+):([0-9a-f]{32})(#[0-9]+)?");
   std::string result;
   auto begin = std::sregex_iterator(out.begin(), out.end(), holder);
   std::size_t last = 0;
   for (auto it = begin; it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     result += out.substr(last, static_cast<std::size_t>(m.position()) - last);
-    const std::string id = m.str();
+    const std::string id = m.str(1) + ":" + m.str(2) + ":" + m.str(3);
     auto found = holders_.find(id);
     if (found == holders_.end()) {
       const int n = ++prefixes_[m.str(1)];
       found = holders_.emplace(id, n == 1 ? m.str(1) : m.str(1) + "#" + std::to_string(n)).first;
     }
-    result += found->second;
+    result += found->second + (m[4].matched ? "#n" : "");
     last = static_cast<std::size_t>(m.position() + m.length());
   }
   result += out.substr(last);
@@ -417,8 +419,11 @@ std::vector<std::string> Normaliser::monitor(const std::vector<std::string>& lin
       op += " keys[" + join_runs(key_args) + "] argv[" + join_runs(argv) + "]";
       // The daemon's scripts take the holder id as their first argument.
       if (!argv.empty() && !owner.count(client) &&
-          std::any_of(holders_.begin(), holders_.end(), [&](const auto& h) { return h.second == argv[0]; })) {
-        owner[client] = argv[0];
+          std::any_of(holders_.begin(), holders_.end(),
+                      [&](const auto& h) { return h.second == argv[0] || h.second + "#n" == argv[0]; })) {
+        owner[client] = argv[0].size() > 2 && argv[0].compare(argv[0].size() - 2, 2, "#n") == 0
+                            ? argv[0].substr(0, argv[0].size() - 2)
+                            : argv[0];
       }
       from = m.args.size();
       last_script_client = client;

@@ -23,7 +23,7 @@
 local lease_key = KEYS[1]    -- the lease key
 local claim_key = KEYS[2]    -- the claim key
 local witness_key = KEYS[3]  -- the witness
-local holder = ARGV[1]       -- our holder id
+local lease = ARGV[1]        -- our lease id (lib/lease_id.lua)
 local token = ARGV[2]        -- our fencing token
 local start = ARGV[3]        -- the run's start, ms since the epoch
 local claim_ttl = ARGV[4]    -- the claim's ttl in ms
@@ -34,8 +34,10 @@ local witness_ttl = ARGV[8]  -- the witness's ttl in ms
 local replicas = ARGV[9]     -- "1": count the replicas (Sentinel, Cluster)
 
 -- @include lib/once.lua
+-- @include lib/lease_id.lua
 
-if redis.call('GET', lease_key) ~= holder then
+local holder = holder_of(lease)  -- our holder id: what the claim records
+if redis.call('GET', lease_key) ~= lease then
   return {-1}
 end
 local c = claim_of(claim_key)
