@@ -66,20 +66,11 @@ std::optional<int> LeaderDriver::lead(const lock::Acquisition& acquired) {
 
 std::unique_ptr<lock::Renewer> LeaderDriver::start_renewer(const lock::Acquisition& acquired) {
   try {
-    auto make = [this, slot = acquired.slot, token = acquired.token, lease_id = acquired.lease_id,
-                 granted = acquired.granted](int cancel_fd) {
-      lock::LeaseOptions o = ctx_.lease_opts;
+    auto make = [this, base = lock::Renewer::backend_options(ctx_.lease_opts, acquired, ctx_.cfg.redis.cron)](
+                    int cancel_fd) {
+      lock::LeaseOptions o = base;
       o.cancel_fd = cancel_fd;
-      o.slot = slot;
-      o.token = token;
-      o.lease_id = lease_id;
-      o.granted_on = granted;
       once_.add_to(o);
-      // A node that failed is tried again at the renewer's own retry pace, not after the
-      // node's doubling backoff: a Redis back from a restart within a second must get the
-      // next renewal, or the child is stopped for nothing (the pace is still >= 100 ms).
-      o.node_retry_max = std::min(o.node_retry_max, lock::Renewer::retry_interval(ctx_.cfg.redis.cron));
-      o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);
       return ctx_.deps.make_backend(o, ctx_.clock);
     };
     return std::make_unique<lock::Renewer>(make, ctx_.cfg.redis.cron, acquired.started, acquired.valid_until,

@@ -12,16 +12,10 @@
 #include "util/duration.h"
 #include "util/exit_status.h"
 #include "util/error.h"
+#include "util/overloaded.h"
 
 namespace redisgo::daemon {
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 /// The exit status of a child that could not be started (redisgo_task(1), EXIT STATUS).
 int spawn_failure_status(process::SpawnError::Cause cause) {

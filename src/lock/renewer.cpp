@@ -1,5 +1,6 @@
 #include "lock/renewer.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "util/strings.h"
@@ -13,6 +14,19 @@ std::string describe_errors(const std::vector<NodeError>& errors) {
   parts.reserve(errors.size());
   for (const auto& e : errors) parts.push_back(e.message);
   return join(parts, "; ");
+}
+
+LeaseOptions Renewer::backend_options(const LeaseOptions& main, const Acquisition& acquired, Millis interval) {
+  LeaseOptions o = main;
+  o.slot = acquired.slot;
+  o.token = acquired.token;
+  o.lease_id = acquired.lease_id;
+  o.granted_on = acquired.granted;
+  // A Redis back from a restart within a second must get the next renewal, or the child is
+  // stopped for nothing (the pace is still >= 100 ms).
+  o.node_retry_max = std::min(o.node_retry_max, retry_interval(interval));
+  o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);
+  return o;
 }
 
 Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,

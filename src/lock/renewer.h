@@ -47,6 +47,10 @@ class Renewer {
   /// How soon a round is retried after one that was not confirmed (but not lost): a
   /// quarter of `interval`, at least 100 ms, at most `interval`.
   static Millis retry_interval(Millis interval);
+  /// The options of the renewal thread's own backend: `main`'s, told the lease `acquired`
+  /// (its slot, token, lease id and where it was granted), and a failed node tried again at
+  /// the renewal's retry pace for `interval`, not after the node's doubling backoff.
+  static LeaseOptions backend_options(const LeaseOptions& main, const Acquisition& acquired, Millis interval);
 
   Clock::time_point valid_until() const noexcept;
   /// When the acquisition or the renewal that set valid_until() was sent: the moment the

@@ -137,8 +137,25 @@ redis::ConnectionOptions pinned_options(const config::Config& config, const redi
   return o;
 }
 
-lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder) {
+lock::LeaseOptions lease_settings(const config::Config& config, const std::string& holder) {
   lock::LeaseOptions o;
+  const auto& r = config.redis;
+  o.key = r.key;
+  o.limit = config.task.limit;
+  o.holder = holder;
+  o.ttl = r.expire;
+  o.drift_factor = r.drift_factor;
+  o.drift_fixed = r.drift_fixed;
+  o.restart_guard = r.restart_guard ? r.expire : Millis(0);
+  o.fair = r.fair;
+  o.turn_window = r.turn_window();
+  // An acquisition that leaves less than this could not have its child stopped in time.
+  o.min_validity = config.task.kill_grace + config::kill_margin(r.expire);
+  return o;
+}
+
+lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder) {
+  lock::LeaseOptions o = lease_settings(config, holder);
   const auto& r = config.redis;
   auto tls = transport(r);
   const NodeAuth auth = NodeAuth::of(r);
@@ -164,17 +181,6 @@ lock::LeaseOptions lease_options(const config::Config& config, const std::string
       break;
     }
   }
-  o.key = r.key;
-  o.limit = config.task.limit;
-  o.holder = holder;
-  o.ttl = r.expire;
-  o.drift_factor = r.drift_factor;
-  o.drift_fixed = r.drift_fixed;
-  o.restart_guard = r.restart_guard ? r.expire : Millis(0);
-  o.fair = r.fair;
-  o.turn_window = r.turn_window();
-  // An acquisition that leaves less than this could not have its child stopped in time.
-  o.min_validity = config.task.kill_grace + config::kill_margin(r.expire);
   return o;
 }
 

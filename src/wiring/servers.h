@@ -15,6 +15,9 @@ namespace redisgo::wiring {
 /// carries a locator (started on first use). Throws ConfigError when a TLS file does
 /// not load (it passed validation, but its content is not what OpenSSL needs).
 lock::LeaseOptions lease_options(const config::Config& config, const std::string& holder);
+/// The same without the nodes: the key, the holder and what the config says of the lease.
+/// For a caller that brings its own nodes (the simulator's).
+lock::LeaseOptions lease_settings(const config::Config& config, const std::string& holder);
 
 /// The sentinels' connections and master name (their own AUTH, the nodes' TLS).
 redis::SentinelOptions sentinel_options(const config::Config& config);

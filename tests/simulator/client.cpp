@@ -11,6 +11,7 @@
 #include "simulator/client_parts.h"
 #include "simulator/sim.h"
 #include "util/error.h"
+#include "wiring/servers.h"
 
 namespace redisgo::simulator {
 
@@ -89,10 +90,10 @@ std::string SimClient::new_holder() {
 }
 
 lock::LeaseOptions SimClient::lease_options(const std::string& holder) const {
-  // As wiring::lease_options builds them from the config (src/wiring/servers.cpp).
+  // As wiring::lease_options builds them from the config, on the simulated nodes.
   const config::Config& cfg = sim_.scenario().cfg;
   const auto& r = cfg.redis;
-  lock::LeaseOptions o;
+  lock::LeaseOptions o = wiring::lease_settings(cfg, holder);
   for (int i = 0; i < sim_.scenario().nodes; ++i) {
     redis::ConnectionOptions c;
     c.endpoint = endpoint_of(i);
@@ -100,17 +101,7 @@ lock::LeaseOptions SimClient::lease_options(const std::string& holder) const {
     c.io_timeout = r.io_timeout;
     o.nodes.push_back(std::move(c));
   }
-  o.key = r.key;
-  o.limit = cfg.task.limit;
-  o.holder = holder;
   o.attempts = std::make_shared<std::atomic<std::uint64_t>>(0);  // this simulated process's
-  o.ttl = r.expire;
-  o.drift_factor = r.drift_factor;
-  o.drift_fixed = r.drift_fixed;
-  o.restart_guard = r.restart_guard ? r.expire : Millis(0);
-  o.fair = r.fair;
-  o.turn_window = r.turn_window();
-  o.min_validity = cfg.task.kill_grace + config::kill_margin(r.expire);
   return o;
 }
 

@@ -4,20 +4,15 @@
 #include <algorithm>
 #include <csignal>
 
+#include "lock/renewer.h"
 #include "simulator/client.h"
 #include "simulator/client_parts.h"
 #include "simulator/sim.h"
+#include "util/overloaded.h"
 
 namespace redisgo::simulator {
 
 namespace {
-
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 std::int64_t ns_of(Clock::time_point t) { return t.time_since_epoch().count(); }
 
@@ -155,15 +150,9 @@ std::optional<int> SimClient::lead(const lock::Acquisition& acquired) {
   l.acquired = acquired;
   {
     // LeaderDriver::start_renewer: the renewal thread's own backend, told the lease.
-    lock::LeaseOptions o = d.lease_opts;
+    lock::LeaseOptions o = lock::Renewer::backend_options(d.lease_opts, acquired, d.cfg.redis.cron);
     const int stop_fd = sim_.new_cancel_fd();
     o.cancel_fd = stop_fd;
-    o.slot = acquired.slot;
-    o.token = acquired.token;
-    o.lease_id = acquired.lease_id;
-    o.granted_on = acquired.granted;
-    o.node_retry_max = std::min(o.node_retry_max, lock::RenewalMachine::retry_interval(d.cfg.redis.cron));
-    o.node_retry_initial = std::min(o.node_retry_initial, o.node_retry_max);
     l.renewer = std::make_unique<Renewer>(*this, sim_.make_backend(o, clock_, *d.net), stop_fd, d.cfg.redis.cron,
                                           acquired.started, acquired.valid_until);
   }
