@@ -96,6 +96,9 @@ std::string make_lease_id(const std::string& holder, std::atomic<std::uint64_t>*
 }
 
 std::string holder_of(const std::string& lease_id) {
+  // A turn or a pause ("\1turn:...", "\1pause:...") is no lease id: a pause's reason may well
+  // end in "#<digits>" ("maint #42").
+  if (!lease_id.empty() && lease_id.front() == '\x01') return lease_id;
   const auto hash = lease_id.rfind('#');
   if (hash == std::string::npos || hash + 1 == lease_id.size()) return lease_id;
   for (std::size_t i = hash + 1; i < lease_id.size(); ++i) {

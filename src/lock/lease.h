@@ -75,7 +75,7 @@ std::int64_t nearest_slot(std::int64_t now_ms, Millis period);
 /// Numbered by `attempts` (LeaseOptions::attempts; null: a count of the whole process).
 std::string make_lease_id(const std::string& holder, std::atomic<std::uint64_t>* attempts);
 /// The holder id in a lease id; a value without "#<attempt>" (an older version's, a value set
-/// by hand) is its own holder id.
+/// by hand), a turn or a pause is left as it is.
 std::string holder_of(const std::string& lease_id);
 
 /// The value a lease key holds while it is `holder`'s turn ("\1turn:<holder>",

@@ -38,8 +38,13 @@ Wake read_wake(const std::string& payload, bool fair, const std::string& holder)
 }
 
 Control read_control(const std::string& payload, const std::string& holder) {
-  if (payload == holder || payload == "any") return Control::kHandover;
-  if (payload == kPauseStopPrefix + holder) return Control::kPauseStop;
+  // An older version's `handover` and `pause --stop` name the leader by what its lease key
+  // holds, the lease id (during a rolling upgrade).
+  if (holder_of(payload) == holder || payload == "any") return Control::kHandover;
+  const std::string_view prefix = kPauseStopPrefix;
+  if (payload.compare(0, prefix.size(), prefix) == 0 && holder_of(payload.substr(prefix.size())) == holder) {
+    return Control::kPauseStop;
+  }
   return Control::kNone;
 }
 

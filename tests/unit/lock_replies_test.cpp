@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "lock/lease.h"
 #include "lock/replies.h"
 #include "lock/replies_admin.h"
 #include "lock/replies_line.h"
@@ -53,6 +54,21 @@ TEST(Replies, TheSemaphoreGrantNamesItsSlotKey) {
   g = redisgo::lock::parse_acquire_reply(reply_of("*3\r\n:1\r\n$2\r\n17\r\n$0\r\n\r\n").get());
   EXPECT_EQ(g.kind, AcquireReply::Kind::kInvalid);
   EXPECT_TRUE(g.set_key);
+}
+
+// A busy key names its holder by the holder id: a lease id's attempt is cut, and nothing of
+// a pause's reason, which may end in "#<digits>" (found by the attack: "maint #42" was logged
+// as "maint ").
+TEST(Replies, ABusyKeyNamesTheHolderNotItsAttemptAndKeepsAPauseReasonWhole) {
+  auto busy = redisgo::lock::parse_acquire_reply(reply_of(A({I(0), B("web:7:abc#12"), I(900)})).get());
+  EXPECT_EQ(busy.holder, "web:7:abc");
+  EXPECT_EQ(busy.lease, "web:7:abc#12");
+  const std::string pause = "\x01pause:1795600000000:root@vm:maint #42";
+  busy = redisgo::lock::parse_acquire_reply(reply_of(A({I(0), B(pause), I(900)})).get());
+  EXPECT_EQ(busy.holder, pause);
+  EXPECT_EQ(redisgo::lock::holder_of("\x01turn:web:7:abc"), "\x01turn:web:7:abc");
+  EXPECT_EQ(redisgo::lock::holder_of("deploy#3x"), "deploy#3x");
+  EXPECT_EQ(redisgo::lock::holder_of("web#7:x#2"), "web#7:x");
 }
 
 TEST(Replies, AClaimIsClaimedTakenNotOursOrNotUnderstood) {
