@@ -20,7 +20,7 @@ int Checker::holders_now(std::vector<HolderView>& views) const {
   int n = 0;
   for (const auto& c : clients_) {
     views.push_back(c.view());
-    if (views.back().child_alive && views.back().deadline_valid) ++n;
+    if (counts(views.back())) ++n;
   }
   return n;
 }
@@ -29,7 +29,7 @@ void Checker::holding_began(int c) {
   std::vector<HolderView> views;
   const int n = holders_now(views);
   const HolderView& me = views[static_cast<std::size_t>(c)];
-  if (!me.child_alive || !me.deadline_valid) return;
+  if (!counts(me)) return;
   ++holdings_;
   const std::string who = clients_[static_cast<std::size_t>(c)].name + " (token " + std::to_string(me.token) +
                           ", slot " + std::to_string(me.slot) + ")";
@@ -37,7 +37,7 @@ void Checker::holding_began(int c) {
   auto describe_holders = [&] {
     std::string s;
     for (std::size_t i = 0; i < views.size(); ++i) {
-      if (!views[i].child_alive || !views[i].deadline_valid) continue;
+      if (!counts(views[i])) continue;
       s += " " + clients_[i].name + " (token " + std::to_string(views[i].token) + ", slot " +
            std::to_string(views[i].slot) + ")";
     }
@@ -49,7 +49,7 @@ void Checker::holding_began(int c) {
     return;
   }
   for (std::size_t i = 0; i < views.size(); ++i) {
-    if (i == static_cast<std::size_t>(c) || !views[i].child_alive || !views[i].deadline_valid) continue;
+    if (i == static_cast<std::size_t>(c) || !counts(views[i])) continue;
     if (views[i].slot == me.slot) {
       fail("mutual exclusion: two holders of slot " + std::to_string(me.slot) + ":" + describe_holders());
       return;
@@ -73,6 +73,17 @@ void Checker::holding_began(int c) {
     }
   }
   if (!known) history_.push_back(Holding{world_.now(), me.token, me.slot, me.holder});
+}
+
+void Checker::lease_deleted(const std::string& lease) { excused_[lease] = world_.now(); }
+
+void Checker::renewal_confirmed(int c, Time sent) {
+  const HolderView v = clients_[static_cast<std::size_t>(c)].view();
+  const auto it = excused_.find(v.lease);
+  if (it == excused_.end() || sent < it->second) return;
+  excused_.erase(it);
+  world_.trace("checker", clients_[static_cast<std::size_t>(c)].name + " renewed a lease whose key was deleted");
+  holding_began(c);
 }
 
 void Checker::waiting(int c, bool on) {

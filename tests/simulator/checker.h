@@ -5,6 +5,9 @@
 ///    local lease deadline (on their own clock) has not passed, and no two of them on one slot;
 ///  - tokens: concurrent holders never share a token, and a holding that begins on a slot has a
 ///    token above every other lease's that held the slot before it;
+///  - (an operator's DEL of a lease key is outside the protocol: its holder is excused from
+///    both until its next confirmed renewal, which must then pass the token check as a
+///    holding that begins: a renewal may set the key again only if nobody held it since);
 ///  - liveness, stage 1: after the last fault has healed, a free slot with a live waiter is
 ///    taken within expire + backoff max + the restart guard's wait (and the margins named in
 ///    liveness_bound()).
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +35,7 @@ struct HolderView {
   int slot = 0;
   std::string holder;           ///< the lease's holder id (with the token: which lease)
   bool leading = false;         ///< in the leader phase: it holds a lease as far as it knows
+  std::string lease;            ///< the lease id its key holds
 };
 
 class Checker {
@@ -42,6 +47,13 @@ class Checker {
 
   /// A holding begins for client `c` (its view already says so).
   void holding_began(int c);
+
+  /// An operator deleted the key holding `lease` on a node (FaultKind::kDelete).
+  void lease_deleted(const std::string& lease);
+  /// Client `c`'s renewal round, sent at `sent`, was confirmed (its view already shows the
+  /// deadline it set). Only a round sent after the key was deleted ends the excuse: one that
+  /// ran before the DEL confirms a key that is gone.
+  void renewal_confirmed(int c, Time sent);
 
   /// Liveness: client `c` waits (standby, live) or stops waiting; a lease was taken.
   void waiting(int c, bool on);
@@ -72,11 +84,15 @@ class Checker {
   };
   void fail(std::string what);
   int holders_now(std::vector<HolderView>& views) const;
+  bool counts(const HolderView& v) const {
+    return v.child_alive && v.deadline_valid && excused_.count(v.lease) == 0;
+  }
 
   World& world_;
   int limit_;
   std::vector<Client> clients_;
   std::vector<Holding> history_;  // one entry per lease and slot that held
+  std::map<std::string, Time> excused_;  // leases whose key an operator deleted (when), until renewed
   std::optional<std::string> violation_;
   std::uint64_t holdings_ = 0;
   Time quiet_from_ = kNever;

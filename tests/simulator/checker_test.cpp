@@ -16,7 +16,7 @@ struct Records {
     for (int i = 0; i < clients; ++i) checker.add_client("host" + std::to_string(i), [this, i] { return views[static_cast<std::size_t>(i)]; });
   }
   void hold(int c, std::uint64_t token, int slot, const std::string& holder) {
-    views[static_cast<std::size_t>(c)] = HolderView{true, true, token, slot, holder, true};
+    views[static_cast<std::size_t>(c)] = HolderView{true, true, token, slot, holder, true, holder + "#1"};
     checker.holding_began(c);
   }
 };
@@ -62,6 +62,32 @@ TEST(SimChecker, ASlotsNextHolderHasAHigherTokenAndALeaseMayHoldAgain) {
   r.hold(0, 10, 0, "a");  // the older lease holds again after b's
   ASSERT_TRUE(r.checker.violated());
   EXPECT_NE(r.checker.violation()->find("tokens"), std::string::npos);
+}
+
+TEST(SimChecker, AHolderWhoseKeyAnOperatorDeletedIsExcusedUntilItRenewsThenChecked) {
+  Records r(1, 2);
+  r.hold(0, 10, 0, "a");
+  r.world.run_until(kSecond);
+  r.checker.lease_deleted("a#1");  // an operator's DEL: b may take the key while a's child runs
+  r.hold(1, 11, 0, "b");
+  EXPECT_FALSE(r.checker.violated());
+  r.checker.renewal_confirmed(0, kSecond - 1);  // a round that ran before the DEL ends nothing
+  EXPECT_FALSE(r.checker.violated());
+  r.views[1].child_alive = false;  // b's run ends and frees the key
+  r.checker.renewal_confirmed(0, kSecond);  // a's key set again after b's higher token held
+  ASSERT_TRUE(r.checker.violated());
+  EXPECT_NE(r.checker.violation()->find("tokens"), std::string::npos);
+}
+
+TEST(SimChecker, ARenewalThatSetsADeletedKeyAgainBeforeAnyoneElseHeldIsNoViolation) {
+  Records r(1, 2);
+  r.hold(0, 10, 0, "a");
+  r.checker.lease_deleted("a#1");
+  r.checker.renewal_confirmed(0, 0);
+  EXPECT_FALSE(r.checker.violated());
+  r.hold(1, 11, 0, "b");  // and a counts again: b beside it is two holders
+  ASSERT_TRUE(r.checker.violated());
+  EXPECT_NE(r.checker.violation()->find("mutual exclusion"), std::string::npos);
 }
 
 TEST(SimChecker, AFreeSlotWithAWaiterMustBeTakenWithinTheBound) {

@@ -75,6 +75,7 @@ HolderView SimClient::view() const {
   v.leading = true;
   v.holder = d_ ? d_->holder : std::string();
   v.token = lease_->acquired.token;
+  v.lease = lease_->acquired.lease_id;
   v.slot = lease_->acquired.slot;
   v.child_alive = lease_->child_alive;
   v.deadline_valid = lease_->renewer && clock_.now() < lease_->renewer->valid_until();

@@ -49,10 +49,12 @@ void SimClient::Renewer::run() {
       if (step.kind == Kind::kLost) publish(step);
     } else if (step.kind == Kind::kRenew) {
       rounds_ = machine_.rounds();
+      const Time sent = world.now();
       const lock::Renewal r = send_round();
       if (stopped_) break;
       step = machine_.renewed(r, client_.clock_.now());
       publish(step);
+      if (r.confirmed && !machine_.lost()) client_.sim_.checker().renewal_confirmed(client_.index_, sent);
     } else {
       break;
     }

@@ -3,7 +3,10 @@
 // for a random length; none starts after the scenario's faults_until.
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <vector>
 
+#include "lock/lease.h"
 #include "simulator/client.h"
 #include "simulator/sim.h"
 
@@ -98,6 +101,23 @@ void Sim::apply(FaultKind kind, int host, int node, Time length) {
                                 format_time(stop_after) + " s in for " + format_time(stopped) + " s");
       for (int i = 0; i < sc_.nodes; ++i) net_->partition(host, i, now + length);
       world_.after(stop_after, nullptr, [this, host, stopped] { clients_[static_cast<std::size_t>(host)]->freeze(stopped, true); });
+      break;
+    }
+    case FaultKind::kDelete: {
+      // An operator's DEL, timed a moment before cron fires the other hosts' runs (the key is
+      // then taken at once, and may be freed again before its holder renews). The holder's
+      // next renewal must find it lost: the fence counter, which stays, proves a later grant.
+      const Time period = sc_.cron_period;
+      const Time at = period > 0 ? std::max<Time>((now / period + 1) * period - rng.between(0, 20 * kMs) - now, 0) : 0;
+      std::vector<std::string> keys;
+      const lock::LeaseKeys names = lock::LeaseKeys::derive(sc_.cfg.redis.key);
+      for (int i = 0; i < sc_.limit; ++i) keys.push_back(names.slot(i));
+      world_.after(at, nullptr, [this, node, keys, n] {
+        for (const auto& lease : net_->operator_delete(node, keys)) {
+          world_.trace("fault", "an operator deletes the key of lease " + lease + " on " + n);
+          checker_->lease_deleted(lease);
+        }
+      });
       break;
     }
     case FaultKind::kCount: break;

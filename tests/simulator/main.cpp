@@ -8,7 +8,7 @@
 //                           and says after how many runs and seconds
 //   --tail N                lines of trace shown with a violation (default 200; 0: all)
 //   --family NAME           every run draws its scenario from one family (mixed, restarts,
-//                           herd, stalls: tests/simulator/scenario.cpp) instead of its own
+//                           herd, stalls, deletes: tests/simulator/scenario.cpp) instead of its own
 //   --keep-going            does not stop at a violation: one line for each, and on to the last seed
 // Prints what it ran: runs, simulated time, lease operations and their rate per wall second.
 #include <algorithm>
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     } else if (a == "--family") {
       options.family = value();
       if (std::find(families().begin(), families().end(), options.family) == families().end()) {
-        std::fprintf(stderr, "redisgo_simulate: no family '%s' (mixed, restarts, herd, stalls)\n", options.family.c_str());
+        std::fprintf(stderr, "redisgo_simulate: no family '%s' (mixed, restarts, herd, stalls, deletes)\n", options.family.c_str());
         return 2;
       }
     } else if (a == "--keep-going") {

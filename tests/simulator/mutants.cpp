@@ -40,7 +40,7 @@ const std::vector<Mutant>& mutants() {
         {"undo.lua", "elseif held ~= lease then\n", "elseif holder_of(held) ~= holder_of(lease) then\n"}}},
       {"renew_no_fence_check",
        "planted: a renewal on the only node sets a vanished key again without the fence check (a counter above "
-       "its token proves a later grant); hidden since late confirmations revive nothing, no test",
+       "its token proves a later grant): met when an operator deletes the key under its holder",
        {{"renew.lua",
          "  if only == '1' and not bad and (tonumber(fence) or 0) > tonumber(token) then\n    return 0\n  end\n",
          ""}}},

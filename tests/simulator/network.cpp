@@ -122,6 +122,23 @@ void Network::heal() {
   }
 }
 
+std::vector<std::string> Network::operator_delete(int node, const std::vector<std::string>& keys) {
+  std::vector<std::string> deleted;
+  if (!up(node)) return deleted;
+  sync_clock(node);
+  sim::Node& n = sites_[static_cast<std::size_t>(node)]->node;
+  const sim::Node::ClientId id = n.connect();
+  for (const auto& key : keys) {
+    const sim::Resp value = n.call(id, {"GET", key});
+    ++commands_;
+    const sim::Resp del = n.call(id, {"DEL", key});
+    if (del.is_int() && del.integer == 1 && value.is_bulk()) deleted.push_back(value.text);
+    ++commands_;
+  }
+  n.disconnect(id);
+  return deleted;
+}
+
 void Network::rewrite_script(std::string from, std::string to) { rewrites_.emplace_back(std::move(from), std::move(to)); }
 
 sim::Resp Network::run(int node, int host, sim::Node::ClientId client, std::vector<std::string> argv) {

@@ -75,6 +75,9 @@ class Network {
   Time faults_end() const { return faults_end_; }
   /// Nodes that restarted empty in this run so far.
   int restarts() const { return restarts_; }
+  /// An operator's `DEL` of `keys` on a serving node, from a connection of its own (no host's
+  /// link: it is not delayed, and no client hears of it). Returns the string values it deleted.
+  std::vector<std::string> operator_delete(int node, const std::vector<std::string>& keys);
 
   /// Commands run on the nodes (scripts count once).
   std::uint64_t commands() const { return commands_; }

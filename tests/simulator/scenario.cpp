@@ -6,7 +6,9 @@
 //   restarts  nodes that crash and come back empty, under semaphores too;
 //   herd      three nodes, semaphores, oneshots that cron starts on every host at once over a
 //             jittery network: acquisitions that cross each other;
-//   stalls    one node, one slot, hosts that stop and lose their network, slow links.
+//   stalls    one node, one slot, hosts that stop and lose their network, slow links;
+//   deletes   one node, one slot, an operator who DELs the lease key under its holder while
+//             the others' cron fires (drawn only when asked for: --family deletes).
 #include <algorithm>
 #include <csignal>
 
@@ -19,10 +21,13 @@ namespace {
 std::vector<int> weights(Rng& rng, std::initializer_list<std::pair<FaultKind, int>> lean) {
   // Each run leans its own way: a kind of fault is left out of a run one time in four; a
   // family's kinds weigh more.
+  // An operator's DEL weighs nothing unless the family leans on it: the kinds drawn before it
+  // existed draw as they did, and every seed replays the run it did then.
   std::vector<int> w;
-  for (int k = 0; k < static_cast<int>(FaultKind::kCount); ++k) {
+  for (int k = 0; k < static_cast<int>(FaultKind::kDelete); ++k) {
     w.push_back(rng.percent(25) ? 0 : static_cast<int>(rng.between(1, 10)));
   }
+  w.push_back(0);
   for (const auto& [kind, weight] : lean) w[static_cast<std::size_t>(kind)] += weight;
   if (std::all_of(w.begin(), w.end(), [](int x) { return x == 0; })) w[0] = 1;
   return w;
@@ -31,7 +36,7 @@ std::vector<int> weights(Rng& rng, std::initializer_list<std::pair<FaultKind, in
 }  // namespace
 
 const std::vector<std::string>& families() {
-  static const std::vector<std::string> all{"mixed", "restarts", "herd", "stalls"};
+  static const std::vector<std::string> all{"mixed", "restarts", "herd", "stalls", "deletes"};
   return all;
 }
 
@@ -45,13 +50,15 @@ Scenario draw_scenario(Rng& rng, const std::string& family_wanted) {
                                      : "stalls";
   const bool mixed = sc.family == "mixed";
   const bool restarts = sc.family == "restarts";
-  sc.nodes = sc.family == "herd" ? 3 : sc.family == "stalls" ? 1 : rng.percent(restarts ? 80 : 50) ? 1 : 3;
-  sc.limit = sc.family == "stalls" ? 1
+  const bool deletes = sc.family == "deletes";
+  const bool lone = sc.family == "stalls" || deletes;  // one node, one slot
+  sc.nodes = sc.family == "herd" ? 3 : lone ? 1 : rng.percent(restarts ? 80 : 50) ? 1 : 3;
+  sc.limit = lone ? 1
              : sc.family == "herd" || (restarts && rng.percent(80)) || (mixed && rng.percent(40))
                  ? static_cast<int>(restarts && rng.percent(70) ? 3 : rng.between(2, 3))
                  : 1;
   // Waiters in line: a stall needs one other host at most; a restart under a semaphore, several.
-  sc.clients = sc.family == "stalls" ? (rng.percent(70) ? 2 : 3)
+  sc.clients = lone ? (rng.percent(70) ? 2 : 3)
                                      : static_cast<int>(rng.between(sc.limit + 1, sc.limit + (restarts ? 4 : 3)));
   config::Config& cfg = sc.cfg;
   auto& r = cfg.redis;
@@ -77,7 +84,7 @@ Scenario draw_scenario(Rng& rng, const std::string& family_wanted) {
   t.restart_delay = Millis(rng.between(0, 10) * 100);
   // All supervise, all oneshot, or mixed; a herd is mostly oneshots, and so are the hosts that
   // meet restarts (a oneshot releases as its child ends: releases right after a restart).
-  const int mix = (sc.family == "herd" || restarts) && rng.percent(70) ? 1 : static_cast<int>(rng.below(3));
+  const int mix = (sc.family == "herd" || restarts || deletes) && rng.percent(70) ? 1 : static_cast<int>(rng.below(3));
   for (int i = 0; i < sc.clients; ++i) {
     const bool supervise = mix == 0 || (mix == 2 && rng.percent(50));
     sc.modes.push_back(supervise ? config::Mode::kSupervise : config::Mode::kOneshot);
@@ -94,16 +101,19 @@ Scenario draw_scenario(Rng& rng, const std::string& family_wanted) {
     sc.network.transit_min = 100;
     sc.network.transit_max = rng.between(2, 15) * kMs;
   }
-  sc.cron_period = rng.percent(sc.family == "herd" ? 90 : 50) ? rng.between(1, 5) * kSecond : 0;
-  sc.brief_children = static_cast<int>(sc.family == "stalls" ? rng.between(30, 50)
+  sc.cron_period = rng.percent(sc.family == "herd" || deletes ? 90 : 50) ? rng.between(1, 5) * kSecond : 0;
+  sc.brief_children = static_cast<int>(lone ? rng.between(30, 50)
                                        : restarts       ? rng.between(40, 50)
                                                         : rng.between(0, 50));
   sc.crash_downtime = restarts && rng.percent(70) ? 300 * kMs : 2 * kSecond;
-  sc.hit_leader = sc.family == "stalls" ? 90 : 50;
-  sc.fault_rate = mixed && rng.percent(10) ? 0 : static_cast<int>(rng.between(mixed ? 2 : 8, sc.family == "stalls" ? 30 : 20));
+  sc.hit_leader = lone ? 90 : 50;
+  sc.fault_rate = mixed && rng.percent(10) ? 0 : static_cast<int>(rng.between(mixed ? 2 : 8, lone ? 30 : 20));
   using K = FaultKind;
   if (restarts) {
     sc.fault_weights = weights(rng, {{K::kCrash, 40}});
+  } else if (deletes) {
+    sc.fault_weights = weights(rng, {{K::kDelete, 30}, {K::kSlow, 5}});
+    sc.fault_weights[static_cast<std::size_t>(K::kCrash)] = 0;
   } else if (sc.family == "stalls") {
     sc.fault_weights = weights(rng, {{K::kStall, 20}, {K::kFreeze, 5}, {K::kSlow, 5}});
     sc.fault_weights[static_cast<std::size_t>(K::kCrash)] = 0;

@@ -37,6 +37,9 @@ enum class FaultKind {
   kPause,      ///< SIGSTOP of a daemon (its keeper and child run on)
   kFreeze,     ///< the whole host stops (a paused VM)
   kStall,      ///< a host loses its network, then stops, then runs again just after it is back
+  /// An operator DELs the lease key (and slot keys) on a node; the fence counter stays. Only the
+  /// `deletes` family draws it (scenario.cpp), so that the other families' seeds do not move.
+  kDelete,
   kCount
 };
 

@@ -86,10 +86,9 @@ TEST(SimMutants, SlotRaiseNoGiveupIsCaught) { expect_caught("slot_raise_no_giveu
 TEST(SimMutants, TurnPastGuardIsCaught) { expect_caught("turn_past_guard", "restarts"); }
 TEST(SimMutants, ReleasePublishBeforeCompareIsCaught) { expect_caught("release_publish_before_compare", "stalls"); }
 TEST(SimMutants, ReleaseByHolderIsCaught) { expect_caught("release_by_holder", "stalls"); }
-// renew_no_fence_check has no test: since a confirmation read after the deadline revives
-// nothing (RenewalMachine::renewed), the runs that caught it keep every invariant with it too.
-// What its check still guards, a key deleted by hand under a holder whose counter stays, is
-// not in the fault model (docs/DESIGN.md "Simulation", what it does not cover).
+// What the fence check of a renewal on the only node guards: a key deleted by hand under its
+// holder (the counter stays), taken and freed by another before the holder renews.
+TEST(SimMutants, RenewNoFenceCheckIsCaught) { expect_caught("renew_no_fence_check", "deletes"); }
 
 // The defects the simulator found in today's code (reported; enable each once it is fixed).
 void expect_green(std::uint64_t seed) {
