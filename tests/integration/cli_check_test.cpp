@@ -238,6 +238,12 @@ TEST_F(CliCheck, ReplicaFailsTheRoleCheck) {
   ASSERT_NE(line, "") << r.out;
   EXPECT_NE(line.find("replica of " + master.address()), std::string::npos) << line;
   EXPECT_NE(line.find("writes would fail"), std::string::npos) << line;
+  // The rights check meets the same READONLY: it names the replica, and advises no grant
+  // (it once said "grant +set", which would change nothing).
+  const std::string rights = line_of(r.out, "warn", "rights", replica.address());
+  ASSERT_NE(rights, "") << r.out;
+  EXPECT_NE(rights.find("read-only replica"), std::string::npos) << rights;
+  EXPECT_EQ(r.out.find("grant +set"), std::string::npos) << r.out;
 }
 
 TEST_F(CliCheck, SameServerListedTwiceFailsWithItsRunId) {
