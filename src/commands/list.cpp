@@ -95,6 +95,11 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
     }
     row.slots.push_back({slot.first, slot.second, ttl});
   }
+  std::map<int, std::string> others;
+  for (const auto* a : read) {
+    for (const auto& [slot, type] : a->other_type) others.emplace(slot, type);
+  }
+  row.other_type.assign(others.begin(), others.end());
   if (paused >= quorum) {
     for (const auto* a : read) {
       if (a->pause_ttl_ms == -2) continue;
@@ -165,6 +170,10 @@ void write_text(const std::vector<Row>& rows, const std::vector<NodeScan>& scans
     for (const auto& s : r.slots) {
       out << "  slot " << s.slot << ": held by " << log::printable(s.holder) << ", " << ttl_text(s.ttl_ms) << "\n";
     }
+    for (const auto& [slot, type] : r.other_type) {
+      out << "  slot " << slot << ": a " << log::printable(type)
+          << " key, not a lease (something else wrote it): the daemons skip this slot\n";
+    }
     if (r.claim) {
       out << "  once_per: last slot " << utc_text(r.claim->slot_start_s) << " claimed by "
           << log::printable(r.claim->holder.empty() ? "(nobody)" : r.claim->holder)
@@ -202,6 +211,11 @@ void write_json(const std::vector<Row>& rows, const std::vector<NodeScan>& scans
     for (std::size_t k = 0; k < r.slots.size(); ++k) {
       out << (k ? "," : "") << "{\"slot\":" << r.slots[k].slot << ",\"holder\":" << json_quote(r.slots[k].holder)
           << ",\"ttl_ms\":" << r.slots[k].ttl_ms << "}";
+    }
+    out << "],\"other_type_slots\":[";
+    for (std::size_t k = 0; k < r.other_type.size(); ++k) {
+      out << (k ? "," : "") << "{\"slot\":" << r.other_type[k].first << ",\"type\":" << json_quote(r.other_type[k].second)
+          << "}";
     }
     out << "],\"once_per\":";
     if (r.claim) {

@@ -37,6 +37,8 @@ struct NodeKey {
     std::int64_t ttl_ms = -2;
   };
   std::vector<Slot> slots;  ///< a semaphore's other slots that are held (1..63)
+  /// Other slots whose key is not a string (slot, its type): something else wrote it.
+  std::vector<std::pair<int, std::string>> other_type;
   std::string refusal;      ///< a lock::RefusalNote's text, or ""
 };
 
@@ -57,6 +59,9 @@ struct Row {
   std::optional<std::int64_t> since_s;  ///< the lease's grant: the token is the server's TIME in µs then
   std::int64_t ttl_ms = -2;             ///< the quorum's (the lowest of the nodes that hold it)
   std::vector<NodeKey::Slot> slots;     ///< other slots held (limit > 1)
+  /// Slots whose key is of another type on any node that answered (slot, type): the daemons
+  /// skip them, so the semaphore serves that many fewer.
+  std::vector<std::pair<int, std::string>> other_type;
   std::int64_t line = 0;
   std::optional<LastClaim> claim;
   bool paused = false;

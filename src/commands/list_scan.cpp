@@ -148,6 +148,7 @@ void read_keys(AsyncConnection& conn, const std::vector<std::string>& keys,
     a.paused_until_ms = r->pause.until_ms;
     a.refusal = r->note;
     for (const auto& s : r->slots) a.slots.push_back({s.slot, s.holder, s.pttl_ms});
+    for (const auto& o : r->other_type) a.other_type.emplace_back(o.slot, o.type);
     scan.keys.emplace_back(keys[i], std::move(a));
   }
   for (const auto& [key, c] : claim_calls) {

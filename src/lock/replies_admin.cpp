@@ -33,6 +33,20 @@ std::optional<std::vector<ListKeyReply::Slot>> slots_of_list(const redisReply* s
   return out;
 }
 
+/// {slot, type, ...}: the slots whose key is of another type.
+std::optional<std::vector<ListKeyReply::OtherType>> other_types_of_list(const redisReply* s) {
+  if (!s || s->type != REDIS_REPLY_ARRAY || s->elements % 2 != 0) return std::nullopt;
+  std::vector<ListKeyReply::OtherType> out;
+  for (std::size_t j = 0; j < s->elements; j += 2) {
+    const auto number = text(element(s, j));
+    const auto type = text(element(s, j + 1));
+    const std::int64_t slot = number ? parse_count(*number) : 0;
+    if (slot < 1 || slot >= kMaxSlots || !type) return std::nullopt;
+    out.push_back({static_cast<int>(slot), shown_text(*type)});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<ProbeRightsReply> parse_probe_rights_reply(const redisReply* r) {
@@ -57,13 +71,14 @@ std::optional<SlotsBeyondReply> parse_slots_beyond_reply(const redisReply* r) {
 }
 
 std::optional<ListKeyReply> parse_list_key_reply(const redisReply* r) {
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 8) return std::nullopt;
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 9) return std::nullopt;
   auto holder = text(element(r, 0)), fence = text(element(r, 2)), note = text(element(r, 7));
   const auto pttl = redis::as_integer(element(r, 1)), line = redis::as_integer(element(r, 3)),
              pause_pttl = redis::as_integer(element(r, 4));
   auto pause = pause_of_list(element(r, 5));
   auto slots = slots_of_list(element(r, 6));
-  if (!holder || !fence || !note || !pttl || !line || !pause_pttl || !pause || !slots) return std::nullopt;
+  auto others = other_types_of_list(element(r, 8));
+  if (!holder || !fence || !note || !pttl || !line || !pause_pttl || !pause || !slots || !others) return std::nullopt;
   ListKeyReply out;
   out.holder = shown_holder(*holder);
   out.pttl_ms = *pttl;
@@ -73,6 +88,7 @@ std::optional<ListKeyReply> parse_list_key_reply(const redisReply* r) {
   out.pause = std::move(*pause);
   out.slots = std::move(*slots);
   out.note = *note;
+  out.other_type = std::move(*others);
   return out;
 }
 

@@ -59,6 +59,11 @@ struct ListKeyReply {
   };
   std::vector<Slot> slots;          ///< a semaphore's other slots that are held
   std::string note;                 ///< the key's RefusalNote, or ""
+  struct OtherType {
+    int slot = 0;                   ///< 1..63
+    std::string type;               ///< TYPE's answer
+  };
+  std::vector<OtherType> other_type;  ///< other slots whose key is not a lease (skipped by the daemons)
 };
 std::optional<ListKeyReply> parse_list_key_reply(const redisReply* r);
 

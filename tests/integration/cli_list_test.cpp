@@ -178,6 +178,25 @@ TEST_F(CliList, AnUnreadableKeyLeavesTheNextReadableWithAnEmptyScriptCache) {
   EXPECT_EQ(r.out.find("NOSCRIPT"), std::string::npos) << r.out;
 }
 
+// A semaphore's slot key that something else wrote (a list here) is named as such; the key's
+// lease, its token and its other slots are still listed (it once made the whole key
+// "unreadable (WRONGTYPE ...)").
+TEST_F(CliList, ASlotKeyOfAnotherTypeIsNamedAndTheRestOfTheKeyListed) {
+  RedisServer redis;
+  const std::string host = "host = \"" + redis.address() + "\"";
+  const auto cfg = config(host, "jobs:sem", "oneshot", "limit = 3\n");
+  ASSERT_EQ(run_task_binary({"task", "--config", cfg, "--", "true"}, 10s).code, 0);
+  EXPECT_EQ(redis.cli({"SET", "{jobs:sem}:slot:1", "otherhost:7:abc#1", "PX", "60000"}), "OK");
+  EXPECT_EQ(redis.cli({"RPUSH", "{jobs:sem}:slot:2", "x"}), "1");
+  auto r = list(cfg);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(line_of(r.out, "jobs:sem").find("jobs:sem: free, token "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  slot 1: held by otherhost:7:abc, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  slot 2: a list key, not a lease"), std::string::npos) << r.out;
+  r = list(cfg, {"--json"});
+  EXPECT_NE(r.out.find("\"other_type_slots\":[{\"slot\":2,\"type\":\"list\"}]"), std::string::npos) << r.out;
+}
+
 }  // namespace
 
 }  // namespace cli_list_test

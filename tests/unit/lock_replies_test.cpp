@@ -428,7 +428,8 @@ TEST(Replies, ListReadsOneKeyWhole) {
   const std::string pause = A({B("alice"), B("deploy"), B("1767225600000"), B("1767229200000")});
   const std::string slots = A({B("2"), B("h2"), I(900), B("5"), B(std::string(10'000, 'x')), I(-1)});
   auto k = lock::parse_list_key_reply(
-      reply_of(A({B("h1"), I(1500), B("1767225600250000"), I(2), I(60000), pause, slots, B("note")})).get());
+      reply_of(A({B("h1"), I(1500), B("1767225600250000"), I(2), I(60000), pause, slots, B("note"),
+                  A({B("3"), B("hash")})})).get());
   ASSERT_TRUE(k);
   EXPECT_EQ(k->holder, "h1");
   EXPECT_EQ(k->pttl_ms, 1500);
@@ -446,17 +447,23 @@ TEST(Replies, ListReadsOneKeyWhole) {
   EXPECT_EQ(k->slots[1].slot, 5);
   EXPECT_LT(k->slots[1].holder.size(), 300u);  // cut, with its size
   EXPECT_EQ(k->note, "note");
+  ASSERT_EQ(k->other_type.size(), 1u);
+  EXPECT_EQ(k->other_type[0].slot, 3);
+  EXPECT_EQ(k->other_type[0].type, "hash");
   const std::string none = A({B(""), B(""), B(""), B("")});
-  k = lock::parse_list_key_reply(reply_of(A({B(""), I(-2), B(""), I(-1), I(-2), none, A({}), B("")})).get());
+  k = lock::parse_list_key_reply(reply_of(A({B(""), I(-2), B(""), I(-1), I(-2), none, A({}), B(""), A({})})).get());
   ASSERT_TRUE(k);
   EXPECT_EQ(k->holder, "");
   EXPECT_EQ(k->line_length, -1);
   EXPECT_TRUE(k->slots.empty());
   auto with = [&](const std::string& p, const std::string& s) {
-    return A({B(""), I(-2), B(""), I(0), I(-2), p, s, B("")});
+    return A({B(""), I(-2), B(""), I(0), I(-2), p, s, B(""), A({})});
   };
   const std::string bad[] = {
       A({B(""), I(-2), B(""), I(0), I(-2), none, A({})}),   // without the note
+      A({B(""), I(-2), B(""), I(0), I(-2), none, A({}), B("")}),  // without the other types
+      A({B(""), I(-2), B(""), I(0), I(-2), none, A({}), B(""), A({B("0"), B("hash")})}),  // slot 0: the lease key
+      A({B(""), I(-2), B(""), I(0), I(-2), none, A({}), B(""), A({B("2")})}),  // a slot without its type
       with(A({B(""), B(""), B("")}), A({})),                // a pause of three fields
       with(A({B(""), I(0), B(""), B("")}), A({})),          // a pause field that is no string
       with(none, A({B("2"), B("h")})),                      // a slot without its pttl
@@ -465,8 +472,8 @@ TEST(Replies, ListReadsOneKeyWhole) {
       with(none, A({B("x"), B("h"), I(1)})),                // a slot that is no number
       with(none, A({B("2"), B("h"), B("1")})),              // a pttl that is no integer
       with(none, B("")),                                    // slots that are no array
-      A({I(0), I(-2), B(""), I(0), I(-2), none, A({}), B("")}),  // a holder that is no string
-      A({B(""), B("-2"), B(""), I(0), I(-2), none, A({}), B("")}),  // a pttl that is no integer
+      A({I(0), I(-2), B(""), I(0), I(-2), none, A({}), B(""), A({})}),  // a holder that is no string
+      A({B(""), B("-2"), B(""), I(0), I(-2), none, A({}), B(""), A({})}),  // a pttl that is no integer
       B(""), kNil,
   };
   for (const auto& b : bad) EXPECT_FALSE(lock::parse_list_key_reply(reply_of(b).get())) << b;

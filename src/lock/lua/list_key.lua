@@ -11,6 +11,10 @@
     [6] pause          array    {by, reason, since_ms, until_ms} ("" each when none)
     [7] slots          array    {slot, holder, pttl_ms, ...} of the other slots that are held
     [8] note           string   the RefusalNote, or ""
+    [9] other_type     array    {slot, type, ...} of the other slots whose key is not a string
+                                (something else wrote it: the daemons skip that slot)
+  A lease key or a fence counter of another type fails the script (WRONGTYPE): no slot of
+  the key can be judged without them.
 ]]
 local lease_key = KEYS[1]             -- the lease key
 local fence_key = KEYS[2]             -- the fence counter
@@ -31,10 +35,15 @@ if pause ~= -2 then
     fields = {}
   end
 end
-local slots = {}
+local slots, others = {}, {}
 for j, key in ipairs(slot_keys) do
-  local h = redis.call('GET', key)
-  if h then
+  local h = redis.pcall('GET', key)
+  if type(h) == 'table' and h.err and string.find(h.err, 'WRONGTYPE', 1, true) then
+    others[#others + 1] = tostring(j)
+    others[#others + 1] = redis.call('TYPE', key).ok
+  elseif type(h) == 'table' and h.err then
+    return redis.error_reply(h.err)  -- a refusal: as the plain call would have failed
+  elseif h then
     slots[#slots + 1] = tostring(j)
     slots[#slots + 1] = h
     slots[#slots + 1] = redis.call('PTTL', key)
@@ -45,4 +54,4 @@ if type(note) ~= 'string' then
   note = ''
 end
 return {redis.call('GET', lease_key) or '', redis.call('PTTL', lease_key), redis.call('GET', fence_key) or '', line, pause,
-        {fields[1] or '', fields[2] or '', fields[3] or '', fields[4] or ''}, slots, note}
+        {fields[1] or '', fields[2] or '', fields[3] or '', fields[4] or ''}, slots, note, others}
