@@ -173,7 +173,12 @@ bool StandbyMachine::oneshot_gives_up(const lock::Verdict& verdict, Clock::time_
     return false;
   }
   if (!unreachable_since_) unreachable_since_ = started_;
-  return now - *unreachable_since_ >= s_.unreachable_timeout;
+  return now >= *unreachable_until();
+}
+
+std::optional<Clock::time_point> StandbyMachine::unreachable_until() const {
+  if (s_.mode != Mode::kOneshot || !unreachable_since_) return std::nullopt;
+  return *unreachable_since_ + s_.unreachable_timeout;
 }
 
 void StandbyMachine::attempt(Actions& out, bool turn) {
@@ -183,7 +188,10 @@ void StandbyMachine::attempt(Actions& out, bool turn) {
 }
 
 void StandbyMachine::wait(Actions& out, Clock::time_point until, bool wake_on_release) {
-  emit<Wait>(out, {s_.give_up_at ? std::min(until, *s_.give_up_at) : until, wake_on_release});
+  // Neither bound is waited past: the backoff (up to its max) would overshoot either.
+  if (s_.give_up_at) until = std::min(until, *s_.give_up_at);
+  if (const auto unreachable = unreachable_until()) until = std::min(until, *unreachable);
+  emit<Wait>(out, {until, wake_on_release});
 }
 
 bool StandbyMachine::timed_out(Clock::time_point now, Actions& out) {
@@ -338,6 +346,11 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
   // Whatever ended the wait (its bound, a turn that came too late): past give_up_at no
   // attempt goes out. A turn of ours that came is handed on as the line is left.
   if ((state_ == StandbyState::kPacing || state_ == StandbyState::kWaiting) && timed_out(now, out)) return;
+  // No quorum since unreachable_timeout ago: the run ends now (69), not after one more attempt.
+  if ((state_ == StandbyState::kPacing || state_ == StandbyState::kWaiting) && unreachable_until() &&
+      now >= *unreachable_until()) {
+    return give_up(out, false);
+  }
   if (state_ == StandbyState::kPacing) {
     last_stray_retry_ = now;
     return attempt(out);

@@ -217,6 +217,8 @@ class StandbyMachine {
   void wait(Actions& out, Clock::time_point until, bool wake_on_release);
   /// give_up_at has come: true after emitting GiveUp (timed out).
   bool timed_out(Clock::time_point now, Actions& out);
+  /// oneshot without a quorum: when unreachable_timeout ends (nullopt: not counting).
+  std::optional<Clock::time_point> unreachable_until() const;
   /// The earliest a paced retry may go out: attempt_gap(splits_) after the last attempt
   /// began, and a quorum of nodes out of its retry backoff.
   Clock::time_point paced() const;
