@@ -73,9 +73,13 @@ std::unique_ptr<lock::Renewer> LeaderDriver::start_renewer(const lock::Acquisiti
       once_.add_to(o);
       return ctx_.deps.make_backend(o, ctx_.clock);
     };
+    // Its thread starts once the child has (run_leader): until the first renewal is due
+    // (a cron after the acquisition was sent) it has nothing to do, and starting it first
+    // put a thread's creation and first run before the keeper's fork.
     return std::make_unique<lock::Renewer>(make, ctx_.cfg.redis.cron, acquired.started, acquired.valid_until,
                                            renewer_wake_, ctx_.clock,
-                                           [this](const lock::Renewal& r) { notices_.renewal(r); });
+                                           [this](const lock::Renewal& r) { notices_.renewal(r); },
+                                           lock::Renewer::Start::kLater);
   } catch (const std::exception& e) {
     // No renewal means no safe child: release first, then report the bug (exit 70, redisgo_task(1), EXIT STATUS).
     ctx_.log->error("cannot start the renewal thread: {}; releasing", e.what());

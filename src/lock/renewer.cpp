@@ -30,7 +30,7 @@ LeaseOptions Renewer::backend_options(const LeaseOptions& main, const Acquisitio
 }
 
 Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,
-                 Clock::time_point initial, Interrupt& wake, const Clock& clock, Observer observer)
+                 Clock::time_point initial, Interrupt& wake, const Clock& clock, Observer observer, Start start)
     : backend_(make_backend(stop_.fd())),
       machine_(interval, lease_start, initial),
       wake_(wake),
@@ -38,7 +38,21 @@ Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::tim
       observer_(std::move(observer)),
       valid_until_ns_(initial.time_since_epoch().count()),
       renewed_at_ns_(lease_start.time_since_epoch().count()) {
-  thread_ = std::thread([this] { run(); });
+  if (start == Start::kNow) thread_ = std::thread([this] { run(); });
+}
+
+void Renewer::start() noexcept {
+  if (thread_.joinable() || stopped_.load()) return;
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lk(mu_);
+      lost_reason_ = std::string("cannot start the renewal thread: ") + e.what();
+    }
+    lost_.store(true);
+    wake_.trigger();
+  }
 }
 
 Renewer::~Renewer() { stop(); }
@@ -62,6 +76,7 @@ NodeError Renewer::refusal() const {
 }
 
 void Renewer::stop() noexcept {
+  stopped_.store(true);
   stop_.trigger();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }

@@ -31,15 +31,19 @@ class Renewer {
   /// by cause from it). Must not block.
   using Observer = std::function<void(const Renewal&)>;
 
-  /// Starts the thread. `initial` is the deadline from the acquisition, `lease_start` when
-  /// the acquisition was sent: renewals go out at lease_start + interval, then `interval`
-  /// after each round's own send (start to start: a slow round trip does not stretch the
-  /// cadence). `wake` is triggered on every change the main loop must look at (lost,
-  /// deadline moved). Throws (std::system_error, or what the factory throws) when it
-  /// cannot start.
+  /// kNow starts the thread in the constructor; kLater leaves it to start(), so that a
+  /// leader can fork its child first (the thread's start is off the handover's path).
+  enum class Start { kNow, kLater };
+
+  /// Makes the backend and (kNow) starts the thread. `initial` is the deadline from the
+  /// acquisition, `lease_start` when the acquisition was sent: renewals go out at
+  /// lease_start + interval, then `interval` after each round's own send (start to start: a
+  /// slow round trip does not stretch the cadence), however late the thread starts.
+  /// `wake` is triggered on every change the main loop must look at (lost, deadline
+  /// moved). Throws (std::system_error, or what the factory throws) when it cannot start.
   Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,
           Clock::time_point initial, Interrupt& wake, const Clock& clock = SystemClock::instance(),
-          Observer observer = nullptr);
+          Observer observer = nullptr, Start start = Start::kNow);
   ~Renewer();  ///< stop() and join
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -73,6 +77,10 @@ class Renewer {
   /// Renewal rounds begun so far, confirmed or not (a round may still be on its way to a
   /// node: only a release on the same connections is sure to come after it).
   std::uint64_t rounds() const noexcept { return rounds_.load(); }
+  /// Starts the thread of a Start::kLater renewer (idempotent; nothing after stop()). A
+  /// thread that cannot start loses the lease at once (lost(), the reason, a wake): the
+  /// deadline is then never moved, and the main loop stops the child as for any lost lease.
+  void start() noexcept;
   /// Stops renewing (idempotent) and joins. Does not release.
   void stop() noexcept;
   /// stop(), then release the lease through the renewer's own connections: they were in
@@ -88,6 +96,7 @@ class Renewer {
   void publish(const RenewalMachine::Step& step);
 
   Interrupt stop_;
+  std::atomic<bool> stopped_{false};  // stop() called: start() starts nothing after it
   std::unique_ptr<LeaseBackend> backend_;
   RenewalMachine machine_;  // the thread's own
   Interrupt& wake_;  // trigger() writes the eventfd, hence not const
