@@ -125,9 +125,8 @@ void LeaderDriver::release_lease(lock::Renewer& renewer) {
   // it would set the key again for a holder that has gone). Those connections are also
   // the freshest (the main ones may have idled for hours). Before any round, the main
   // ones that just acquired: the renewer's may not even be open (a short job costs no
-  // reconnect).
-  renewer.stop();  // joined: no round begins after this
-  notices_.log_release(renewer.rounds() > 0 ? renewer.stop_and_release() : ctx_.backend->release());
+  // reconnect). No round begins once the release is decided (Renewer::stop_and_release).
+  notices_.log_release(renewer.stop_and_release(*ctx_.backend));
   ctx_.backend->released_elsewhere();
 }
 

@@ -75,15 +75,23 @@ NodeError Renewer::refusal() const {
   return refusal_;
 }
 
-void Renewer::stop() noexcept {
+void Renewer::halt() noexcept {
   stopped_.store(true);
+  const int was = phase_.exchange(kStopped);
   stop_.trigger();
+  if (was == kInRound && thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Renewer::stop() noexcept {
+  halt();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-Release Renewer::stop_and_release() noexcept {
+Release Renewer::stop_and_release(LeaseBackend& fallback) noexcept {
+  halt();  // from here on backend_ is ours: the thread begins no round
+  const Release out = rounds_.load() > 0 ? backend_->release() : fallback.release();
   stop();
-  return backend_->release();
+  return out;
 }
 
 void Renewer::run() {
@@ -97,9 +105,12 @@ void Renewer::run() {
         if (step.kind == Kind::kLost) publish(step);
         break;
       case Kind::kRenew: {
+        int idle = kIdle;
+        if (!phase_.compare_exchange_strong(idle, kInRound)) return;  // stopped: the backend is the releaser's
         rounds_.store(machine_.rounds());
         const Renewal r = send_round();
-        if (stop_.triggered()) return;
+        int in_round = kInRound;
+        if (!phase_.compare_exchange_strong(in_round, kIdle) || stop_.triggered()) return;
         if (observer_) {
           try {
             observer_(r);

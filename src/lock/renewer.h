@@ -83,10 +83,15 @@ class Renewer {
   void start() noexcept;
   /// Stops renewing (idempotent) and joins. Does not release.
   void stop() noexcept;
-  /// stop(), then release the lease through the renewer's own connections: they were in
-  /// use every interval, so they are the least likely to have gone stale while the child
-  /// ran. Returns LeaseBackend::release()'s outcome. Never throws.
-  Release stop_and_release() noexcept;
+  /// Stops renewing and releases the lease: through the renewer's own connections once a
+  /// round has gone out on them (a round still queued at a slow node then runs before the
+  /// release, never after it, where it would set the key again), else through `fallback`
+  /// (the connections that acquired: the renewer's may not even be open). No round begins
+  /// after the stop; one in flight is cancelled and waited for, and only then is the
+  /// release sent. The thread is joined after the release, not before it: a renewer
+  /// waiting for its next round has nothing to finish. Returns LeaseBackend::release()'s
+  /// outcome. Never throws.
+  Release stop_and_release(LeaseBackend& fallback) noexcept;
 
  private:
   void run();
@@ -95,7 +100,15 @@ class Renewer {
   /// Makes what the machine holds readable by the main loop, and wakes it when `step` says.
   void publish(const RenewalMachine::Step& step);
 
+  /// Who may use backend_: the thread, only between kIdle -> kInRound and back; once
+  /// kStopped, the thread begins no round, so a stop that finds kIdle can release on
+  /// backend_ at once, while the thread leaves by itself.
+  enum Phase : int { kIdle, kInRound, kStopped };
+  /// Sets kStopped and wakes the thread; joins it only when a round was in flight.
+  void halt() noexcept;
+
   Interrupt stop_;
+  std::atomic<int> phase_{kIdle};
   std::atomic<bool> stopped_{false};  // stop() called: start() starts nothing after it
   std::unique_ptr<LeaseBackend> backend_;
   RenewalMachine machine_;  // the thread's own
