@@ -333,7 +333,7 @@ bool maps_openssl(const std::string& maps) {
 }
 
 // A daemon without `tls = true` maps neither libssl nor libcrypto (nothing of OpenSSL is
-// linked into the binary: docs/DESIGN.md "Dependencies"), and one with it loads libssl.so.3
+// linked into the binary: docs/DESIGN.md "Layers"), and one with it loads libssl.so.3
 // when it makes its TLS context.
 TEST_F(TlsTask, OpenSslIsMappedOnlyByADaemonWhoseConfigAsksForTls) {
   RedisServer plain;
