@@ -73,9 +73,13 @@ std::unique_ptr<lock::Renewer> LeaderDriver::start_renewer(const lock::Acquisiti
       once_.add_to(o);
       return ctx_.deps.make_backend(o, ctx_.clock);
     };
+    // Its thread starts once the child has (run_leader): until the first renewal is due
+    // (a cron after the acquisition was sent) it has nothing to do, and starting it first
+    // put a thread's creation and first run before the keeper's fork.
     return std::make_unique<lock::Renewer>(make, ctx_.cfg.redis.cron, acquired.started, acquired.valid_until,
                                            renewer_wake_, ctx_.clock,
-                                           [this](const lock::Renewal& r) { notices_.renewal(r); });
+                                           [this](const lock::Renewal& r) { notices_.renewal(r); },
+                                           lock::Renewer::Start::kLater);
   } catch (const std::exception& e) {
     // No renewal means no safe child: release first, then report the bug (exit 70, redisgo_task(1), EXIT STATUS).
     ctx_.log->error("cannot start the renewal thread: {}; releasing", e.what());
@@ -121,9 +125,8 @@ void LeaderDriver::release_lease(lock::Renewer& renewer) {
   // it would set the key again for a holder that has gone). Those connections are also
   // the freshest (the main ones may have idled for hours). Before any round, the main
   // ones that just acquired: the renewer's may not even be open (a short job costs no
-  // reconnect).
-  renewer.stop();  // joined: no round begins after this
-  notices_.log_release(renewer.rounds() > 0 ? renewer.stop_and_release() : ctx_.backend->release());
+  // reconnect). No round begins once the release is decided (Renewer::stop_and_release).
+  notices_.log_release(renewer.stop_and_release(*ctx_.backend));
   ctx_.backend->released_elsewhere();
 }
 

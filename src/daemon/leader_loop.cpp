@@ -70,6 +70,11 @@ leader::ChildSeen LeaderDriver::child_seen(Leading& l) {
 
 void LeaderDriver::run_leader(Leading& l) {
   drive(l, leader::Start{});
+  // After the child's start (or its failure): the first renewal is due a cron after the
+  // acquisition was sent however late the thread starts, and the lease's deadline holds
+  // without it (only a confirmed renewal moves it). A lease that ended with the start
+  // (a oneshot whose child could not run) needs no thread.
+  if (!l.machine.done()) l.renewer.start();
   std::vector<pollfd> fds;
   while (!l.machine.done()) {
     const leader::ChildSeen seen = child_seen(l);

@@ -30,7 +30,7 @@ LeaseOptions Renewer::backend_options(const LeaseOptions& main, const Acquisitio
 }
 
 Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,
-                 Clock::time_point initial, Interrupt& wake, const Clock& clock, Observer observer)
+                 Clock::time_point initial, Interrupt& wake, const Clock& clock, Observer observer, Start start)
     : backend_(make_backend(stop_.fd())),
       machine_(interval, lease_start, initial),
       wake_(wake),
@@ -38,7 +38,21 @@ Renewer::Renewer(const BackendFactory& make_backend, Millis interval, Clock::tim
       observer_(std::move(observer)),
       valid_until_ns_(initial.time_since_epoch().count()),
       renewed_at_ns_(lease_start.time_since_epoch().count()) {
-  thread_ = std::thread([this] { run(); });
+  if (start == Start::kNow) thread_ = std::thread([this] { run(); });
+}
+
+void Renewer::start() noexcept {
+  if (thread_.joinable() || stopped_.load()) return;
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard lk(mu_);
+      lost_reason_ = std::string("cannot start the renewal thread: ") + e.what();
+    }
+    lost_.store(true);
+    wake_.trigger();
+  }
 }
 
 Renewer::~Renewer() { stop(); }
@@ -61,14 +75,23 @@ NodeError Renewer::refusal() const {
   return refusal_;
 }
 
-void Renewer::stop() noexcept {
+void Renewer::halt() noexcept {
+  stopped_.store(true);
+  const int was = phase_.exchange(kStopped);
   stop_.trigger();
+  if (was == kInRound && thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Renewer::stop() noexcept {
+  halt();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-Release Renewer::stop_and_release() noexcept {
+Release Renewer::stop_and_release(LeaseBackend& fallback) noexcept {
+  halt();  // from here on backend_ is ours: the thread begins no round
+  const Release out = rounds_.load() > 0 ? backend_->release() : fallback.release();
   stop();
-  return backend_->release();
+  return out;
 }
 
 void Renewer::run() {
@@ -82,9 +105,12 @@ void Renewer::run() {
         if (step.kind == Kind::kLost) publish(step);
         break;
       case Kind::kRenew: {
+        int idle = kIdle;
+        if (!phase_.compare_exchange_strong(idle, kInRound)) return;  // stopped: the backend is the releaser's
         rounds_.store(machine_.rounds());
         const Renewal r = send_round();
-        if (stop_.triggered()) return;
+        int in_round = kInRound;
+        if (!phase_.compare_exchange_strong(in_round, kIdle) || stop_.triggered()) return;
         if (observer_) {
           try {
             observer_(r);

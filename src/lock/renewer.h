@@ -31,15 +31,19 @@ class Renewer {
   /// by cause from it). Must not block.
   using Observer = std::function<void(const Renewal&)>;
 
-  /// Starts the thread. `initial` is the deadline from the acquisition, `lease_start` when
-  /// the acquisition was sent: renewals go out at lease_start + interval, then `interval`
-  /// after each round's own send (start to start: a slow round trip does not stretch the
-  /// cadence). `wake` is triggered on every change the main loop must look at (lost,
-  /// deadline moved). Throws (std::system_error, or what the factory throws) when it
-  /// cannot start.
+  /// kNow starts the thread in the constructor; kLater leaves it to start(), so that a
+  /// leader can fork its child first (the thread's start is off the handover's path).
+  enum class Start { kNow, kLater };
+
+  /// Makes the backend and (kNow) starts the thread. `initial` is the deadline from the
+  /// acquisition, `lease_start` when the acquisition was sent: renewals go out at
+  /// lease_start + interval, then `interval` after each round's own send (start to start: a
+  /// slow round trip does not stretch the cadence), however late the thread starts.
+  /// `wake` is triggered on every change the main loop must look at (lost, deadline
+  /// moved). Throws (std::system_error, or what the factory throws) when it cannot start.
   Renewer(const BackendFactory& make_backend, Millis interval, Clock::time_point lease_start,
           Clock::time_point initial, Interrupt& wake, const Clock& clock = SystemClock::instance(),
-          Observer observer = nullptr);
+          Observer observer = nullptr, Start start = Start::kNow);
   ~Renewer();  ///< stop() and join
   Renewer(const Renewer&) = delete;
   Renewer& operator=(const Renewer&) = delete;
@@ -73,12 +77,21 @@ class Renewer {
   /// Renewal rounds begun so far, confirmed or not (a round may still be on its way to a
   /// node: only a release on the same connections is sure to come after it).
   std::uint64_t rounds() const noexcept { return rounds_.load(); }
+  /// Starts the thread of a Start::kLater renewer (idempotent; nothing after stop()). A
+  /// thread that cannot start loses the lease at once (lost(), the reason, a wake): the
+  /// deadline is then never moved, and the main loop stops the child as for any lost lease.
+  void start() noexcept;
   /// Stops renewing (idempotent) and joins. Does not release.
   void stop() noexcept;
-  /// stop(), then release the lease through the renewer's own connections: they were in
-  /// use every interval, so they are the least likely to have gone stale while the child
-  /// ran. Returns LeaseBackend::release()'s outcome. Never throws.
-  Release stop_and_release() noexcept;
+  /// Stops renewing and releases the lease: through the renewer's own connections once a
+  /// round has gone out on them (a round still queued at a slow node then runs before the
+  /// release, never after it, where it would set the key again), else through `fallback`
+  /// (the connections that acquired: the renewer's may not even be open). No round begins
+  /// after the stop; one in flight is cancelled and waited for, and only then is the
+  /// release sent. The thread is joined after the release, not before it: a renewer
+  /// waiting for its next round has nothing to finish. Returns LeaseBackend::release()'s
+  /// outcome. Never throws.
+  Release stop_and_release(LeaseBackend& fallback) noexcept;
 
  private:
   void run();
@@ -87,7 +100,16 @@ class Renewer {
   /// Makes what the machine holds readable by the main loop, and wakes it when `step` says.
   void publish(const RenewalMachine::Step& step);
 
+  /// Who may use backend_: the thread, only between kIdle -> kInRound and back; once
+  /// kStopped, the thread begins no round, so a stop that finds kIdle can release on
+  /// backend_ at once, while the thread leaves by itself.
+  enum Phase : int { kIdle, kInRound, kStopped };
+  /// Sets kStopped and wakes the thread; joins it only when a round was in flight.
+  void halt() noexcept;
+
   Interrupt stop_;
+  std::atomic<int> phase_{kIdle};
+  std::atomic<bool> stopped_{false};  // stop() called: start() starts nothing after it
   std::unique_ptr<LeaseBackend> backend_;
   RenewalMachine machine_;  // the thread's own
   Interrupt& wake_;  // trigger() writes the eventfd, hence not const

@@ -1,9 +1,6 @@
 #include "redis/tls.h"
 
 #include <arpa/inet.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +11,8 @@
 #include <mutex>
 
 #include "util/error.h"
+// Last: OpenSSL's functions become calls through the pointers loaded at make_tls().
+#include "redis/openssl_calls.h"
 
 // OpenSSL's API macros (BIO_set_fd, SSL_set_tlsext_host_name, ...) expand to C casts.
 #pragma GCC diagnostic ignored "-Wold-style-cast"
@@ -352,6 +351,7 @@ class TlsFactory final : public TransportFactory {
 }  // namespace
 
 std::shared_ptr<const TransportFactory> make_tls(const TlsOptions& options) {
+  openssl::load();  // throws ConfigError naming libssl when it cannot be loaded
   return std::make_shared<TlsFactory>(options);
 }
 

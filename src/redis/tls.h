@@ -25,7 +25,9 @@ struct TlsOptions {
   bool skip_verify = false; ///< tests only: no verification at all
 };
 
-/// Loads the CA, certificate and key. Throws TlsError naming the file and OpenSSL's reason.
+/// Loads OpenSSL (redis/openssl_api.h: the first call in a process), then the CA,
+/// certificate and key. Throws ConfigError naming libssl.so.3 when it cannot be loaded, or
+/// naming the file and OpenSSL's reason.
 /// Its transports' peer_info() describes the server's certificate (subject, issuer,
 /// expiry) for `check`.
 std::shared_ptr<const TransportFactory> make_tls(const TlsOptions& options);

@@ -7,6 +7,8 @@
 // connect_timeout and a SIGTERM ends it at once; tls_skip_verify warns at every start.
 
 #include <gtest/gtest.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <signal.h>
 
 #include <chrono>
@@ -318,6 +320,72 @@ TEST_F(TlsTask, SkipVerifyWarnsAtEveryStart) {
   auto v = run_task_binary({"validate", "--config", cfg}, 10s);
   EXPECT_EQ(v.code, 0) << v.err;
   EXPECT_NE(v.err.find("NOT verified"), std::string::npos) << v.err;
+}
+
+
+// ---- OpenSSL, loaded only for a config that asks for TLS ------------------------------
+
+/// The daemon's own mappings (/proc/PID/maps), read while its child runs.
+std::string maps_of(pid_t pid) { return read_file("/proc/" + std::to_string(pid) + "/maps"); }
+
+bool maps_openssl(const std::string& maps) {
+  return maps.find("libssl") != std::string::npos || maps.find("libcrypto") != std::string::npos;
+}
+
+// A daemon without `tls = true` maps neither libssl nor libcrypto (nothing of OpenSSL is
+// linked into the binary: docs/DESIGN.md "Layers"), and one with it loads libssl.so.3
+// when it makes its TLS context.
+TEST_F(TlsTask, OpenSslIsMappedOnlyByADaemonWhoseConfigAsksForTls) {
+  RedisServer plain;
+  const std::string plain_cfg = config(plain.address(), "");
+  TaskProcess a(dir_.path(), "plain", {"task", "--config", plain_cfg, "--", "sleep", "30"});
+  ASSERT_TRUE(a.wait_for_log("child started", 10s)) << a.err();
+  const std::string plain_maps = maps_of(a.pid());
+  a.signal(SIGTERM);
+  EXPECT_TRUE(a.wait_for(5s).has_value());
+  EXPECT_FALSE(plain_maps.empty());
+  EXPECT_FALSE(maps_openssl(plain_maps)) << plain_maps;
+
+  RedisServer server(tls_server());
+  const std::string tls_cfg = config(server.address(), full_tls());
+  TaskProcess b(dir_.path(), "tls", {"task", "--config", tls_cfg, "--", "sleep", "30"});
+  ASSERT_TRUE(b.wait_for_log("child started", 10s)) << b.err();
+  const std::string tls_maps = maps_of(b.pid());
+  b.signal(SIGTERM);
+  EXPECT_TRUE(b.wait_for(5s).has_value());
+  EXPECT_NE(tls_maps.find("libssl.so.3"), std::string::npos) << tls_maps;
+  EXPECT_NE(tls_maps.find("libcrypto.so.3"), std::string::npos) << tls_maps;
+}
+
+// Without libssl.so.3 (hidden by a bind mount of /dev/null in a mount namespace of its
+// own), a TLS config is refused before anything starts: 78, naming the library and the
+// Debian package that has it.
+TEST_F(TlsTask, WithoutLibsslATlsConfigExits78NamingTheLibrary) {
+  void* lib = ::dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  link_map* map = nullptr;
+  ASSERT_EQ(::dlinfo(lib, RTLD_DI_LINKMAP, &map), 0);
+  const std::string libssl = map->l_name;
+  ::dlclose(lib);
+  {
+    TaskProcess probe(dir_.path(), "probe", {"-r", "-m", "/bin/sh", "-c", "mount --bind /dev/null '" + libssl + "'"}, {},
+                      "/usr/bin/unshare");
+    const auto probed = probe.wait_for(10s);
+    if (probed != 0) GTEST_SKIP() << "no mount namespace here (unshare -r -m): " << probe.err();
+  }
+  RedisServer server(tls_server());
+  const std::string cfg = config(server.address(), full_tls());
+  TaskProcess t(dir_.path(), "nolib",
+                {"-r", "-m", "/bin/sh", "-c",
+                 "mount --bind /dev/null '" + libssl + "' && exec '" + task_binary() + "' task --config '" + cfg +
+                     "' -- true"},
+                {}, "/usr/bin/unshare");
+  const auto code = t.wait_for(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 78) << t.err();
+  EXPECT_NE(t.err().find("libssl.so.3"), std::string::npos) << t.err();
+  EXPECT_NE(t.err().find("libssl3"), std::string::npos) << t.err();
+  EXPECT_EQ(server.cli({"EXISTS", test_key()}), "0");  // nothing was acquired
 }
 
 }  // namespace

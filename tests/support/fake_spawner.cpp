@@ -50,6 +50,12 @@ class FakeSpawner::Job final : public process::Job {
 };
 
 std::unique_ptr<process::Job> FakeSpawner::spawn(const process::SpawnOptions& options) {
+  std::function<void()> hook;
+  {
+    std::lock_guard lk(mu_);
+    hook = hook_;
+  }
+  if (hook) hook();
   std::lock_guard lk(mu_);
   ++spawned_;
   running_ = true;
@@ -59,6 +65,11 @@ std::unique_ptr<process::Job> FakeSpawner::spawn(const process::SpawnOptions& op
   deadlines_.clear();
   env_ = options.env;
   return std::make_unique<Job>(*this);
+}
+
+void FakeSpawner::set_spawn_hook(std::function<void()> hook) {
+  std::lock_guard lk(mu_);
+  hook_ = std::move(hook);
 }
 
 void FakeSpawner::set_fatal(std::vector<int> signals) {

@@ -4,6 +4,7 @@
 // in-process (daemon::Dependencies); the keeper itself is tested with real processes.
 
 #include <csignal>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,9 @@ class FakeSpawner final : public process::Spawner {
  public:
   std::unique_ptr<process::Job> spawn(const process::SpawnOptions& options) override;
 
+  /// Runs inside spawn(), before the job exists, on the daemon's thread: a slow fork, a
+  /// signal between the fork and what follows, or a fork that fails (it throws).
+  void set_spawn_hook(std::function<void()> hook);
   /// Signals that end a job (as 128 + N); others are only recorded. Default TERM, INT, KILL.
   void set_fatal(std::vector<int> signals);
   /// Ends the running job with `code`.
@@ -41,6 +45,7 @@ class FakeSpawner final : public process::Spawner {
  private:
   class Job;
   mutable std::mutex mu_;
+  std::function<void()> hook_;
   std::vector<int> fatal_{SIGTERM, SIGINT, SIGKILL};
   std::vector<int> signals_;
   std::map<std::string, std::string> env_;

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <future>
 #include <string>
 #include <thread>
@@ -201,6 +203,59 @@ TEST(Runner, ASuperviseLeaderRestartsAFailedChildUnderTheSameLease) {
   ::kill(::getpid(), SIGTERM);
   ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(done.get(), 0);
+}
+
+// The renewal thread starts once the child has (docs/DESIGN.md "One acquisition"): its
+// creation and first run were on the handover's path before the keeper's fork. The first
+// renewal, due a cron after the acquisition, then goes out at once, and the child is never
+// stopped for it.
+TEST(Runner, TheRenewalThreadStartsOnlyOnceTheChildHas) {
+  BlockedSignals blocked;
+  Rig r;
+  std::atomic<bool> renewed_during_spawn{false};
+  // A fork slower than the cron (100 ms): a thread already running renews meanwhile.
+  r.spawner.set_spawn_hook([&] { renewed_during_spawn = wait_until([&] { return r.lease.renewals() > 0; }, 400ms); });
+  auto done = r.start(options("oneshot"));
+  ASSERT_TRUE(wait_until([&] { return r.spawner.running(); }, 5000ms));
+  EXPECT_FALSE(renewed_during_spawn.load());
+  EXPECT_TRUE(wait_until([&] { return r.lease.renewals() >= 2; }, 2000ms));
+  r.spawner.finish(0);
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  EXPECT_TRUE(r.spawner.signals().empty());  // the lease held throughout
+  EXPECT_EQ(r.lease.releases(), 1);
+}
+
+// A stop that arrives between the fork and the renewal thread's start is taken on the next
+// turn: the child is stopped, the lease released once, and nothing is left running.
+TEST(Runner, AStopBetweenTheForkAndTheRenewalThreadStopsTheChildAndReleases) {
+  BlockedSignals blocked;
+  Rig r;
+  r.spawner.set_spawn_hook([] { ::kill(::getpid(), SIGTERM); });
+  auto done = r.start(options("supervise"));
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  ASSERT_FALSE(r.spawner.signals().empty());
+  EXPECT_EQ(r.spawner.signals().at(0), SIGTERM);
+  EXPECT_FALSE(r.spawner.running());
+  EXPECT_EQ(r.lease.releases(), 1);
+}
+
+// A child that cannot be started ends a oneshot lease before any renewal thread exists:
+// 127, one release, no renewal.
+TEST(Runner, AForkThatFailsReleasesWithoutARenewalThread) {
+  BlockedSignals blocked;
+  Rig r;
+  r.spawner.set_spawn_hook([] {
+    throw redisgo::process::SpawnError("cannot run 'fake-job': No such file or directory", ENOENT,
+                                       redisgo::process::SpawnError::Cause::kNotFound);
+  });
+  auto done = r.start(options("oneshot"));
+  ASSERT_EQ(done.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(done.get(), 127);
+  EXPECT_EQ(r.spawner.spawned(), 0);
+  EXPECT_EQ(r.lease.releases(), 1);
+  EXPECT_EQ(r.lease.renewals(), 0);
 }
 
 // A flood of signals that do not stop the daemon (SIGHUP, a resized terminal's SIGWINCH)

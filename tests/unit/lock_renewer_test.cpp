@@ -205,6 +205,38 @@ TEST(Renewer, StopIsPromptWithALongInterval) {
   EXPECT_EQ(calls(script), 0);
 }
 
+// Start::kLater (a leader forks its child first): nothing goes out before start(); a round
+// already due when it starts (a cron after the acquisition's send) goes at once.
+TEST(Renewer, ALaterStartRenewsNothingUntilStartedThenWhatIsDueAtOnce) {
+  FakeClock clock;
+  Script script;
+  Interrupt wake;
+  const auto acquired = clock.now();
+  Renewer r(fake(script, clock, 1s), 100ms, acquired, acquired + 1s, wake, clock, nullptr, Renewer::Start::kLater);
+  clock.advance(150ms);  // the child's start took longer than the cron
+  EXPECT_EQ(calls(script), 0);
+  EXPECT_EQ(r.valid_until(), acquired + 1s);  // the acquisition's deadline stands meanwhile
+  r.start();
+  r.start();  // idempotent
+  ASSERT_TRUE(wait_until([&] { return r.renewals() >= 1; }, 5s));
+  EXPECT_EQ(r.valid_until(), clock.now() + 1s);
+}
+
+// A leader that stops before its child started (a stop signal, a claim refused) never
+// starts the thread, and a start after the stop starts nothing.
+TEST(Renewer, AStartAfterStopStartsNothing) {
+  FakeClock clock;
+  Script script;
+  Interrupt wake;
+  Renewer r(fake(script, clock, 1s), 1ms, clock.now(), clock.now() + 1s, wake, clock, nullptr, Renewer::Start::kLater);
+  r.stop();
+  r.start();
+  clock.advance(10ms);
+  r.stop();  // joins whatever start() could have started
+  EXPECT_EQ(calls(script), 0);
+  EXPECT_FALSE(r.lost());
+}
+
 TEST(Renewer, CadenceIsStartToStartNotStretchedByTheRoundTrip) {
   // Round 8, #11: renewals went out every cron + round trip; with a 600 ms round trip a
   // valid configuration lost every lease.
