@@ -661,6 +661,75 @@ TEST(Standby, OurTurnTriesAtOnceButATurnAfterAMissedTurnWaits) {
   EXPECT_TRUE(has<Attempt>(r.last));
 }
 
+// Several nodes: each node's line hands a freed lease on by itself, and the release reaches
+// them a moment apart. A turn from fewer than a quorum of nodes waits up to 50 ms for the
+// others' turns, and is tried at once when they come: tried on the first node's turn, the
+// attempt found the lease still held on the others, missed, and the turns that came next
+// waited 500 ms (a limit = 3 semaphore on three nodes lost two thirds of its capacity).
+TEST(Standby, SeveralNodesATurnWaitsForAQuorumOfNodesTurns) {
+  StandbySettings s = settings(Mode::kSupervise);
+  s.nodes = 3;
+  s.quorum = 2;
+  auto three = [](Acquisition a) {
+    a.answered = {"node a", "node b", "node c"};
+    return a;
+  };
+  Rig r(s);
+  r.step(Begin{});
+  r.attempted(three(in_line(3000, 1)), 1ms);
+  r.clock.advance(5ms);
+  r.step(WaitEnded{End::kTurn, 0ms, 1});
+  EXPECT_FALSE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Wait>(r.last)->until, r.clock.now() + 50ms);
+  r.clock.advance(2ms);
+  r.step(WaitEnded{End::kTurn, 0ms, 2});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Debug>(r.last)->text, "our turn in the waiting line; trying now");
+  // A turn from one node alone: tried when the 50 ms are over, as an answer to that turn (it
+  // spends the credit: the next turn waits 500 ms after it).
+  Rig lone(s);
+  lone.step(Begin{});
+  lone.attempted(three(in_line(3000, 1)), 1ms);
+  lone.step(WaitEnded{End::kTimer});  // a refresh of the terminal line: nothing yet
+  EXPECT_FALSE(has<Attempt>(lone.last));
+  lone.clock.advance(10ms);
+  lone.step(WaitEnded{End::kTurn, 0ms, 1});
+  EXPECT_FALSE(has<Attempt>(lone.last));
+  lone.clock.advance(50ms);
+  lone.step(WaitEnded{End::kTimer});
+  EXPECT_TRUE(has<Attempt>(lone.last));
+  lone.attempted(three(in_line(3000, 1)), 1ms);
+  lone.clock.advance(5ms);
+  lone.step(WaitEnded{End::kTurn, 0ms, 3});
+  EXPECT_FALSE(has<Attempt>(lone.last));
+  EXPECT_EQ(first<Wait>(lone.last)->until, lone.machine.attempt_started() + 500ms);
+}
+
+// The same flood of (forged) turns as below, from one node of three: no faster than from the
+// only node.
+TEST(Standby, AFloodOfTurnsFromOneNodeOfSeveralIsPaced) {
+  StandbySettings s = settings(Mode::kSupervise);
+  s.nodes = 3;
+  s.quorum = 2;
+  Rig r(s);
+  r.step(Begin{});
+  int attempts = 0;
+  std::optional<Clock::time_point> wake;
+  for (int ms = 0; ms < 10'000; ++ms) {
+    if (has<Attempt>(r.last)) {
+      ++attempts;
+      Acquisition a = in_line(3000, 1);
+      a.answered = {"node a", "node b", "node c"};
+      r.attempted(a, 0ms);
+    }
+    if (auto w = first<Wait>(r.last)) wake = w->until;
+    r.clock.advance(1ms);
+    r.step(wake && r.clock.now() >= *wake ? WaitEnded{End::kTimer} : WaitEnded{End::kTurn, 0ms, 1});
+  }
+  EXPECT_GE(attempts, 20);
+  EXPECT_LE(attempts, 40);
+}
+
 // A waiter whose last attempt reached fewer nodes than a quorum: a turn from the nodes it
 // reaches cannot make one, and its error backoff goes on.
 TEST(Standby, ATurnDoesNotCutTheBackoffWhenNoQuorumAnswered) {
