@@ -560,8 +560,11 @@ TEST_F(LockRedlock, ALateNodesGrantOfAnotherSlotIsUndoneNotLeftUnused) {
   EXPECT_EQ(got.slot, 2);
   EXPECT_EQ(got.granted, (std::vector<bool>{true, true, false}));
   servers_[2].resume();
-  // The node grants slot 0 or 1 when it resumes; then the undo runs.
-  EXPECT_GE(a->release().released, 2);
+  // The node grants slot 0 or 1 when it resumes; then the undo runs (the release drives the
+  // connection; it finds slot 2 another's there, no news: that node was not granted).
+  const auto r = a->release();
+  EXPECT_GE(r.released + r.unanswered, 2);
+  EXPECT_TRUE(r.taken.empty());
   for (int k : {0, 1}) {
     EXPECT_TRUE(wait_until([&] { return get(2, keys.slot(k)) != "holder-a"; }, 2s))
         << "slot " << k << " left ours on the late node";
