@@ -1191,7 +1191,8 @@ class Bench:
         are counted over the runs that started while all four loops ran (the first and the
         last second left out)."""
         k = 4
-        seconds = seconds or (10 if self.quick else (220 if redis_set is None else 300))
+        seconds = seconds or float(os.environ.get("BENCH_FAIRNESS_SECONDS") or 0) or \
+            (10 if self.quick else (220 if redis_set is None else 300))
         nodes = redis_set or [Redis(self.tmp, f"fair_{label.replace(' ', '_')}")]
         key = "bench:fair:" + label.replace(" ", "_")
         d = os.path.join(self.tmp, "fairrun_" + label.replace(" ", "_"))
