@@ -149,12 +149,7 @@ bool split_vote(const lock::Acquisition& acq) {
   // Granted somewhere, or another holder on some nodes but on too few to be named: the
   // nodes that did not name it had the key free, granted it and were undone (a grant whose
   // reply came after the vote was decided is undone unseen, so `votes` alone misses it).
-  // Not where a quorum named a holder: the node that granted us had a slot free that the
-  // quorum holds (a semaphore's node a step behind the others), no contender met there; that
-  // attempt is a miss against a held lease, waited for as one.
-  const bool named = acq.holder_ttl_ms >= 0 || acq.holder_never_expires;
-  if (acq.acquired || named) return false;
-  return acq.votes > 0 || acq.busy > 0;
+  return !acq.acquired && (acq.votes > 0 || (acq.busy > 0 && acq.holder_ttl_ms < 0 && !acq.holder_never_expires));
 }
 
 Millis attempt_gap(int splits) {
@@ -341,15 +336,17 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
 // waits kTurnGather for the others' (most often on their way): answered at once, its attempt
 // would find the lease still held there, miss, and spend the credit that their turns then
 // need, and the freed lease would stand idle for kTurnRetryGap. Turns from a quorum of nodes
-// since our last attempt are a lease handed to us by a quorum: tried without the credit (a
-// lone turn that missed before must not keep us from it), but never inside the pacing gap,
-// as a release message (so a flood of them is paced as one of those).
+// since our last attempt are a lease handed to us by a quorum, no split that stays: tried
+// without the credit and whatever split votes came before (a lone turn that missed, a node a
+// step behind the others that granted beside a held lease must not keep us from it), but
+// never inside kMinAttemptGap (so a flood of them costs a node no more than a miss a gap).
 bool StandbyMachine::on_turn(Clock::time_point now, int nodes, Actions& out) {
   if (last_.answered.size() < s_.quorum) return false;
   const bool several = s_.quorum > 1 && nodes > 0;
   if (several && !first_turn_) first_turn_ = now;
   const bool quorum = several && static_cast<std::size_t>(nodes) >= s_.quorum;
-  auto soon = quorum && !turn_credit_                ? paced()
+  const auto quick = std::max(started_ + kMinAttemptGap, last_.not_before);
+  auto soon = quorum ? (turn_credit_ && last_.errors.empty() ? last_.not_before : quick)
               : !turn_credit_                        ? std::max(paced(), started_ + kTurnRetryGap)
               : last_.errors.empty() && splits_ < 2 ? last_.not_before
                                                       : paced();
