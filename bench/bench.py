@@ -1191,7 +1191,8 @@ class Bench:
         are counted over the runs that started while all four loops ran (the first and the
         last second left out)."""
         k = 4
-        seconds = seconds or (10 if self.quick else (220 if redis_set is None else 300))
+        seconds = seconds or float(os.environ.get("BENCH_FAIRNESS_SECONDS") or 0) or \
+            (10 if self.quick else (220 if redis_set is None else 300))
         nodes = redis_set or [Redis(self.tmp, f"fair_{label.replace(' ', '_')}")]
         key = "bench:fair:" + label.replace(" ", "_")
         d = os.path.join(self.tmp, "fairrun_" + label.replace(" ", "_"))
@@ -1255,6 +1256,116 @@ class Bench:
         finally:
             for s in servers:
                 stop(s.proc)
+
+    # -- 9d. capacity: a limit = 3 semaphore on one node and on three (Redlock) ------------
+    def capacity(self):
+        """limit = 3, 10 contenders, each a shell loop of oneshot `task --wait` runs of a
+        200 ms job, on one node and on three Redlock nodes, alternately (one node, three,
+        one, ...) so that the machine's load falls on both. From the jobs' own start and end
+        stamps, after a 2 s warm-up and over the window: the share of the time all 3 slots
+        were busy, jobs/s, and the gap from a job's end to the next start (each end paired
+        with the first start after it that no earlier end took). The median of 3 runs (1
+        when quick; window 60 s, 10 s when quick, or BENCH_CAPACITY_WINDOW seconds)."""
+        n, limit, job_s, warm = 10, 3, 0.2, 2.0
+        window = float(os.environ.get("BENCH_CAPACITY_WINDOW") or (10.0 if self.quick else 60.0))
+        runs = 1 if self.quick else 3
+        log(f"capacity: limit = {limit}, {n} contenders looping oneshot `task --wait` on a "
+            f"{job_s * 1000:.0f} ms job, one node vs 3 Redlock nodes, {runs} run(s) of {window:.0f} s")
+        one = [Redis(self.tmp, "cap_one")]
+        three = [Redis(self.tmp, f"cap_rl{i}") for i in range(3)]
+        res = {"n": n, "limit": limit, "job_ms": job_s * 1000, "window_s": window, "warmup_s": warm, "runs": runs}
+        per = {"one node": [], "3 Redlock nodes": []}
+        try:
+            for r in range(runs):
+                for label, nodes in (("one node", one), ("3 Redlock nodes", three)):
+                    per[label].append(self.capacity_run(nodes, label, r, n, limit, job_s, warm, window))
+            for label, xs in per.items():
+                agg = {k: statistics.median(x[k] for x in xs) for k in xs[0] if isinstance(xs[0][k], (int, float))}
+                agg["per_run"] = xs
+                res[label] = agg
+                log(f"  {label}: all {limit} busy {agg['all_busy_pct']:.1f} %, {agg['jobs_per_s']:.1f} jobs/s, "
+                    f"end -> next start {agg['gap_median_ms']:.1f} / {agg['gap_p90_ms']:.1f} ms (median / p90), "
+                    f"at most {agg['max_concurrency']:.0f} at once (median of {len(xs)})")
+            res["ratio_pct"] = 100.0 * res["3 Redlock nodes"]["all_busy_pct"] / max(1e-9, res["one node"]["all_busy_pct"])
+        except RuntimeError as e:
+            res["error"] = str(e)
+            log(f"  capacity row failed: {e}")
+        finally:
+            for s in one + three:
+                stop(s.proc)
+            self.results["capacity"] = res
+
+    def capacity_run(self, nodes, label, r, n, limit, job_s, warm, window):
+        tag = ("one" if len(nodes) == 1 else "rl") + str(r)
+        d = os.path.join(self.tmp, "capjobs_" + tag)
+        os.makedirs(d)
+        stop_file = os.path.join(d, "stop")
+
+        class Multi:  # the config of several nodes (Redlock)
+            def __init__(self, servers):
+                self.config_lines = ["nodes = [" + ", ".join(f'"{s.addr}"' for s in servers) + "]"]
+                self.servers = servers
+
+            def wait_guard_open(self, expire_s):
+                for s in self.servers:
+                    s.wait_guard_open(expire_s)
+        target = nodes[0] if len(nodes) == 1 else Multi(nodes)
+        cfg = self.config("capcfg_" + tag, target, "bench:cap:" + tag, extra=f"limit = {limit}")
+        job = f"S={d}/j.$$.$REDISGO_TASK_TOKEN; {self.stamp} $S.s; sleep {job_s}; exec {self.stamp} $S.e"
+        loops = []
+        for h in range(n):
+            script = (f"while [ ! -e {stop_file} ]; do {self.task} task --config {cfg} --wait -- /bin/sh -c "
+                      f"'{job}' 2>>{d}/host{h}.err; done")
+            loops.append(spawn(["/bin/sh", "-c", script]))
+        t0 = time.time_ns()
+        time.sleep(warm + window)
+        t1 = time.time_ns()
+        open(stop_file, "w").close()
+        for p in loops:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                stop(p)
+        jobs = []
+        for name in os.listdir(d):
+            if name.startswith("j.") and name.endswith(".s"):
+                st, en = read_stamp(os.path.join(d, name)), read_stamp(os.path.join(d, name[:-1] + "e"))
+                if st:
+                    jobs.append((st, en or t1))
+        lo, hi = t0 + int(warm * 1e9), t1
+        if not [j for j in jobs if lo <= j[0] < hi]:
+            fail(f"capacity ({label}): no job started in the window")
+        # The time all `limit` slots were busy: a sweep over the starts and ends within [lo, hi].
+        events = sorted([(max(s, lo), 1) for s, e in jobs if e > lo and s < hi] +
+                        [(min(e, hi), -1) for s, e in jobs if e > lo and s < hi], key=lambda x: (x[0], x[1]))
+        cur, prev, busy = 0, lo, 0
+        for t, dlt in events:
+            if cur >= limit:
+                busy += t - prev
+            cur, prev = cur + dlt, t
+        if cur >= limit:
+            busy += hi - prev
+        starts = sorted(s for s, _ in jobs)
+        used, gaps, k = set(), [], 0
+        for e in sorted(e for _, e in jobs if lo <= e < hi):
+            while k < len(starts) and starts[k] < e:
+                k += 1
+            j = k
+            while j < len(starts) and j in used:
+                j += 1
+            if j < len(starts):
+                used.add(j)
+                gaps.append((starts[j] - e) / 1e6)
+        gaps.sort()
+        out = {"all_busy_pct": 100.0 * busy / (hi - lo),
+               "jobs_per_s": len([1 for s, _ in jobs if lo <= s < hi]) / ((hi - lo) / 1e9),
+               "gap_median_ms": statistics.median(gaps) if gaps else float("nan"),
+               "gap_p90_ms": percentile(gaps, 90), "max_concurrency": max_concurrency(jobs),
+               "jobs": len(jobs), "load": open("/proc/loadavg", encoding="utf-8").read().split()[0]}
+        log(f"  {label} run {r + 1}: all {limit} busy {out['all_busy_pct']:.1f} %, {out['jobs_per_s']:.1f} jobs/s, "
+            f"gap {out['gap_median_ms']:.1f} / {out['gap_p90_ms']:.1f} ms, at most {out['max_concurrency']} at once "
+            f"(load {out['load']})")
+        return out
 
     # -- 10. a limit = 4 semaphore under 20 contenders ----------------------------------
     def semaphore(self):
@@ -1634,6 +1745,30 @@ def report_line(r, m, w):
         w("commands in the second after a release count everything Redis ran (inside scripts")
         w("included): the release script, the head's acquisition and, 300 ms later, the old leader")
         w("contending again (it joins the tail of the line), whatever the number of standbys.")
+        w("")
+    cap = r.get("capacity")
+    if cap and "error" not in cap:
+        w(f"## Capacity: a limit = {cap['limit']} semaphore, one node against three (Redlock)")
+        w("")
+        w(f"| topology | all {cap['limit']} slots busy | jobs/s (ideal {cap['limit'] / (cap['job_ms'] / 1000):.0f}) | "
+          "end → next start, median / p90 | most jobs at once |")
+        w("| --- | --- | --- | --- | --- |")
+        for label in ("one node", "3 Redlock nodes"):
+            x = cap[label]
+            w(f"| {label} | {x['all_busy_pct']:.1f} % | {x['jobs_per_s']:.1f} | {x['gap_median_ms']:.1f} / "
+              f"{x['gap_p90_ms']:.1f} ms | {x['max_concurrency']:.0f} |")
+        w("")
+        rl = cap["3 Redlock nodes"]
+        w(f"Three nodes / one node, all busy: {cap['ratio_pct']:.1f} % (target ≥ 90 %: "
+          f"{verdict(cap['ratio_pct'] >= 90.0)}); p90 gap on three nodes ≤ 20 ms: {verdict(rl['gap_p90_ms'] <= 20.0)}.")
+        w("")
+        w(f"Method: {cap['n']} `/bin/sh` loops, each running `redisgo_task task --config F --wait -- /bin/sh -c")
+        w(f"'<stamp start>; sleep {cap['job_ms'] / 1000:g}; <stamp end>'` again as soon as the last run exits (oneshot,")
+        w(f"`fair = true` by default, expire 5 s, `limit = {cap['limit']}`), one node and three nodes alternately, each")
+        w(f"on a key of its own; from the jobs' own stamps, after a {cap['warmup_s']:g} s warm-up, over "
+          f"{cap['window_s']:.0f} s: the share of the")
+        w("time all slots were busy, the jobs started per second, and for each job's end the first later start")
+        w(f"that no earlier end took. The median of {cap['runs']} run(s).")
         w("")
     dw = r.get("dead_waiters")
     if dw:
@@ -2204,6 +2339,7 @@ def main():
             timed(b.dead_waiters)
             timed(b.fairness)
             timed(b.fairness_redlock)
+            timed(b.capacity)
             timed(b.semaphore)
             timed(b.semaphore_workers)
             timed(b.lease_cycle)

@@ -30,6 +30,9 @@ FIGURES = [
     ("fairness, runs/s", ("fairness", "one node", "runs_per_s"), "/s"),
     ("herd: 200 standbys, handover median", ("herd", "200", "median_ms"), "ms"),
     ("herd: 200 standbys, commands 1 s after a release", ("herd", "200", "herd_commands", 0), ""),
+    ("capacity: all 3 slots busy, one node", ("capacity", "one node", "all_busy_pct"), "%"),
+    ("capacity: all 3 slots busy, 3 Redlock nodes", ("capacity", "3 Redlock nodes", "all_busy_pct"), "%"),
+    ("capacity: 3 nodes' p90 end -> next start", ("capacity", "3 Redlock nodes", "gap_p90_ms"), "ms"),
 ]
 
 

@@ -45,7 +45,9 @@ inline constexpr Millis kMinAttemptGap{100};
 /// ZREM) and then our undo (EVALSHA, GET, DEL: 3), up to 12 commands, three misses' worth;
 /// three times the gap keeps such a waiter within the same bound per node. Nor does it name
 /// a holder's TTL to sleep until (no holder has a quorum), so without this gap only the
-/// backoff would pace it. Applies to timers, release messages and turns alike.
+/// backoff would pace it. Applies to timers, release messages and turns alike, but for turns
+/// from a quorum of nodes (standby.cpp on_turn: a lease a quorum handed us, no split that
+/// stays), kept only to kMinAttemptGap.
 inline constexpr Millis kSplitAttemptGap{3 * kMinAttemptGap};
 /// A forwarded signal is said at most once per this, per signal (the others are counted).
 inline constexpr Millis kForwardSummary{30'000};

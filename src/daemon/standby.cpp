@@ -25,6 +25,9 @@ constexpr Millis kTurnMargin{50};
 /// A turn that comes when the one answered last did not win: the least time since our last
 /// attempt before we try again (see kTurn).
 constexpr Millis kTurnRetryGap{500};
+/// Several nodes: how long a turn from fewer than a quorum of them waits for the others'
+/// (see kTurn).
+constexpr Millis kTurnGather{50};
 
 StandbySettings StandbySettings::from(const config::Config& config, bool wait_flag) {
   StandbySettings s;
@@ -183,6 +186,7 @@ std::optional<Clock::time_point> StandbyMachine::unreachable_until() const {
 
 void StandbyMachine::attempt(Actions& out, bool turn) {
   turn_credit_ = !turn;
+  first_turn_.reset();
   state_ = StandbyState::kAttempting;
   emit<Attempt>(out, {});
 }
@@ -327,11 +331,26 @@ void StandbyMachine::on(const Attempted& e, Clock::time_point now, Actions& out)
 // - the turn answered last did not win: the next one waits kTurnRetryGap after that
 //   attempt; a paced attempt of our own (timer, release) earns the credit back.
 // So turns add at most one attempt to each of a waiter's own.
-bool StandbyMachine::on_turn(Clock::time_point now, Actions& out) {
+// Several nodes: each node's line hands the freed lease on by itself, and the release reaches
+// the nodes a moment apart. A turn from fewer than a quorum of nodes since our last attempt
+// waits kTurnGather for the others' (most often on their way): answered at once, its attempt
+// would find the lease still held there, miss, and spend the credit that their turns then
+// need, and the freed lease would stand idle for kTurnRetryGap. Turns from a quorum of nodes
+// since our last attempt are a lease handed to us by a quorum, no split that stays: tried
+// without the credit and whatever split votes came before (a lone turn that missed, a node a
+// step behind the others that granted beside a held lease must not keep us from it), but
+// never inside kMinAttemptGap (so a flood of them costs a node no more than a miss a gap).
+bool StandbyMachine::on_turn(Clock::time_point now, int nodes, Actions& out) {
   if (last_.answered.size() < s_.quorum) return false;
-  const auto soon = !turn_credit_                          ? std::max(paced(), started_ + kTurnRetryGap)
-                    : last_.errors.empty() && splits_ < 2 ? last_.not_before
-                                                          : paced();
+  const bool several = s_.quorum > 1 && nodes > 0;
+  if (several && !first_turn_) first_turn_ = now;
+  const bool quorum = several && static_cast<std::size_t>(nodes) >= s_.quorum;
+  const auto quick = std::max(started_ + kMinAttemptGap, last_.not_before);
+  auto soon = quorum ? (turn_credit_ && last_.errors.empty() ? last_.not_before : quick)
+              : !turn_credit_                        ? std::max(paced(), started_ + kTurnRetryGap)
+              : last_.errors.empty() && splits_ < 2 ? last_.not_before
+                                                      : paced();
+  if (several && !quorum) soon = std::max(soon, *first_turn_ + kTurnGather);
   if (now >= soon) {
     emit<Debug>(out, {"our turn in the waiting line; trying now"});
     attempt(out, true);
@@ -384,7 +403,7 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
       break;
     }
     case End::kTurn:
-      if (on_turn(now, out)) return;
+      if (on_turn(now, e.turn_nodes, out)) return;
       break;
     case End::kNext: {
       // The head before us was woken: if it has not taken its turn when its window ends,
@@ -401,7 +420,9 @@ void StandbyMachine::on(const WaitEnded& e, Clock::time_point now, Actions& out)
     case End::kTimer:
       if (now < wake_at_) break;  // woken early (a refresh of the terminal line): wait on
       recheck_ = rechecking_;
-      return attempt(out);
+      // Several nodes: a turn heard since the last attempt (it waited for the other nodes'
+      // turns): this attempt answers it, and spends the credit as on_turn's would.
+      return attempt(out, first_turn_.has_value());
     case End::kShutdown: break;
   }
   wait(out, wake_at_, true);

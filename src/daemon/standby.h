@@ -70,6 +70,9 @@ enum class End { kTimer, kReleased, kSubscribed, kShutdown, kTurn, kNext };
 struct WaitEnded {  ///< the Wait action ended (kTimer: its instant came)
   End end = End::kTimer;
   Millis window{0};  ///< kNext
+  /// kTurn: how many nodes have woken us since our last attempt was sent (each node's line
+  /// hands out its own turns; 0: not counted).
+  int turn_nodes = 0;
 };
 using Event = std::variant<Begin, StopAsked, Attempted, WaitEnded>;
 
@@ -203,8 +206,9 @@ class StandbyMachine {
   void on(const standby::StopAsked&, Clock::time_point now, Actions& out);
   void on(const standby::Attempted& e, Clock::time_point now, Actions& out);
   void on(const standby::WaitEnded& e, Clock::time_point now, Actions& out);
-  /// A turn came while waiting: whether it made an attempt (else the wait goes on).
-  bool on_turn(Clock::time_point now, Actions& out);
+  /// A turn came while waiting (from `nodes` nodes so far): whether it made an attempt (else
+  /// the wait goes on).
+  bool on_turn(Clock::time_point now, int nodes, Actions& out);
   /// `turn`: an attempt that answers a turn (spends the credit; any other attempt earns it
   /// back).
   void attempt(Actions& out, bool turn = false);
@@ -237,6 +241,8 @@ class StandbyMachine {
   int attempts_ = 0;
   bool recheck_ = false;    ///< the coming attempt re-checks after a new subscription (not counted)
   bool turn_credit_ = true; ///< a turn may be answered at once (see kTurn)
+  /// When the first turn since the last attempt was heard (several nodes: see kTurn).
+  std::optional<Clock::time_point> first_turn_;
   int splits_ = 0;          ///< split votes in a row, up to the last attempt (attempt_gap)
   /// oneshot: since when no attempt has reached a quorum (unreachable_timeout).
   std::optional<Clock::time_point> unreachable_since_;

@@ -85,6 +85,7 @@ Actions StandbyDriver::attempt() {
   auto& backend = *ctx_.backend;
   if (loop_.stop_requested()) return machine_.step(StopAsked{}, ctx_.clock.now());
   drain_subscriptions();  // messages from before this attempt are stale
+  turned_.assign(subscribers_.size(), false);
   if (ctx_.cfg.redis.fair) {
     // Join the line only where a wake can reach us, and only if we would wait for it: a
     // --no-wait run never makes anyone wait on it (docs/DESIGN.md "The waiting line").
@@ -172,7 +173,10 @@ std::optional<WaitEnded> StandbyDriver::heard(const std::vector<pollfd>& fds) {
     for (const auto& payload : s->take_payloads()) {
       const lock::Wake wake = lock::read_wake(payload, fair, ctx_.opts.holder);
       released |= wake.kind == lock::Wake::Kind::kReleased;
-      turn |= wake.kind == lock::Wake::Kind::kTurn;
+      if (wake.kind == lock::Wake::Kind::kTurn) {
+        turn = true;
+        if (i < turned_.size()) turned_[i] = true;
+      }
       if (wake.kind == lock::Wake::Kind::kNext) {
         next = true;
         window = wake.window;
@@ -195,7 +199,7 @@ std::optional<WaitEnded> StandbyDriver::heard(const std::vector<pollfd>& fds) {
     }
   }
   if (loop_.stop_requested()) return WaitEnded{End::kShutdown};
-  if (turn) return WaitEnded{End::kTurn};
+  if (turn) return WaitEnded{End::kTurn, Millis(0), static_cast<int>(std::count(turned_.begin(), turned_.end(), true))};
   if (released) return WaitEnded{End::kReleased};
   if (subscribed) return WaitEnded{End::kSubscribed};
   if (next) return WaitEnded{End::kNext, window};

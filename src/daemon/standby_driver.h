@@ -46,6 +46,7 @@ class StandbyDriver {
   StandbyMachine machine_;  ///< built once: it keeps the stray-signal pacing
   std::vector<std::unique_ptr<redis::Subscription>> subscribers_;
   std::vector<int> subscriber_failures_;  // per subscriber, failures already logged
+  std::vector<bool> turned_;  ///< the nodes that woke us with a turn since our last attempt
 };
 
 }  // namespace redisgo::daemon

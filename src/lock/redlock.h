@@ -148,6 +148,9 @@ class RedlockBackend final : public RedisLease {
   bool raise_fence(Acquisition& a);
   /// acquire(): whether enough of the lease is left to stop a child in time (else why, in `a`).
   bool still_valid(Clock::time_point start, Acquisition& a);
+  /// acquire(): on the nodes `late` (unanswered when the votes were counted), undoes every
+  /// slot but `keep` behind the acquisition: what a late grant of another slot set.
+  void undo_late_slots(const std::vector<bool>& late, int keep);
   /// acquire(): undoes our leftover keys, except on the slot `keep` (-1: none).
   void undo_leftovers(const std::vector<bool>& leftover, int keep);
   /// Sentinel: WAIT for the replicas on the nodes that granted; false if too few have it.

@@ -345,6 +345,22 @@ bool RedlockBackend::still_valid(Clock::time_point start, Acquisition& a) {
   return false;
 }
 
+void RedlockBackend::undo_late_slots(const std::vector<bool>& late, int keep) {
+  // A node that had not answered when the quorum decided may still grant us another slot
+  // than the one won: that slot would stay ours there, unused, for its whole TTL, and that
+  // node then counts a slot fewer than the others, so that its grants and its turns go to
+  // other slots than theirs and split the next waiters' votes. Every other slot is undone
+  // behind the acquisition on the same connection (compare-and-delete of this attempt's
+  // lease id: only what it set there); the slot won stays, renewed like the others.
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (!late[i] || !nodes_[i].conn->connected()) continue;
+    for (std::size_t k = 0; k < slot_keys_.size(); ++k) {
+      if (static_cast<int>(k) == keep) continue;
+      nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {slot_keys_[k]}, {options_.lease_id}));
+    }
+  }
+}
+
 void RedlockBackend::undo_leftovers(const std::vector<bool>& leftover, int keep) {
   // Compare-and-delete, nothing published.
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -379,6 +395,8 @@ Acquisition RedlockBackend::acquire() {
   sweep();
   const int slot = ballot.leading_slot().first;
   Tally t = count_votes(ballot, slot, a);
+  std::vector<bool> late(nodes_.size(), false);  // unanswered when counted: what they grant comes later
+  for (std::size_t i = 0; i < nodes_.size(); ++i) late[i] = calls[i] && !calls[i]->done();
   name_holder(t.busy_ttls, q, a);
   // A holder that runs a longer `expire` than ours: after a restart its child may run that
   // long, so our guard must last that long too (from now on, for this process).
@@ -404,6 +422,7 @@ Acquisition RedlockBackend::acquire() {
       nodes_[i].inflight.push_back(nodes_[i].conn->eval(kUndo, {t.taken[i]}, {options_.lease_id}));
     }
   }
+  if (semaphore) undo_late_slots(late, slot);
   undo_leftovers(t.leftover, slot);  // on the slot won, the key of ours is this lease's: renewed, released
   holding_ = true;
   // Where a node's answer had not come when the quorum decided, it is most often another

@@ -199,6 +199,7 @@ Actions SimClient::attempt() {
   Daemon& d = *d_;
   if (d.stop_requested) return d.standby->step(StopAsked{}, clock_.now());
   drain_subscriptions();  // messages from before this attempt are stale
+  d.turned.assign(d.subs.size(), false);  // StandbyDriver::attempt's turned_
   if (sim_.scenario().cfg.redis.fair) {
     std::vector<bool> listening;
     for (const auto& s : d.subs) listening.push_back(s->active());
@@ -267,12 +268,16 @@ std::optional<WaitEnded> SimClient::heard() {
   const bool fair = sim_.scenario().cfg.redis.fair;
   bool released = false, subscribed = false, turn = false, next = false;
   Millis window{0};
-  for (auto& s : d.subs) {
+  for (std::size_t i = 0; i < d.subs.size(); ++i) {
+    auto& s = d.subs[i];
     s->maintain();
     for (const auto& payload : s->take_payloads()) {
       const lock::Wake wake = lock::read_wake(payload, fair, d.holder);
       released |= wake.kind == lock::Wake::Kind::kReleased;
-      turn |= wake.kind == lock::Wake::Kind::kTurn;
+      if (wake.kind == lock::Wake::Kind::kTurn) {
+        turn = true;
+        if (i < d.turned.size()) d.turned[i] = true;
+      }
       if (wake.kind == lock::Wake::Kind::kNext) {
         next = true;
         window = wake.window;
@@ -283,7 +288,7 @@ std::optional<WaitEnded> SimClient::heard() {
   if (d.stop_requested) return WaitEnded{End::kShutdown};
   if (turn) {
     trace("heard: turn");
-    return WaitEnded{End::kTurn};
+    return WaitEnded{End::kTurn, Millis(0), static_cast<int>(std::count(d.turned.begin(), d.turned.end(), true))};
   }
   if (released) return WaitEnded{End::kReleased};
   if (subscribed) return WaitEnded{End::kSubscribed};

@@ -30,6 +30,7 @@ struct SimClient::Daemon {
   std::optional<daemon::StandbyMachine> standby;
   daemon::RestartTracker restarts;
   std::vector<std::unique_ptr<SimSubscription>> subs;
+  std::vector<bool> turned;  ///< the nodes that woke us with a turn since our last attempt
   bool waiting = false;  // in the standby phase (the checker's live waiter)
 
   explicit Daemon(const config::Config& c)

@@ -241,6 +241,29 @@ StandbySettings three_nodes() {
   return s;
 }
 
+// Split votes in a row pace a waiter's attempts up to 300 ms apart (below), but turns from a
+// quorum of nodes are a lease handed to us by a quorum, no split that stays: tried
+// kMinAttemptGap after the last attempt. A semaphore's node a step behind the others grants
+// beside a held slot (a split vote); counted so, such misses kept a limit = 3 semaphore on
+// three nodes idle 300 ms at a time after its quorum's turns.
+TEST(Standby, TurnsFromAQuorumOfNodesAreNotHeldBackBySplitVotes) {
+  Rig r(three_nodes(), 0ms);
+  r.step(Begin{});
+  for (int i = 0; i < 3; ++i) {
+    r.attempted(split(), 1ms);
+    r.clock.advance(r.machine.wake_at() - r.clock.now());
+    r.step(WaitEnded{End::kTimer});
+    ASSERT_TRUE(has<Attempt>(r.last)) << i;
+  }
+  r.attempted(split(), 1ms);
+  EXPECT_EQ(first<Wait>(r.last)->until, r.machine.attempt_started() + kSplitAttemptGap);
+  r.clock.advance(r.machine.attempt_started() + kMinAttemptGap - r.clock.now());
+  r.step(WaitEnded{End::kTurn, 0ms, 1});  // one node's turn: waits for the others, and paced
+  EXPECT_FALSE(has<Attempt>(r.last));
+  r.step(WaitEnded{End::kTurn, 0ms, 2});
+  EXPECT_TRUE(has<Attempt>(r.last));
+}
+
 TEST(Standby, SplitVotesInARowArePacedAsTheCommandsTheyCost) {
   EXPECT_EQ(attempt_gap(0), kMinAttemptGap);
   EXPECT_EQ(attempt_gap(1), kMinAttemptGap);
@@ -659,6 +682,96 @@ TEST(Standby, OurTurnTriesAtOnceButATurnAfterAMissedTurnWaits) {
   r.attempted(in_line(3000, 1), 1ms);
   r.step(WaitEnded{End::kTurn});
   EXPECT_TRUE(has<Attempt>(r.last));
+}
+
+// Several nodes: each node's line hands a freed lease on by itself, and the release reaches
+// them a moment apart. A turn from fewer than a quorum of nodes waits up to 50 ms for the
+// others' turns, and is tried at once when they come: tried on the first node's turn, the
+// attempt found the lease still held on the others, missed, and the turns that came next
+// waited 500 ms (a limit = 3 semaphore on three nodes lost two thirds of its capacity).
+TEST(Standby, SeveralNodesATurnWaitsForAQuorumOfNodesTurns) {
+  StandbySettings s = settings(Mode::kSupervise);
+  s.nodes = 3;
+  s.quorum = 2;
+  auto three = [](Acquisition a) {
+    a.answered = {"node a", "node b", "node c"};
+    return a;
+  };
+  Rig r(s);
+  r.step(Begin{});
+  r.attempted(three(in_line(3000, 1)), 1ms);
+  r.clock.advance(5ms);
+  r.step(WaitEnded{End::kTurn, 0ms, 1});
+  EXPECT_FALSE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Wait>(r.last)->until, r.clock.now() + 50ms);
+  r.clock.advance(2ms);
+  r.step(WaitEnded{End::kTurn, 0ms, 2});
+  EXPECT_TRUE(has<Attempt>(r.last));
+  EXPECT_EQ(first<Debug>(r.last)->text, "our turn in the waiting line; trying now");
+  // A turn from one node alone: tried when the 50 ms are over, as an answer to that turn (it
+  // spends the credit: the next turn waits 500 ms after it).
+  Rig lone(s);
+  lone.step(Begin{});
+  lone.attempted(three(in_line(3000, 1)), 1ms);
+  lone.step(WaitEnded{End::kTimer});  // a refresh of the terminal line: nothing yet
+  EXPECT_FALSE(has<Attempt>(lone.last));
+  lone.clock.advance(10ms);
+  lone.step(WaitEnded{End::kTurn, 0ms, 1});
+  EXPECT_FALSE(has<Attempt>(lone.last));
+  lone.clock.advance(50ms);
+  lone.step(WaitEnded{End::kTimer});
+  EXPECT_TRUE(has<Attempt>(lone.last));
+  // It missed. Turns from a quorum of nodes since are tried without the credit, but paced.
+  lone.attempted(three(in_line(3000, 1)), 1ms);
+  lone.clock.advance(5ms);
+  lone.step(WaitEnded{End::kTurn, 0ms, 3});
+  EXPECT_FALSE(has<Attempt>(lone.last));
+  EXPECT_EQ(first<Wait>(lone.last)->until, lone.machine.attempt_started() + kMinAttemptGap);
+  // From one node only: as before, kTurnRetryGap after the missed one.
+  Rig one(s);
+  one.step(Begin{});
+  one.attempted(three(in_line(3000, 1)), 1ms);
+  one.clock.advance(10ms);
+  one.step(WaitEnded{End::kTurn, 0ms, 1});
+  one.clock.advance(50ms);
+  one.step(WaitEnded{End::kTimer});
+  ASSERT_TRUE(has<Attempt>(one.last));
+  one.attempted(three(in_line(3000, 1)), 1ms);
+  one.clock.advance(5ms);
+  one.step(WaitEnded{End::kTurn, 0ms, 1});
+  EXPECT_FALSE(has<Attempt>(one.last));
+  EXPECT_EQ(first<Wait>(one.last)->until, one.machine.attempt_started() + 500ms);
+}
+
+// The same flood of (forged) turns as below, from one node of three: no faster than from the
+// only node; from a quorum of nodes: one attempt per kMinAttemptGap, as a flood of release
+// messages.
+TEST(Standby, AFloodOfTurnsFromOneNodeOfSeveralIsPaced) {
+  auto attempts_in_10s = [](int turn_nodes) {
+    StandbySettings s = settings(Mode::kSupervise);
+    s.nodes = 3;
+    s.quorum = 2;
+    Rig r(s);
+    r.step(Begin{});
+    int attempts = 0;
+    std::optional<Clock::time_point> wake;
+    for (int ms = 0; ms < 10'000; ++ms) {
+      if (has<Attempt>(r.last)) {
+        ++attempts;
+        Acquisition a = in_line(3000, 1);
+        a.answered = {"node a", "node b", "node c"};
+        r.attempted(a, 0ms);
+      }
+      if (auto w = first<Wait>(r.last)) wake = w->until;
+      r.clock.advance(1ms);
+      r.step(wake && r.clock.now() >= *wake ? WaitEnded{End::kTimer} : WaitEnded{End::kTurn, 0ms, turn_nodes});
+    }
+    return attempts;
+  };
+  const int one = attempts_in_10s(1);
+  EXPECT_GE(one, 20);
+  EXPECT_LE(one, 40);
+  EXPECT_LE(attempts_in_10s(2), 101);
 }
 
 // A waiter whose last attempt reached fewer nodes than a quorum: a turn from the nodes it
