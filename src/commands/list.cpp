@@ -28,6 +28,30 @@ struct Gathered {
   std::optional<LastClaim> claim;
 };
 
+/// A semaphore's other slots: those a quorum names a holder of (with the lowest TTL of the
+/// nodes that do), and those whose key is of another type on any node.
+void judge_slots(const std::vector<const NodeKey*>& read, int quorum, Row& row) {
+  std::map<std::pair<int, std::string>, int> slots;
+  for (const auto* a : read) {
+    for (const auto& s : a->slots) ++slots[{s.slot, s.holder}];
+  }
+  for (const auto& [slot, n] : slots) {
+    if (n < quorum) continue;
+    std::int64_t ttl = -2;
+    for (const auto* a : read) {
+      for (const auto& s : a->slots) {
+        if (s.slot == slot.first && s.holder == slot.second) ttl = ttl == -2 ? s.ttl_ms : std::min(ttl, s.ttl_ms);
+      }
+    }
+    row.slots.push_back({slot.first, slot.second, ttl});
+  }
+  std::map<int, std::string> others;
+  for (const auto* a : read) {
+    for (const auto& [slot, type] : a->other_type) others.emplace(slot, type);
+  }
+  row.other_type.assign(others.begin(), others.end());
+}
+
 Row judge(const std::string& key, const Gathered& g, int quorum) {
   Row row;
   row.key = key;
@@ -49,13 +73,11 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
     return row;
   }
   std::map<std::string, int> holders;
-  std::map<std::pair<int, std::string>, int> slots;
   int paused = 0;
   bool corrupt = false;
   std::uint64_t token = 0;
   for (const auto* a : read) {
     if (!a->holder.empty()) ++holders[a->holder];
-    for (const auto& s : a->slots) ++slots[{s.slot, s.holder}];
     row.line = std::max(row.line, a->line);
     if (a->pause_ttl_ms != -2) ++paused;
     if (!a->fence.empty()) {
@@ -85,21 +107,7 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
     // later only after a clock went back): when the lease was taken.
     if (row.token && *row.token >= 1'000'000'000'000'000ULL) row.since_s = static_cast<std::int64_t>(*row.token / 1'000'000);
   }
-  for (const auto& [slot, n] : slots) {
-    if (n < quorum) continue;
-    std::int64_t ttl = -2;
-    for (const auto* a : read) {
-      for (const auto& s : a->slots) {
-        if (s.slot == slot.first && s.holder == slot.second) ttl = ttl == -2 ? s.ttl_ms : std::min(ttl, s.ttl_ms);
-      }
-    }
-    row.slots.push_back({slot.first, slot.second, ttl});
-  }
-  std::map<int, std::string> others;
-  for (const auto* a : read) {
-    for (const auto& [slot, type] : a->other_type) others.emplace(slot, type);
-  }
-  row.other_type.assign(others.begin(), others.end());
+  judge_slots(read, quorum, row);
   if (paused >= quorum) {
     for (const auto* a : read) {
       if (a->pause_ttl_ms == -2) continue;
