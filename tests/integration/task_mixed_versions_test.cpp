@@ -1,6 +1,7 @@
 // Two versions on one key, as a rolling upgrade runs them (README.md "What 1.0 promises":
 // any two 1.x versions work together on one key; 1.0 also works beside the last 0.1,
-// commit 3998ae5, which is what an upgrade from it runs for a while). Daemons of both
+// commit 3998ae5, which is what an upgrade from it runs for a while). The old version is
+// the last 0.1 or 1.0.0 as packaged (1698fc7), each run in turn by scripts/mixed-versions. Daemons of both
 // versions supervise the recorder child on one key, in a waiting line that alternates old
 // and new, and the lease is moved between them by every means an operator has: `handover`
 // from either version's CLI, a stop (SIGTERM, the release) and a restart, and a leader
@@ -8,8 +9,8 @@
 // own records must show no two alive at once, a fencing token that rises at every change
 // of holder, and changes in both directions, old to new and new to old.
 //
-// The old binary comes from REDISGO_OLD_TASK (scripts/mixed-versions builds it from
-// 3998ae5 and runs these tests with it; .ci/run runs that). Without it the tests skip,
+// The old binary comes from REDISGO_OLD_TASK, its version from REDISGO_OLD_VERSION
+// (scripts/mixed-versions builds each and runs these tests with it; .ci/run runs that). Without it the tests skip,
 // saying so, so that a plain ctest run passes on a machine that never built it.
 
 #include <gtest/gtest.h>
@@ -36,7 +37,12 @@ using namespace redisgo::testing;
 namespace {
 
 /// The release the old binary must be.
-const std::string kOldVersion = "0.1.0";
+/// The old binary's version: the last 0.1 unless REDISGO_OLD_VERSION says (scripts/mixed-versions
+/// runs these tests once per old version it pairs with this one).
+std::string old_version() {
+  const char* v = std::getenv("REDISGO_OLD_VERSION");
+  return v == nullptr || *v == '\0' ? "0.1.0" : v;
+}
 
 std::string old_binary() {
   const char* p = std::getenv("REDISGO_OLD_TASK");
@@ -44,7 +50,7 @@ std::string old_binary() {
 }
 
 enum class Version { kOld, kNew };
-const char* name_of(Version v) { return v == Version::kOld ? "0.1" : "1.0"; }
+const char* name_of(Version v) { return v == Version::kOld ? "old" : "new"; }
 
 class MixedVersions : public ::testing::TestWithParam<int> {
  protected:
@@ -53,15 +59,15 @@ class MixedVersions : public ::testing::TestWithParam<int> {
     if (old_.empty()) {
       std::cerr << "\n*** MixedVersions SKIPPED: REDISGO_OLD_TASK is not set. Run scripts/mixed-versions,\n"
                    "*** which builds redisgo_task "
-                << kOldVersion << " (3998ae5) and runs these tests with it.\n\n";
+                << "0.1.0 (3998ae5) and 1.0.0 (1698fc7) and runs these tests with each.\n\n";
       GTEST_SKIP() << "REDISGO_OLD_TASK is not set (scripts/mixed-versions sets it)";
     }
     ASSERT_EQ(::access(old_.c_str(), X_OK), 0) << "REDISGO_OLD_TASK=" << old_ << " is not an executable";
     TempDir tmp;
     TaskProcess v(tmp.path(), "version", {"version"}, {}, old_);
     ASSERT_TRUE(v.wait_for(10s).has_value());
-    ASSERT_EQ(v.out().rfind("redisgo_task " + kOldVersion, 0), 0u)
-        << "REDISGO_OLD_TASK=" << old_ << " is not " << kOldVersion << ": " << v.out() << v.err();
+    ASSERT_EQ(v.out().rfind("redisgo_task " + old_version(), 0), 0u)
+        << "REDISGO_OLD_TASK=" << old_ << " is not " << old_version() << ": " << v.out() << v.err();
     ASSERT_TRUE(std::filesystem::exists(recorder_binary())) << recorder_binary() << " is missing";
     for (int i = 0; i < GetParam(); ++i) nodes_.push_back(std::make_unique<RedisServer>());
   }
@@ -211,8 +217,8 @@ TEST_P(MixedVersions, OldAndNewDaemonsOnOneKeyHandOverWithoutOverlapAndTheTokenR
     ++changes[std::string(name_of(version_of_[before.daemon_pid()])) + " -> " +
               name_of(version_of_[after.daemon_pid()])];
   }
-  EXPECT_GE(changes["0.1 -> 1.0"], 3) << "the lease moved from 0.1 to 1.0 too rarely";
-  EXPECT_GE(changes["1.0 -> 0.1"], 3) << "the lease moved from 1.0 to 0.1 too rarely";
+  EXPECT_GE(changes["old -> new"], 3) << "the lease moved from the old version to the new too rarely";
+  EXPECT_GE(changes["new -> old"], 3) << "the lease moved from the new version to the old too rarely";
   std::cout << GetParam() << " node(s): " << check.children.size() - 1 << " changes of holder, " << check.overlaps
             << " overlaps, tokens " << check.children.front().token << " .. " << check.children.back().token
             << " (rising at every change);";
