@@ -108,15 +108,23 @@ Finding scripts_finding(const Probe& p, const lock::LeaseKeys& keys) {
     auto r = lock::parse_inspect_reply(c.reply().get());
     if (!r) return make(Level::kWarn, "scripts", p.name, "EVAL ran, but the inspect script's reply is not understood");
     std::string m = "the lease scripts run (EVAL); " + keys.key + " is ";
-    m += r->held ? "held by " + r->holder + ", ttl " + std::to_string(r->pttl_ms) + " ms" : std::string("free");
+    m += !r->held           ? std::string("free")
+         : r->pttl_ms == -1 ? "held by " + r->holder
+                            : "held by " + r->holder + ", ttl " + std::to_string(r->pttl_ms) + " ms";
     if (r->token > 0) m += "; fence token " + std::to_string(r->token);
-    // A counter the acquire scripts refuse blocks every acquisition on this node.
-    Finding f = r->bad_fence.empty()
-                    ? make(Level::kOk, "scripts", p.name, m)
-                    : make(Level::kFail, "scripts", p.name,
+    // A counter the acquire scripts refuse blocks every acquisition on this node; a key
+    // without an expiry (set by hand) never frees itself, as `task` and `status` say too.
+    Finding f = !r->bad_fence.empty()
+                    ? make(Level::kFail, "scripts", p.name,
                            m + "; the fence counter " + keys.fence + " holds " + r->bad_fence +
                                ", not an integer below 2^53-1: no lease can be acquired on this node",
-                           "delete it (DEL " + keys.fence + "); the server's TIME floor keeps tokens increasing");
+                           "delete it (DEL " + keys.fence + "); the server's TIME floor keeps tokens increasing")
+                : r->held && r->pttl_ms == -1
+                    ? make(Level::kWarn, "scripts", p.name,
+                           m + " (no expiry: not a lease of ours, set by hand?): it will never free itself, and no "
+                               "daemon can take it on this node",
+                           "delete it (DEL " + keys.key + ") once nothing runs the job by hand")
+                    : make(Level::kOk, "scripts", p.name, m);
     f.fields.emplace_back("held", r->held ? "true" : "false");
     f.fields.emplace_back("holder", r->held ? check::json_quote(r->holder) : "null");
     f.fields.emplace_back("token", r->bad_fence.empty() ? std::to_string(r->token) : "null");

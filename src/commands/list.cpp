@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 
 #include "commands/check_findings.h"
@@ -75,19 +76,25 @@ Row judge(const std::string& key, const Gathered& g, int quorum) {
   std::map<std::string, int> holders;
   int paused = 0;
   bool corrupt = false;
-  std::uint64_t token = 0;
+  std::vector<std::uint64_t> tokens;
   for (const auto* a : read) {
     if (!a->holder.empty()) ++holders[a->holder];
     row.line = std::max(row.line, a->line);
     if (a->pause_ttl_ms != -2) ++paused;
     if (!a->fence.empty()) {
       if (auto t = lock::parse_fence(a->fence)) {
-        token = std::max(token, *t);
+        tokens.push_back(*t);
       } else {
         corrupt = true;
       }
     }
   }
+  // The highest counter a quorum has reached: a grant raised it there. An attempt granted on a
+  // minority (and undone) raises a counter too; the highest of all would show that as a grant
+  // that never was, with a token no child had.
+  std::sort(tokens.begin(), tokens.end(), std::greater<>());
+  const std::uint64_t token =
+      tokens.empty() ? 0 : tokens[std::min(tokens.size(), static_cast<std::size_t>(quorum)) - 1];
   if (!corrupt && token > 0) row.token = token;
   row.fence_seen = corrupt || token > 0;
   row.state = holders.empty() ? "free" : "split";

@@ -86,6 +86,20 @@ TEST_F(CliCheck, HealthyServerIsAllOkAndExitsZero) {
   EXPECT_NE(line_of(r.out, "ok", "persistence", s.address()).find("AOF on"), std::string::npos) << r.out;
 }
 
+// A lease key set by hand without an expiry never frees itself: the scripts line warns and says
+// what to do, as `task` and `status` do (it said "ok ... ttl -1 ms").
+TEST_F(CliCheck, ALeaseKeyWithoutAnExpiryWarns) {
+  RedisServer s(healthy());
+  const auto cfg = host_config(s);
+  s.cli({"SET", test_key(), "manualholder"});
+  auto r = check(cfg);
+  const std::string line = line_of(r.out, "warn", "scripts", s.address());
+  ASSERT_NE(line, "") << r.out;
+  EXPECT_NE(line.find("no expiry"), std::string::npos) << line;
+  EXPECT_NE(line.find("DEL " + test_key()), std::string::npos) << line;
+  EXPECT_EQ(line.find("-1 ms"), std::string::npos) << line;
+}
+
 // Nothing but the required keys: every default passes, margins included (issue 20 item 2:
 // the defaults used to warn "less than one cron").
 TEST_F(CliCheck, AConfigOfDefaultsPasses) {

@@ -52,6 +52,27 @@ TEST(ListMerge, AHolderNeedsAQuorumOfNodes) {
   EXPECT_EQ(rows[2].state, "split");
 }
 
+// A waiter granted a slot on one node only (undone) raises that node's counter: the token and
+// the grant's time shown are those a quorum of counters has reached, the holder's.
+TEST(ListMerge, TheTokenIsWhatAQuorumOfCountersReachedNotOneNodesRaise) {
+  const std::string a = "web1:10:0123456789abcdef0123456789abcdef";
+  auto rows = merge({node("n1", {{"job", held_by(a, 3000, "1795000041000000")}}),
+                     node("n2", {{"job", held_by(a, 3000, "1795000000000000")}}),
+                     node("n3", {{"job", held_by(a, 3000, "1795000000000000")}})},
+                    2);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].token);
+  EXPECT_EQ(*rows[0].token, 1795000000000000u);
+  ASSERT_TRUE(rows[0].since_s);
+  EXPECT_EQ(*rows[0].since_s, 1795000000);
+  // One node with a counter (the others restarted empty): that one.
+  rows = merge({node("n1", {{"job", held_by(a, 3000, "1795000041000000")}}), node("n2", {{"job", held_by(a, 3000, "")}}),
+                node("n3", {{"job", held_by(a, 3000, "")}})},
+               2);
+  ASSERT_TRUE(rows[0].token);
+  EXPECT_EQ(*rows[0].token, 1795000041000000u);
+}
+
 TEST(ListMerge, TooFewNodesReadIsUnreadableAndACorruptFenceIsNoToken) {
   NodeKey refused;
   refused.error = "NOPERM this user has no permissions to access one of the keys";
