@@ -179,6 +179,17 @@ def duration_s(text):
     return float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(2)]
 
 
+def end_loops(stop_file, loops):
+    """Asks the looping hosts to stop (the file they test between runs) and waits for each,
+    stopping one that does not end within a minute."""
+    open(stop_file, "w").close()
+    for p in loops:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            stop(p)
+
+
 def wait_until(what, pred, timeout=15.0, step=0.001):
     deadline = time.monotonic() + timeout
     while True:
@@ -1219,12 +1230,7 @@ class Bench:
         c0 = sum(s.total_commands() for s in nodes)
         t0 = time.monotonic()
         time.sleep(seconds)  # the measurement window itself
-        open(stop_file, "w").close()
-        for p in loops:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                stop(p)
+        end_loops(stop_file, loops)
         t1 = time.monotonic()
         c1 = sum(s.total_commands() for s in nodes)
         runs = []
@@ -1320,12 +1326,7 @@ class Bench:
         t0 = time.time_ns()
         time.sleep(warm + window)
         t1 = time.time_ns()
-        open(stop_file, "w").close()
-        for p in loops:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                stop(p)
+        end_loops(stop_file, loops)
         jobs = []
         for name in os.listdir(d):
             if name.startswith("j.") and name.endswith(".s"):
