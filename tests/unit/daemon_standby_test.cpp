@@ -709,35 +709,30 @@ TEST(Standby, SeveralNodesATurnWaitsForAQuorumOfNodesTurns) {
   EXPECT_TRUE(has<Attempt>(r.last));
   EXPECT_EQ(first<Debug>(r.last)->text, "our turn in the waiting line; trying now");
   // A turn from one node alone: tried when the 50 ms are over, as an answer to that turn (it
-  // spends the credit: the next turn waits 500 ms after it).
+  // spends the credit: the next turn waits 500 ms after it). That attempt misses.
+  auto lone_turn_missed = [&](Rig& rig) {
+    rig.step(Begin{});
+    rig.attempted(three(in_line(3000, 1)), 1ms);
+    rig.step(WaitEnded{End::kTimer});  // a refresh of the terminal line: nothing yet
+    EXPECT_FALSE(has<Attempt>(rig.last));
+    rig.clock.advance(10ms);
+    rig.step(WaitEnded{End::kTurn, 0ms, 1});
+    EXPECT_FALSE(has<Attempt>(rig.last));
+    rig.clock.advance(50ms);
+    rig.step(WaitEnded{End::kTimer});
+    ASSERT_TRUE(has<Attempt>(rig.last));
+    rig.attempted(three(in_line(3000, 1)), 1ms);
+    rig.clock.advance(5ms);
+  };
+  // Turns from a quorum of nodes since are tried without the credit, but paced.
   Rig lone(s);
-  lone.step(Begin{});
-  lone.attempted(three(in_line(3000, 1)), 1ms);
-  lone.step(WaitEnded{End::kTimer});  // a refresh of the terminal line: nothing yet
-  EXPECT_FALSE(has<Attempt>(lone.last));
-  lone.clock.advance(10ms);
-  lone.step(WaitEnded{End::kTurn, 0ms, 1});
-  EXPECT_FALSE(has<Attempt>(lone.last));
-  lone.clock.advance(50ms);
-  lone.step(WaitEnded{End::kTimer});
-  EXPECT_TRUE(has<Attempt>(lone.last));
-  // It missed. Turns from a quorum of nodes since are tried without the credit, but paced.
-  lone.attempted(three(in_line(3000, 1)), 1ms);
-  lone.clock.advance(5ms);
+  lone_turn_missed(lone);
   lone.step(WaitEnded{End::kTurn, 0ms, 3});
   EXPECT_FALSE(has<Attempt>(lone.last));
   EXPECT_EQ(first<Wait>(lone.last)->until, lone.machine.attempt_started() + kMinAttemptGap);
   // From one node only: as before, kTurnRetryGap after the missed one.
   Rig one(s);
-  one.step(Begin{});
-  one.attempted(three(in_line(3000, 1)), 1ms);
-  one.clock.advance(10ms);
-  one.step(WaitEnded{End::kTurn, 0ms, 1});
-  one.clock.advance(50ms);
-  one.step(WaitEnded{End::kTimer});
-  ASSERT_TRUE(has<Attempt>(one.last));
-  one.attempted(three(in_line(3000, 1)), 1ms);
-  one.clock.advance(5ms);
+  lone_turn_missed(one);
   one.step(WaitEnded{End::kTurn, 0ms, 1});
   EXPECT_FALSE(has<Attempt>(one.last));
   EXPECT_EQ(first<Wait>(one.last)->until, one.machine.attempt_started() + 500ms);
